@@ -1,0 +1,1 @@
+"""TWiki-DiffSets: what changed between two Wikipedia snapshots (TemporalWiki Algorithm 1)."""

@@ -1,0 +1,156 @@
+"""The DiffSet stage as an Apache Beam pipeline: the same comparison, keyed by page id.
+
+Each dump is streamed by one reader (a bz2 stream cannot be split without its multistream index),
+articles are joined by id with CoGroupByKey, compared in parallel, and written as sharded files.
+Records and ``stats.json`` equal the local path's; only the order of lines may differ. Run it on
+the DirectRunner locally or on Dataflow, Flink or Spark with ``--beam-options``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tw_jax.preprocess.diffset.algorithm import ArticleDiff, compare
+from tw_jax.preprocess.diffset.outputs import OUTPUTS, STATS_FILE, json_line, records_for
+from tw_jax.preprocess.diffset.stats import DiffsetStats
+
+from tw_jax.io.atomic import discard, write_json
+from tw_jax.io.tfrecord import encode_example
+
+_PARTIAL_STATS = ".beam-stats.json"
+
+
+def _read_articles(path: str, side: str) -> Iterator[Any]:
+    """(id, page) for each article of one dump, then the reader's tallies as a side output."""
+    import apache_beam as beam
+    from tw_jax.preprocess.diffset.local import _articles
+
+    stats = DiffsetStats()
+    count = 0
+    for page in _articles(path, stats, side):
+        count += 1
+        yield page.id, page
+    if side == "old":
+        stats.old_articles = count
+    yield beam.pvalue.TaggedOutput("stats", stats)
+
+
+def _compare_joined(
+    item: tuple[int, dict[str, list[Any]]], min_changed_chars: int
+) -> Iterator[ArticleDiff]:
+    _, sides = item
+    for new in sides["new"]:  # at most one: readers drop duplicate ids
+        old = sides["old"][0] if sides["old"] else None
+        yield compare(new, old, min_changed_chars)
+
+
+def _stats_combine_fn() -> Any:
+    import apache_beam as beam
+
+    class CombineStats(beam.CombineFn):
+        def create_accumulator(self) -> DiffsetStats:
+            return DiffsetStats()
+
+        def add_input(self, stats: DiffsetStats, item: Any) -> DiffsetStats:
+            if isinstance(item, DiffsetStats):
+                return stats.merge(item)
+            stats.add_result(item)
+            return stats
+
+        def merge_accumulators(self, accumulators: Any) -> DiffsetStats:
+            merged = DiffsetStats()
+            for stats in accumulators:
+                merged.merge(stats)
+            return merged
+
+        def extract_output(self, stats: DiffsetStats) -> DiffsetStats:
+            return stats
+
+    return CombineStats()
+
+
+def _remove_previous_outputs(out_dir: Path) -> None:
+    discard(out_dir / STATS_FILE)
+    for name in OUTPUTS:
+        discard(out_dir / f"{name}.jsonl")
+        for shard in out_dir.glob(f"{name}.tfrecord-?????-of-?????"):
+            discard(shard)
+
+
+def build_diffset_beam(
+    old_path: str | os.PathLike[str],
+    new_path: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    min_changed_chars: int = 0,
+    beam_options: str | list[str] = "",
+) -> dict[str, Any]:
+    """Runs the pipeline (DirectRunner unless ``beam_options`` names another) and returns stats."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    old_path, new_path, out = str(old_path), str(new_path), Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _remove_previous_outputs(out)
+    flags = shlex.split(beam_options) if isinstance(beam_options, str) else list(beam_options)
+    options = PipelineOptions(flags or ["--runner=DirectRunner"])
+
+    with beam.Pipeline(options=options) as pipeline:
+        sides = {}
+        reader_stats = []
+        for side, path in (("old", old_path), ("new", new_path)):
+            read = (
+                pipeline
+                | f"Path{side}" >> beam.Create([path])
+                | f"Read{side}"
+                >> beam.FlatMap(_read_articles, side).with_outputs("stats", main="articles")
+            )
+            sides[side] = read.articles
+            reader_stats.append(read.stats)
+        results = (
+            sides
+            | "JoinById" >> beam.CoGroupByKey()
+            | "Compare" >> beam.FlatMap(_compare_joined, min_changed_chars)
+        )
+        (
+            (results, *reader_stats)
+            | "AllTallies" >> beam.Flatten()
+            | "Tally" >> beam.CombineGlobally(_stats_combine_fn())
+            | "StatsJson"
+            >> beam.Map(
+                lambda stats: json.dumps(
+                    stats.as_dict(
+                        old=old_path, new=new_path, options={"min_changed_chars": min_changed_chars}
+                    )
+                )
+            )
+            | "WriteStats"
+            >> beam.io.WriteToText(str(out / _PARTIAL_STATS), num_shards=1, shard_name_template="")
+        )
+        records = results | "Records" >> beam.FlatMap(records_for)
+        for name in OUTPUTS:
+            selected = records | f"Only{name}" >> beam.Filter(lambda kv, n=name: kv[0] == n)
+            (
+                selected
+                | f"Json{name}" >> beam.Map(lambda kv: json_line(kv[1]))
+                | f"WriteJson{name}"
+                >> beam.io.WriteToText(
+                    str(out / name), file_name_suffix=".jsonl", num_shards=1, shard_name_template=""
+                )
+            )
+            (
+                selected
+                | f"Example{name}" >> beam.Map(lambda kv: encode_example(kv[1]))
+                | f"WriteTFRecord{name}" >> beam.io.WriteToTFRecord(str(out / f"{name}.tfrecord"))
+            )
+
+    partial = out / _PARTIAL_STATS
+    report = json.loads(partial.read_text(encoding="utf-8"))
+    write_json(out / STATS_FILE, report)
+    partial.unlink()
+    return report

@@ -1,0 +1,79 @@
+"""The files of a DiffSet folder, written atomically by the local path.
+
+``diffset.jsonl`` (``id, title, text, kind``), ``full.jsonl`` and ``unchanged.jsonl``
+(``id, title, text``), TFRecord shards of each (``tf.train.Example`` with the same fields), and
+``stats.json``, written last: a folder is complete exactly when ``stats.json`` exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import IO, Any
+
+from tw_jax.preprocess.diffset.algorithm import EMPTY, IN_DIFFSET, ArticleDiff
+
+from tw_jax.io.atomic import commit, discard, temporary_sibling, write_json
+from tw_jax.io.tfrecord import ShardedTFRecordWriter, encode_example
+
+OUTPUTS = ("diffset", "full", "unchanged")
+STATS_FILE = "stats.json"
+
+
+def records_for(result: ArticleDiff) -> list[tuple[str, dict[str, Any]]]:
+    """(output name, record) pairs for one article: the same for the local path and Beam."""
+    if result.kind == EMPTY:
+        return []
+    full = {"id": result.id, "title": result.title, "text": result.text}
+    if result.kind in IN_DIFFSET:
+        diff = {
+            "id": result.id,
+            "title": result.title,
+            "text": result.diff_text,
+            "kind": result.kind,
+        }
+        return [("diffset", diff), ("full", full)]
+    return [("full", full), ("unchanged", full)]
+
+
+def json_line(record: dict[str, Any]) -> str:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+
+class DiffsetWriter:
+    """Streams records into temporary files; :meth:`commit` moves them all into place."""
+
+    def __init__(self, out_dir: str | os.PathLike[str], max_shard_bytes: int = 256 << 20) -> None:
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        # An earlier run's stats.json would mark a half-rewritten folder as complete.
+        discard(self.out_dir / STATS_FILE)
+        self._jsonl: dict[str, tuple[Path, IO[str]]] = {}
+        self._tfrecords: dict[str, ShardedTFRecordWriter] = {}
+        for name in OUTPUTS:
+            temporary = temporary_sibling(self.out_dir / f"{name}.jsonl")
+            self._jsonl[name] = (temporary, open(temporary, "w", encoding="utf-8"))  # noqa: SIM115
+            self._tfrecords[name] = ShardedTFRecordWriter(
+                self.out_dir / f"{name}.tfrecord", max_shard_bytes
+            )
+
+    def add(self, result: ArticleDiff) -> None:
+        for name, record in records_for(result):
+            self._jsonl[name][1].write(json_line(record) + "\n")
+            self._tfrecords[name].write(encode_example(record))
+
+    def commit(self, stats: dict[str, Any]) -> None:
+        for name, (temporary, handle) in self._jsonl.items():
+            handle.close()
+            commit(temporary, self.out_dir / f"{name}.jsonl")
+        for writer in self._tfrecords.values():
+            writer.commit()
+        write_json(self.out_dir / STATS_FILE, stats)
+
+    def abort(self) -> None:
+        for temporary, handle in self._jsonl.values():
+            handle.close()
+            discard(temporary)
+        for writer in self._tfrecords.values():
+            writer.abort()

@@ -1,0 +1,105 @@
+"""The ``stats.json`` of a DiffSet folder: articles by kind, skips by reason, text sizes.
+
+One accumulator serves the local path and the Beam pipeline (as the state of a CombineFn), so both
+report the same figures. Every page of the new dump is accounted for: it is one of the article
+kinds or a skip with its reason, and ``accounting.balanced`` says the sums agree.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from tw_jax.preprocess.accounting import Skips
+from tw_jax.preprocess.diffset.algorithm import EMPTY, IN_DIFFSET, ArticleDiff
+
+SIDES = ("old", "new")
+
+
+def _text_sizes() -> Counter[str]:
+    return Counter(articles=0, paragraphs=0, tokens=0, chars=0)
+
+
+class DiffsetStats:
+    def __init__(self) -> None:
+        self.pages = Counter({side: 0 for side in SIDES})  # pages read, before any skip
+        self.old_articles = 0
+        self.skips = {side: Skips() for side in SIDES}
+        self.kinds: Counter[str] = Counter()
+        self.empty = Skips()  # articles with no text left after cleaning: a skip of the new side
+        self.matched_old = 0
+        self.diffset_sentences = 0
+        self.sizes = {name: _text_sizes() for name in ("diffset", "full", "unchanged")}
+
+    # --- accumulation -------------------------------------------------------------------------
+
+    def add_result(self, result: ArticleDiff) -> None:
+        # Results are tallied apart from the readers' skips: with a worker pool the reader runs
+        # in the pool's feeder thread, and the two must not update one counter.
+        self.matched_old += result.in_old
+        if result.kind == EMPTY:
+            self.empty.add(EMPTY, f"page id {result.id} ({result.title})")
+            return
+        self.kinds[result.kind] += 1
+        self._add_text("full", result.paragraphs)
+        if result.kind in IN_DIFFSET:
+            self._add_text("diffset", result.diff_paragraphs)
+            self.diffset_sentences += result.diff_sentences
+        else:
+            self._add_text("unchanged", result.paragraphs)
+
+    def _add_text(self, name: str, paragraphs: tuple[str, ...]) -> None:
+        sizes = self.sizes[name]
+        sizes["articles"] += 1
+        sizes["paragraphs"] += len(paragraphs)
+        sizes["tokens"] += sum(len(p.split()) for p in paragraphs)
+        sizes["chars"] += sum(map(len, paragraphs)) + max(len(paragraphs) - 1, 0)
+
+    def merge(self, other: DiffsetStats) -> DiffsetStats:
+        self.pages.update(other.pages)
+        self.old_articles += other.old_articles
+        for side in SIDES:
+            self.skips[side].merge(other.skips[side])
+        self.kinds.update(other.kinds)
+        self.empty.merge(other.empty)
+        self.matched_old += other.matched_old
+        self.diffset_sentences += other.diffset_sentences
+        for name, sizes in other.sizes.items():
+            self.sizes[name].update(sizes)
+        return self
+
+    # --- report -------------------------------------------------------------------------------
+
+    def as_dict(self, **extra: Any) -> dict[str, Any]:
+        new_skips = Skips()
+        new_skips.merge(self.skips["new"])
+        new_skips.merge(self.empty)
+        new_accounted = sum(self.kinds.values()) + new_skips.total
+        old_accounted = self.old_articles + self.skips["old"].total
+        return {
+            **extra,
+            "articles": {
+                "new": self.kinds["new"],
+                "changed": self.kinds["changed"],
+                "unchanged": self.kinds["unchanged"],
+                "below_min_changed_chars": self.kinds["below_min_changed_chars"],
+                "deleted": self.old_articles - self.matched_old,
+            },
+            "diffset": {**self.sizes["diffset"], "sentences": self.diffset_sentences},
+            "full": dict(self.sizes["full"]),
+            "unchanged": dict(self.sizes["unchanged"]),
+            "old_dump": {
+                "pages": self.pages["old"],
+                "articles": self.old_articles,
+                "skipped": self.skips["old"].as_dict(),
+            },
+            "new_dump": {"pages": self.pages["new"], "skipped": new_skips.as_dict()},
+            "accounting": {
+                "new_pages": self.pages["new"],
+                "new_pages_accounted": new_accounted,
+                "old_pages": self.pages["old"],
+                "old_pages_accounted": old_accounted,
+                "balanced": new_accounted == self.pages["new"]
+                and old_accounted == self.pages["old"],
+            },
+        }

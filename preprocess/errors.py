@@ -1,0 +1,18 @@
+"""Errors that name the file and the record, so bad input never surfaces as a deep traceback."""
+
+from __future__ import annotations
+
+
+class DumpError(Exception):
+    """A dump cannot be read past this point: corrupt archive, malformed XML, unreadable bytes.
+
+    ``record`` says where: a page id or title, a line number, a byte offset, whatever the format
+    has. The CLI prints ``str(error)`` and exits non-zero.
+    """
+
+    def __init__(self, path: str, record: str | None, message: str) -> None:
+        self.path = str(path)
+        self.record = record
+        self.message = message
+        where = f"{self.path}" + (f", {record}" if record else "")
+        super().__init__(f"{where}: {message}")

@@ -1,0 +1,56 @@
+"""The ``tw-jax`` command line: one subcommand per stage.
+
+Each stage module exposes ``add_parser(subparsers)``, which registers its arguments and sets
+``func``; this file only wires them together, so stages stay importable and testable alone.
+Errors that name a file and a record (:class:`DumpError`) are printed plainly, without a
+traceback, and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# (module, attribute) of each stage's add_parser, imported lazily so `tw-jax --help` stays fast
+# and a stage's heavy dependencies (TensorFlow, Beam, JAX) load only when that stage runs.
+_STAGES: tuple[str, ...] = (
+    "tw_jax.sample_world.cli",
+    "tw_jax.preprocess.diffset.cli",
+    "tw_jax.demo",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tw-jax",
+        description="TemporalWiki and its siblings in JAX: corpora, probes, training, evaluation.",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module_name in _STAGES:
+        importlib.import_module(module_name).add_parser(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from tw_jax.preprocess.errors import DumpError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        result = args.func(args)
+    except DumpError as error:
+        print(f"tw-jax {args.command}: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            f"tw-jax {args.command}: interrupted; no partial output was left behind.",
+            file=sys.stderr,
+        )
+        return 130
+    return int(result or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

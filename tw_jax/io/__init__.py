@@ -1,0 +1,1 @@
+"""Small, dependency-light I/O helpers shared by every stage: atomic outputs and TFRecords."""

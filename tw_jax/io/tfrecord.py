@@ -1,0 +1,172 @@
+"""TFRecord files of ``tf.train.Example`` without importing TensorFlow.
+
+Preprocessing workers write millions of small records; importing TensorFlow in each process costs
+seconds and hundreds of megabytes, and building protos through its Python API is slow. The formats
+are small and stable, so we encode them here: the TFRecord frame (length, masked CRC32C of the
+length, data, masked CRC32C of the data) and the protobuf wire format of ``Example``. Tests check
+both against TensorFlow's own parser.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+import google_crc32c
+
+from tw_jax.io.atomic import commit, discard, temporary_sibling
+
+FeatureValue = (
+    int | str | bytes | float | Sequence[int] | Sequence[str] | Sequence[bytes] | Sequence[float]
+)
+
+_MASK_DELTA = 0xA282EAD8
+
+
+def masked_crc32c(data: bytes) -> int:
+    crc = google_crc32c.value(data)
+    return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+def frame(record: bytes) -> bytes:
+    """One record in TFRecord framing."""
+    header = struct.pack("<Q", len(record))
+    return b"".join(
+        (
+            header,
+            struct.pack("<I", masked_crc32c(header)),
+            record,
+            struct.pack("<I", masked_crc32c(record)),
+        )
+    )
+
+
+# --- protobuf wire format of tf.train.Example -------------------------------------------------
+
+
+def _varint(value: int) -> bytes:
+    if value < 0:
+        value += 1 << 64  # int64 is sent as its 64-bit two's complement
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited field (wire type 2)."""
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _feature(value: FeatureValue) -> bytes:
+    values = list(value) if isinstance(value, list | tuple) else [value]
+    if not values or isinstance(values[0], str | bytes):
+        items = b"".join(_field(1, v.encode("utf-8") if isinstance(v, str) else v) for v in values)
+        return _field(1, items)  # Feature.bytes_list
+    if isinstance(values[0], bool | int):
+        return _field(3, _field(1, b"".join(_varint(int(v)) for v in values)))  # int64_list
+    if isinstance(values[0], float):
+        return _field(2, _field(1, struct.pack(f"<{len(values)}f", *values)))  # float_list
+    raise TypeError(f"unsupported feature value type {type(values[0]).__name__}")
+
+
+def encode_example(features: Mapping[str, FeatureValue]) -> bytes:
+    """Serialises ``features`` as a ``tf.train.Example``; keys are written sorted, as TF does."""
+    entries = b"".join(
+        _field(1, _field(1, key.encode("utf-8")) + _field(2, _feature(features[key])))
+        for key in sorted(features)
+    )
+    return _field(1, entries)
+
+
+# --- files ------------------------------------------------------------------------------------
+
+
+def read_records(path: str | os.PathLike[str]) -> Iterator[bytes]:
+    """Yields the records of a TFRecord file, checking both CRCs."""
+    with open(path, "rb") as handle:
+        while True:
+            header = handle.read(12)
+            if not header:
+                return
+            if len(header) < 12:
+                raise ValueError(f"{path}: truncated record header")
+            (length,) = struct.unpack("<Q", header[:8])
+            if struct.unpack("<I", header[8:])[0] != masked_crc32c(header[:8]):
+                raise ValueError(f"{path}: corrupt record length")
+            body = handle.read(length + 4)
+            if len(body) < length + 4:
+                raise ValueError(f"{path}: truncated record")
+            record = body[:length]
+            if struct.unpack("<I", body[length:])[0] != masked_crc32c(record):
+                raise ValueError(f"{path}: corrupt record data")
+            yield record
+
+
+def shard_name(prefix: str | os.PathLike[str], index: int, count: int) -> Path:
+    """``prefix-00000-of-00004``: the shard naming of Beam, TFDS and SeqIO file patterns."""
+    return Path(f"{prefix}-{index:05d}-of-{count:05d}")
+
+
+class ShardedTFRecordWriter:
+    """Writes records into shards of about ``max_shard_bytes`` each, atomically.
+
+    Shard names carry the total count, which is known only at the end, so shards are written
+    under temporary names and renamed by :meth:`commit`. An empty output still gets one (empty)
+    shard, so readers of the file pattern find the dataset.
+    """
+
+    def __init__(self, prefix: str | os.PathLike[str], max_shard_bytes: int = 256 << 20) -> None:
+        self.prefix = Path(prefix)
+        self.max_shard_bytes = max_shard_bytes
+        self.records = 0
+        self._temporaries: list[Path] = []
+        self._handle: BinaryIO | None = None
+        self._shard_bytes = 0
+        self.prefix.parent.mkdir(parents=True, exist_ok=True)
+
+    def _roll(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+        temporary = temporary_sibling(f"{self.prefix}-{len(self._temporaries):05d}")
+        self._temporaries.append(temporary)
+        self._handle = open(temporary, "wb")  # noqa: SIM115 - closed in _roll/commit/abort
+        self._shard_bytes = 0
+
+    def write(self, record: bytes) -> None:
+        if self._handle is None or self._shard_bytes >= self.max_shard_bytes:
+            self._roll()
+        framed = frame(record)
+        self._handle.write(framed)
+        self._shard_bytes += len(framed)
+        self.records += 1
+
+    def commit(self) -> list[Path]:
+        if self._handle is None:
+            self._roll()
+        self._handle.close()
+        count = len(self._temporaries)
+        finals = [shard_name(self.prefix, i, count) for i in range(count)]
+        for temporary, final in zip(self._temporaries, finals, strict=True):
+            commit(temporary, final)
+        # Shards of an earlier run with another count would still match the file pattern.
+        for stale in self.prefix.parent.glob(f"{self.prefix.name}-?????-of-?????"):
+            if stale not in finals:
+                discard(stale)
+        self._temporaries = []
+        return finals
+
+    def abort(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+        for temporary in self._temporaries:
+            discard(temporary)
+        self._temporaries = []
