@@ -16,3 +16,6 @@ class DumpError(Exception):
         self.message = message
         where = f"{self.path}" + (f", {record}" if record else "")
         super().__init__(f"{where}: {message}")
+
+    def __reduce__(self):  # noqa: ANN204 - keeps the error intact across worker processes
+        return (type(self), (self.path, self.record, self.message))

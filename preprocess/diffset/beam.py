@@ -28,11 +28,11 @@ _PARTIAL_STATS = ".beam-stats.json"
 def _read_articles(path: str, side: str) -> Iterator[Any]:
     """(id, page) for each article of one dump, then the reader's tallies as a side output."""
     import apache_beam as beam
-    from tw_jax.preprocess.diffset.local import _articles
+    from tw_jax.preprocess.diffset.local import read_articles
 
     stats = DiffsetStats()
     count = 0
-    for page in _articles(path, stats, side):
+    for page in read_articles(path, stats, side):
         count += 1
         yield page.id, page
     if side == "old":

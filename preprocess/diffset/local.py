@@ -34,11 +34,17 @@ def _counted(pages: Iterable[Page], stats: DiffsetStats, side: str) -> Iterator[
         yield page
 
 
-def _articles(path: str, stats: DiffsetStats, side: str) -> Iterator[Page]:
-    skips: Skips = stats.skips[side]
-    pages = iter_dump_pages(path, skips)
-    # Reader-level skips (bad ids, bad JSON lines) are pages too: count them once, up front.
-    return iter_articles(_counted(pages, stats, side), skips)
+def read_articles(path: str, stats: DiffsetStats, side: str) -> Iterator[Page]:
+    """The main-namespace articles of a dump, tallying pages and skips into ``stats``.
+
+    Every page counts once in ``stats.pages``: those the reader yields, and those it skips itself
+    (a bad id, a bad JSON line), which are added when the dump is exhausted.
+    """
+    reader_skips = Skips()
+    pages = iter_dump_pages(path, reader_skips)
+    yield from iter_articles(_counted(pages, stats, side), stats.skips[side])
+    stats.pages[side] += reader_skips.total
+    stats.skips[side].merge(reader_skips)
 
 
 class OldIndex:
@@ -122,9 +128,9 @@ def build_diffset(
             index = OldIndex(scratch)
             try:
                 with tqdm(desc="indexing old dump", unit=" articles", disable=bar_disabled) as bar:
-                    old_articles = _articles(old_path, stats, "old")
+                    old_articles = read_articles(old_path, stats, "old")
                     stats.old_articles = index.load(_progress(old_articles, bar))
-                chunks = _chunks(_articles(new_path, stats, "new"), index, min_changed_chars)
+                chunks = _chunks(read_articles(new_path, stats, "new"), index, min_changed_chars)
                 with tqdm(desc="comparing", unit=" articles", disable=bar_disabled) as bar:
                     for results in _map(_compare_chunk, chunks, workers):
                         for result in results:
