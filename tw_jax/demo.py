@@ -28,15 +28,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run_demo(out: str | Path, seed: int = 0, workers: int = 1) -> dict[str, Any]:
     from tw_jax.preprocess.diffset.local import build_diffset
     from tw_jax.preprocess.diffset.score import score
-    from tw_jax.sample_world.build import build_sample_world, wikipedia_dump
+    from tw_jax.sample_world.build import build_sample_world
+    from tw_jax.sample_world.layout import pair_name, wikipedia_dump
 
     out = Path(out)
     world_dir, data_dir = out / "sample_world", out / "data"
     started = time.perf_counter()
     world = build_sample_world(world_dir, seed=seed)
     summary: dict[str, Any] = {"sample_world": str(world_dir), "data": str(data_dir), "pairs": {}}
-    for pair in world["pairs"]:
-        old_month, new_month = _months_of(world, pair)
+    for old_month, new_month in zip(world["months"], world["months"][1:], strict=False):
+        pair = pair_name(old_month, new_month)
         target = data_dir / pair / "diffset"
         stats = build_diffset(
             wikipedia_dump(world_dir, old_month),
@@ -54,15 +55,6 @@ def run_demo(out: str | Path, seed: int = 0, workers: int = 1) -> dict[str, Any]
         }
     summary["seconds"] = round(time.perf_counter() - started, 2)
     return summary
-
-
-def _months_of(world: dict[str, Any], pair: str) -> tuple[str, str]:
-    """The two months ("2021-08", "2021-09") whose dumps make up pair "0809"."""
-    months = world["months"]
-    for old, new in zip(months, months[1:], strict=False):
-        if old[-2:] + new[-2:] == pair:
-            return old, new
-    raise KeyError(f"month pair {pair} not in the sample world ({months})")
 
 
 def run(args: argparse.Namespace) -> int:

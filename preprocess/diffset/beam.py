@@ -18,6 +18,8 @@ from typing import Any
 from tw_jax.preprocess.diffset.algorithm import ArticleDiff, compare
 from tw_jax.preprocess.diffset.outputs import OUTPUTS, STATS_FILE, json_line, records_for
 from tw_jax.preprocess.diffset.stats import DiffsetStats
+from tw_jax.preprocess.mediawiki import Page, describe_page
+from tw_jax.preprocess.multistream import index_for, plan_ranges
 
 from tw_jax.io.atomic import discard, write_json
 from tw_jax.io.tfrecord import encode_example
@@ -25,28 +27,55 @@ from tw_jax.io.tfrecord import encode_example
 _PARTIAL_STATS = ".beam-stats.json"
 
 
-def _read_articles(path: str, side: str) -> Iterator[Any]:
-    """(id, page) for each article of one dump, then the reader's tallies as a side output."""
+def _sources(path: str, splits: int) -> list[tuple[str, tuple[int, int] | None]]:
+    """What the readers of one dump read: byte ranges of a multistream dump that has its index
+    beside it (when ``splits`` > 1), else the whole file."""
+    index = index_for(path) if splits > 1 else None
+    if index is None:
+        return [(path, None)]
+    return [(path, byte_range) for byte_range in plan_ranges(path, index, splits)]
+
+
+def _read_source(source: tuple[str, tuple[int, int] | None], side: str) -> Iterator[Any]:
+    """(id, (range start, position, page)) for each article, then the reader's tallies."""
     import apache_beam as beam
     from tw_jax.preprocess.diffset.local import read_articles
 
+    path, byte_range = source
     stats = DiffsetStats()
+    start = byte_range[0] if byte_range else 0
     count = 0
-    for page in read_articles(path, stats, side):
-        count += 1
-        yield page.id, page
+    for count, page in enumerate(read_articles(path, stats, side, byte_range), 1):
+        yield page.id, (start, count, page)
     if side == "old":
         stats.old_articles = count
     yield beam.pvalue.TaggedOutput("stats", stats)
 
 
+def _first_of(versions: list[tuple[int, int, Page]], stats: DiffsetStats, side: str) -> Page | None:
+    """The first version of an id in file order; later ones (possible only when two readers
+    share a dump) are counted as duplicates, as the single reader of the local path does."""
+    if not versions:
+        return None
+    first, *rest = sorted(versions, key=lambda version: version[:2])
+    for _, _, page in rest:
+        stats.skips[side].add("duplicate_id", describe_page(page.id, page.title))
+        if side == "old":
+            stats.old_articles -= 1
+    return first[2]
+
+
 def _compare_joined(
     item: tuple[int, dict[str, list[Any]]], min_changed_chars: int
-) -> Iterator[ArticleDiff]:
+) -> Iterator[ArticleDiff | DiffsetStats]:
     _, sides = item
-    for new in sides["new"]:  # at most one: readers drop duplicate ids
-        old = sides["old"][0] if sides["old"] else None
+    duplicates = DiffsetStats()
+    old = _first_of(sides["old"], duplicates, "old")
+    new = _first_of(sides["new"], duplicates, "new")
+    if new is not None:
         yield compare(new, old, min_changed_chars)
+    if duplicates.skips["old"].total or duplicates.skips["new"].total:
+        yield duplicates
 
 
 def _stats_combine_fn() -> Any:
@@ -89,8 +118,12 @@ def build_diffset_beam(
     *,
     min_changed_chars: int = 0,
     beam_options: str | list[str] = "",
+    splits: int = 64,
 ) -> dict[str, Any]:
-    """Runs the pipeline (DirectRunner unless ``beam_options`` names another) and returns stats."""
+    """Runs the pipeline (DirectRunner unless ``beam_options`` names another) and returns stats.
+
+    A multistream dump with its index beside it is read by up to ``splits`` readers in parallel.
+    """
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -106,9 +139,10 @@ def build_diffset_beam(
         for side, path in (("old", old_path), ("new", new_path)):
             read = (
                 pipeline
-                | f"Path{side}" >> beam.Create([path])
+                | f"Sources{side}" >> beam.Create(_sources(path, splits))
+                | f"Spread{side}" >> beam.Reshuffle()
                 | f"Read{side}"
-                >> beam.FlatMap(_read_articles, side).with_outputs("stats", main="articles")
+                >> beam.FlatMap(_read_source, side).with_outputs("stats", main="articles")
             )
             sides[side] = read.articles
             reader_stats.append(read.stats)

@@ -40,6 +40,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help='Beam pipeline flags, e.g. "--runner=DirectRunner --direct_num_workers=2"',
     )
     parser.add_argument(
+        "--splits",
+        type=int,
+        default=64,
+        help="Beam: readers per dump when it is a multistream .bz2 with its index beside it",
+    )
+    parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -67,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
             args.out,
             min_changed_chars=args.min_changed_chars,
             beam_options=args.beam_options,
+            splits=args.splits,
         )
     else:
         from tw_jax.preprocess.diffset.local import build_diffset

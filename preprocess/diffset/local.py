@@ -22,6 +22,7 @@ from tw_jax.preprocess.diffset.algorithm import ArticleDiff, compare
 from tw_jax.preprocess.diffset.outputs import DiffsetWriter
 from tw_jax.preprocess.diffset.stats import DiffsetStats
 from tw_jax.preprocess.mediawiki import Page
+from tw_jax.preprocess.multistream import iter_range_pages
 from tw_jax.preprocess.readers import iter_articles, iter_dump_pages
 
 _INSERT_BATCH = 2000
@@ -34,14 +35,20 @@ def _counted(pages: Iterable[Page], stats: DiffsetStats, side: str) -> Iterator[
         yield page
 
 
-def read_articles(path: str, stats: DiffsetStats, side: str) -> Iterator[Page]:
-    """The main-namespace articles of a dump, tallying pages and skips into ``stats``.
+def read_articles(
+    path: str, stats: DiffsetStats, side: str, byte_range: tuple[int, int] | None = None
+) -> Iterator[Page]:
+    """The main-namespace articles of a dump (or of one byte range of a multistream dump),
+    tallying pages and skips into ``stats``.
 
     Every page counts once in ``stats.pages``: those the reader yields, and those it skips itself
     (a bad id, a bad JSON line), which are added when the dump is exhausted.
     """
     reader_skips = Skips()
-    pages = iter_dump_pages(path, reader_skips)
+    if byte_range is None:
+        pages = iter_dump_pages(path, reader_skips)
+    else:
+        pages = iter_range_pages(path, *byte_range, reader_skips)
     yield from iter_articles(_counted(pages, stats, side), stats.skips[side])
     stats.pages[side] += reader_skips.total
     stats.skips[side].merge(reader_skips)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from tw_jax.preprocess.diffset.local import build_diffset
 from tw_jax.preprocess.diffset.score import score
-from tw_jax.sample_world.build import wikipedia_dump
+from tw_jax.sample_world.layout import wikipedia_dump
 
 from tw_jax.io.tfrecord import read_records
 

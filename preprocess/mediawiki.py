@@ -1,0 +1,267 @@
+"""Stream the pages of a MediaWiki XML export (``pages-articles*.xml[.bz2|.gz]``).
+
+A full English dump is ~100 GB of XML, so the reader never builds a tree: it feeds 1 MiB chunks of
+decompressed bytes to expat and keeps only the fields of the page being read, handing each page
+out as soon as its ``</page>`` is seen. Elements are matched by local name, so schema versions
+0.9, 0.10 and 0.11 (which differ in the namespace URI and a few optional fields) read alike.
+
+Bad input never escapes as a bare parser or decompressor traceback: malformed XML, invalid UTF-8
+and broken archives raise :class:`DumpError` naming the file, the position (line, column,
+decompressed byte) and the last page read completely, so a user can find the spot.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import closing
+from dataclasses import dataclass
+from xml.parsers import expat
+
+from tw_jax.preprocess.accounting import Skips
+from tw_jax.preprocess.compressed import CheckedStream, iter_chunks, open_binary
+from tw_jax.preprocess.errors import DumpError
+
+CHUNK_BYTES = 1 << 20
+# Chunks decompressed ahead by a background thread (0: none). See compressed.iter_chunks.
+PREFETCH_CHUNKS = 4
+# Expat delivers character data in pieces of at most this size; large enough that most page
+# texts arrive in one piece.
+_EXPAT_BUFFER = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a dump, as read: nothing is cleaned or filtered yet.
+
+    ``text`` is None when the revision has no ``<text>`` or it is marked deleted; ``redirect``
+    is the target title of a ``<redirect title=…/>`` element (``""`` when it has no title).
+    ``markup`` says how ``text`` is written: ``"wikitext"`` (XML dumps) or ``"plain"``
+    (WikiExtractor output, one paragraph a line).
+    """
+
+    id: int
+    ns: int
+    title: str
+    text: str | None
+    redirect: str | None
+    markup: str = "wikitext"
+
+
+def parse_int(value: str | None, *, signed: bool = False) -> int | None:
+    """An ASCII decimal integer, or None: unlike int(), rejects '1_000', '+3', '١٢' and ''."""
+    if value is None:
+        return None
+    value = value.strip()
+    digits = value[1:] if signed and value.startswith("-") else value
+    if not digits or not digits.isascii() or not digits.isdigit():
+        return None
+    return int(value)
+
+
+def describe_page(page_id: object, title: str | None) -> str:
+    """How error messages name a page: ``page id=12 'Anarchism'``."""
+    return f"page id={page_id} {title!r}"
+
+
+class _PageCollector:
+    """Expat handlers that turn element events into :class:`Page` objects (or counted skips)."""
+
+    def __init__(self, parser: expat.XMLParserType, path: str, skips: Skips) -> None:
+        self.parser = parser
+        self.path = path
+        self.skips = skips
+        self.stack: list[str] = []
+        self.pages: list[Page] = []
+        self.local_names: dict[str, str] = {}
+        self.in_page = False
+        self.buf: list[str] = []
+        self.capturing: str | None = None  # local name of the element whose text we collect
+        self.last_page: str | None = None  # description of the last page read completely
+        self._reset()
+
+    def _reset(self) -> None:
+        self.page_line = 0
+        self.id_text: str | None = None
+        self.ns_text: str | None = None
+        self.title: str | None = None
+        self.redirect: str | None = None
+        self.text: str | None = None
+
+    def _local(self, name: str) -> str:
+        local = self.local_names.get(name)
+        if local is None:
+            local = name.rpartition(":")[2]
+            self.local_names[name] = local
+        return local
+
+    def _capture(self, name: str) -> None:
+        self.capturing = name
+        self.buf = []
+        self.parser.CharacterDataHandler = self.buf.append
+
+    def start(self, name: str, attrs: dict[str, str]) -> None:
+        local = self.local_names.get(name) or self._local(name)
+        stack = self.stack
+        parent = stack[-1] if stack else None
+        stack.append(local)
+        if parent is None:
+            if local != "mediawiki":
+                raise _NotAnExport(local)
+            return
+        if local == "page" and parent == "mediawiki":
+            self.in_page = True
+            self._reset()
+            self.page_line = self.parser.CurrentLineNumber
+        elif not self.in_page:
+            return
+        elif parent == "page":
+            if local in ("title", "ns", "id"):
+                self._capture(local)
+            elif local == "redirect":
+                self.redirect = attrs.get("title", "")
+            elif local == "revision":
+                self.text = None  # with several revisions, the last one's text counts
+        elif local == "text" and parent == "revision":
+            if "deleted" in attrs:
+                self.text = None
+            else:
+                self._capture("text")
+
+    def end(self, name: str) -> None:
+        local = self.stack.pop()
+        if self.capturing is not None and local == self.capturing:
+            value = "".join(self.buf)
+            self.capturing = None
+            self.parser.CharacterDataHandler = None
+            if local == "text":
+                self.text = value
+            elif self.stack and self.stack[-1] == "page":
+                if local == "title":
+                    self.title = value
+                elif local == "id":
+                    self.id_text = value
+                else:
+                    self.ns_text = value
+        elif local == "page" and self.in_page:
+            self.in_page = False
+            self._finish_page()
+
+    def _finish_page(self) -> None:
+        title = self.title
+        page_id = parse_int(self.id_text)
+        where = f"{self.path}:{self.page_line}"
+        self.last_page = describe_page(page_id if page_id is not None else self.id_text, title)
+        if page_id is None:
+            self.skips.add("bad_id", f"{where} (id {self.id_text!r}, title {title!r})")
+            return
+        if title is None:
+            self.skips.add("missing_title", f"{where} (id {page_id})")
+            return
+        ns = parse_int(self.ns_text, signed=True)
+        if ns is None:
+            self.skips.add("bad_ns", f"{where} (id {page_id}, ns {self.ns_text!r})")
+            return
+        self.pages.append(Page(page_id, ns, title, self.text, self.redirect))
+
+    def where_after(self) -> str:
+        return f"after {self.last_page}" if self.last_page else "before the first complete page"
+
+
+class _NotAnExport(Exception):
+    def __init__(self, root: str) -> None:
+        super().__init__(root)
+        self.root = root
+
+
+def _looks_like_bad_utf8(chunk: bytes, index: int) -> bool:
+    """Whether the bytes at ``index`` of ``chunk`` start no valid UTF-8 sequence."""
+    if not 0 <= index < len(chunk) or chunk[index] < 0x80:
+        return False
+    for width in (2, 3, 4):
+        try:
+            chunk[index : index + width].decode("utf-8")
+            return False
+        except UnicodeDecodeError:
+            continue
+    # A sequence cut by the end of the chunk is not evidence of bad UTF-8.
+    return index + 4 <= len(chunk)
+
+
+def _parse_error(
+    path: str,
+    exc: expat.ExpatError,
+    parser: expat.XMLParserType,
+    collector: _PageCollector,
+    chunk: bytes,
+    chunk_start: int,
+) -> DumpError:
+    byte = parser.ErrorByteIndex
+    message = expat.ErrorString(exc.code) if exc.code else str(exc)
+    if exc.code == expat.errors.codes[expat.errors.XML_ERROR_INVALID_TOKEN] and (
+        _looks_like_bad_utf8(chunk, byte - chunk_start)
+    ):
+        message = "invalid UTF-8"
+    record = (
+        f"line {exc.lineno}, column {exc.offset} (decompressed byte {byte}), "
+        f"{collector.where_after()}"
+    )
+    return DumpError(path, record, f"malformed XML: {message}")
+
+
+def iter_pages(
+    path: str | os.PathLike[str], skips: Skips, *, prefetch: int | None = None
+) -> Iterator[Page]:
+    """Yield every page of a MediaWiki XML export in file order.
+
+    Pages whose ``<id>`` is missing or not a non-negative integer are skipped and counted as
+    ``bad_id`` (also ``missing_title`` and ``bad_ns``, which the schema forbids). Malformed XML,
+    invalid UTF-8 and corrupt or truncated archives raise :class:`DumpError`.
+
+    ``prefetch`` chunks of 1 MiB are decompressed ahead in a background thread (default
+    :data:`PREFETCH_CHUNKS`; 0 reads in the calling thread only), so decompression overlaps
+    with parsing and with the caller's work on each page when a second core is free.
+    """
+    path_s = os.fspath(path)
+    ahead = PREFETCH_CHUNKS if prefetch is None else prefetch
+    stream: CheckedStream
+    with open_binary(path_s) as stream, closing(iter_chunks(stream, CHUNK_BYTES, ahead)) as chunks:
+        # (closing: the prefetch thread stops before the stream closes, also on early exit)
+        yield from parse_export(chunks, path_s, skips, stream)
+
+
+def parse_export(
+    chunks: Iterator[bytes], path: str, skips: Skips, stream: CheckedStream | None = None
+) -> Iterator[Page]:
+    """The pages of an export given as decompressed byte chunks (see :func:`iter_pages`).
+
+    Split readers (one range of a multistream dump) feed their own chunks here; ``stream``, when
+    given, learns the last page read so that its decompression errors can name it.
+    """
+    parser = expat.ParserCreate()
+    parser.buffer_text = True
+    parser.buffer_size = _EXPAT_BUFFER
+    collector = _PageCollector(parser, path, skips)
+    parser.StartElementHandler = collector.start
+    parser.EndElementHandler = collector.end
+    if stream is not None:
+        stream.context = collector.where_after
+    chunk_start = 0
+    while True:
+        chunk = next(chunks, b"")
+        try:
+            parser.Parse(chunk, not chunk)
+        except expat.ExpatError as exc:
+            raise _parse_error(path, exc, parser, collector, chunk, chunk_start) from None
+        except _NotAnExport as exc:
+            raise DumpError(
+                path,
+                f"line {parser.CurrentLineNumber}",
+                f"not a MediaWiki XML export (root element <{exc.root}>)",
+            ) from None
+        chunk_start += len(chunk)
+        if collector.pages:
+            done, collector.pages = collector.pages, []
+            yield from done
+        if not chunk:
+            break

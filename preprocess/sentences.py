@@ -1,0 +1,83 @@
+"""Split a plain-text paragraph into sentences, by the Sentences section of docs/plaintext.md.
+
+DiffSets compare articles sentence by sentence and ECBD/EvolvingQA cut contexts at sentence
+boundaries, so the splitter must be predictable rather than clever: a sentence ends at ``.``,
+``!`` or ``?`` (plus any closing quotes or brackets) followed by whitespace and an uppercase
+letter, a digit, or an opening quote or bracket -- except after a known abbreviation or a
+capital initial. One precompiled regex finds the candidates; two set/regex checks veto some.
+
+The sentences are stripped and, joined with single spaces, give back the paragraph with its
+whitespace normalised, so a caller can always map sentences back onto the paragraph.
+
+Decisions the spec leaves open:
+
+* ``ABBREVIATIONS`` holds the spec's list plus ``Sept.``; matching is case-sensitive (``No.``
+  is an abbreviation, ``no.`` ends a sentence). It is a frozenset, so extend it by rebinding
+  (``sentences.ABBREVIATIONS |= {"Fig."}``) or pass ``abbreviations=`` per call.
+* The word before the period is compared with leading opening quotes/brackets removed:
+  ``(c. 1500)`` and ``"Dr. Who"`` keep their abbreviation.
+* A run of capital initials (``J.``, ``R.R.``, ``U.S.A.``) counts as initials, not just a
+  single one, so ``George R.R. Martin`` stays one sentence.
+* ``"inside a number"`` needs no rule of its own: a period inside ``3.5`` or ``2.0`` is not
+  followed by whitespace, so it is never a candidate.
+* ``...``, ``?!`` and similar runs end a sentence like a single mark.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["ABBREVIATIONS", "split_sentences"]
+
+ABBREVIATIONS: frozenset[str] = frozenset(
+    str.split(
+        """
+    Dr. Mr. Mrs. Ms. Prof. St. Mt. Jr. Sr. Gen. Col. Lt. Sgt. Capt. Gov. Sen. Rep. Rev. Hon.
+    Inc. Ltd. Co. Corp. Bros.
+    No. vs. etc. e.g. i.e. c. ca. approx. est. fl.
+    Jan. Feb. Mar. Apr. Jun. Jul. Aug. Sep. Sept. Oct. Nov. Dec.
+    U.S. U.K. a.m. p.m.
+    """
+    )
+)
+
+_OPENERS = "\"'“‘«([{"
+_CLOSERS = "\"'”’»)]}"
+# Terminator run and closing marks before a space. The paragraph has been whitespace-normalised,
+# so the separator is exactly one space; what follows it is checked in Python (``re`` has no
+# class for "uppercase letter").
+_CANDIDATE = re.compile(r"[.!?]+[" + re.escape(_CLOSERS) + r"]*(?= )")
+_INITIALS = re.compile(r"(?:[^\W\d_]\.)+")
+
+
+def _vetoed(text: str, end: int, abbreviations: frozenset[str]) -> bool:
+    """Whether the period at ``text[end - 1]`` belongs to an abbreviation or initials."""
+    start = text.rfind(" ", 0, end) + 1
+    word = text[start:end].lstrip(_OPENERS)
+    if word in abbreviations:
+        return True
+    return word.isupper() and _INITIALS.fullmatch(word) is not None
+
+
+def split_sentences(paragraph: str, abbreviations: frozenset[str] | None = None) -> list[str]:
+    """The sentences of ``paragraph``, stripped; ``" ".join`` of them is the paragraph with
+    whitespace runs collapsed to one space and ends stripped. An empty paragraph gives []."""
+    text = " ".join(paragraph.split())
+    if not text:
+        return []
+    known = ABBREVIATIONS if abbreviations is None else abbreviations
+    sentences: list[str] = []
+    start = 0
+    for m in _CANDIDATE.finditer(text):
+        following = text[m.end() + 1 : m.end() + 2]
+        if not following or not (
+            following.isupper() or following.isdigit() or following in _OPENERS
+        ):
+            continue
+        terminators = m.group().rstrip(_CLOSERS)
+        if terminators.endswith(".") and _vetoed(text, m.start() + len(terminators), known):
+            continue
+        sentences.append(text[start : m.end()])
+        start = m.end() + 1
+    sentences.append(text[start:])
+    return sentences

@@ -1,0 +1,577 @@
+"""Wikitext to plain-text paragraphs, by the rules of docs/plaintext.md.
+
+Every stage that reads Wikipedia sees an article as the list this module returns, and the sample
+world renders its ground truth by the same rules, so the rules are implemented exactly and the
+corner cases below are decided once, here.
+
+How it works: a fixed sequence of linear passes, each driven by a precompiled regular expression
+(no per-character Python loops, no parser library), so that a typical 3.5 KB article takes a few
+hundred microseconds:
+
+1. comments and the tags whose content is special (``<ref>``, ``<math>``, ``<gallery>`` …
+   removed with their content; ``<nowiki>``/``<pre>`` kept, with their markup characters
+   shielded from the later passes);
+2. templates ``{{…}}`` (parser functions and ``{{{parameters}}}`` included) and tables ``{|…|}``,
+   found by matching every brace in one pass, so nesting and tables inside templates cost nothing
+   extra;
+3. external links ``[url label]``; 4. internal links, innermost first (file captions hold links);
+5. remaining HTML tags; 6. behaviour switches; 7. bold and italic quotes (MediaWiki's own
+   balancing of ``'''``/``''`` on each line);
+8. lines into paragraphs: headings, dropped sections, list items, blank lines; then entities are
+   decoded and whitespace collapsed in each paragraph.
+
+Decisions the spec leaves open (tests/preprocess/test_wikitext.py pins each one):
+
+* **Removed markup is not a blank line.** Removed constructs leave an invisible marker; a line
+  that held only removed markup (a comment, a category link, ``{{cn}}``, a file link, a whole
+  multi-line infobox) is dropped without ending the paragraph around it. Only a line that was
+  blank in the source ends a paragraph -- and a removed *table*, which is a block, always does.
+* **Unclosed constructs** never eat the rest of the article: an unclosed ``{{``, ``{|``,
+  ``<!--`` or ``<ref>`` (and the other removed elements) is removed up to the end of its
+  paragraph block (the next blank line), which is where a broken infobox or citation usually
+  ends; an unclosed ``[[`` is left as literal text, as MediaWiki shows it. Every pass is linear,
+  so garbage cannot make it hang or go quadratic.
+* ``<source>`` (the old name of ``<syntaxhighlight>``), ``<chem>``/``<ce>`` (chemistry
+  formulae, like ``<math>``), ``<hiero>``, ``<graph>``, ``<mapframe>``, ``<inputbox>``,
+  ``<categorytree>``, ``<templatestyles>`` and ``<includeonly>`` are removed with their content
+  too: they render as pictures, widgets or nothing, never as prose.
+* Only known HTML and MediaWiki tag names count as tags (``<small>``, ``<span>``, ``<sup>`` …,
+  see :data:`HTML_TAGS`); ``x <y> z`` in prose is text, as in MediaWiki.
+* ``<br>`` becomes a space; a horizontal rule ``----`` ends a paragraph.
+* A link ``[[Target]]`` shows the target as written (leading colon removed); ``[[Target|]]``
+  (the pipe trick) shows the target less its namespace and a trailing ``(…)`` or ``, …``.
+  ``[[:Category:X]]``-style links (leading colon) are ordinary visible links. Interlanguage
+  prefixes are the Wikipedia language codes in :data:`LANGUAGE_CODES` (case-insensitive, as in
+  MediaWiki, so ``[[Fr:Paris]]`` is dropped too); other prefixed links (``[[wikt:word]]``,
+  ``[[Wikipedia:About]]``) keep their text. A link whose target is not a valid title (a
+  newline, ``<``, ``>``, ``{``, ``}``) is literal text.
+* The link trail is the run of ASCII lowercase letters after ``]]`` (English Wikipedia's rule),
+  on piped links too: ``[[Target|label]]s`` → ``labels``.
+* A list item is one line; ``;term : definition`` keeps its text after the markers.
+* Section names are compared after markup removal, whitespace collapsed and case folded,
+  exactly against :data:`DROPPED_SECTIONS` (so "Notes and references" is kept).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+__all__ = ["DROPPED_ELEMENTS", "DROPPED_SECTIONS", "HTML_TAGS", "LANGUAGE_CODES", "to_paragraphs"]
+
+# ---------------------------------------------------------------------------------------------
+# Vocabularies (module-level so that a user can inspect or rebind them).
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+DROPPED_SECTIONS = frozenset(
+    {
+        "references",
+        "external links",
+        "see also",
+        "notes",
+        "further reading",
+        "bibliography",
+        "sources",
+        "footnotes",
+        "citations",
+    }
+)
+
+# Elements removed together with their content.
+DROPPED_ELEMENTS = frozenset(
+    {
+        "ref",
+        "gallery",
+        "math",
+        "syntaxhighlight",
+        "timeline",
+        "score",
+        "imagemap",
+        "templatedata",
+        # not named by the spec; same kind (see the module docstring)
+        "source",
+        "chem",
+        "ce",
+        "hiero",
+        "graph",
+        "mapframe",
+        "maplink",
+        "inputbox",
+        "categorytree",
+        "templatestyles",
+        "includeonly",
+    }
+)
+# Elements whose content is literal text: markup inside them is not interpreted.
+_LITERAL_ELEMENTS = frozenset({"nowiki", "pre"})
+
+# Tags dropped with their inner text kept: HTML that MediaWiki allows, and its own tags.
+HTML_TAGS = frozenset(
+    _words(
+        "abbr b bdi bdo big blockquote br caption center cite code data dd del dfn div dl dt em "
+        "font h1 h2 h3 h4 h5 h6 hr i ins kbd li link mark meta ol p q rb rp rt rtc ruby s samp "
+        "small span strike strong sub sup table tbody td tfoot th thead time tr tt u ul var wbr "
+        "references poem noinclude onlyinclude section indicator charinsert languages translate "
+        "tvar nowiki pre"
+    )
+)
+
+# Wikipedia language editions: ``[[xx:Title]]`` with one of these prefixes is an interlanguage
+# link and is dropped.
+LANGUAGE_CODES = frozenset(
+    _words(
+        """aa ab ace ady af ak als alt am ami an ang anp ar arc ary arz as ast atj av avk awa ay az
+    azb ba ban bar bat-smg bbc bcl bdr be be-tarask be-x-old bew bg bh bi bjn blk bm bn bo bpy br
+    bs btm bug bxr ca cbk-zam cdo ce ceb ch cho chr chy ckb co cr crh cs csb cu cv cy da dag de
+    dga din diq dsb dtp dty dv dz ee el eml en eo es et eu ext fa fat ff fi fiu-vro fj fo fon fr
+    frp frr fur fy ga gag gan gcr gd gl glk gn gom gor got gpe gsw gu guc gur guw gv ha hak haw
+    he hi hif ho hr hsb ht hu hy hyw hz ia iba id ie ig igl ii ik ilo inh io is it iu ja jam jbo
+    jv ka kaa kab kbd kbp kcg kg kge ki kj kk kl km kn knc ko koi kr krc ks ksh ku kus kv kw ky
+    la lad lb lbe lez lfn lg li lij lld lmo ln lo lrc lt ltg lv lzh mad mai map-bms mdf mg mh
+    mhr mi min mk ml mn mni mnw mo mos mr mrj ms mt mus mwl my myv mzn na nah nan nap nds nds-nl
+    ne new ng nia nl nn no nov nqo nr nrm nso nup nv ny oc olo om or os pa pag pam pap pcd pcm
+    pdc pfl pi pih pl pms pnb pnt ps pt pwn qu rm rmy rn ro roa-rup roa-tara rsk ru rue rup rw sa
+    sah sat sc scn sco sd se sg sgs sh shi shn shy si simple sk skr sl sm smn sn so sq sr srn ss
+    st stq su sv sw syl szl szy ta tay tcy tdd te tet tg th ti tig tk tl tly tn to tpi tr trv ts
+    tt tum tw ty tyv udm ug uk ur uz ve vec vep vi vls vo vro wa war wo wuu xal xh xmf yi yo yue
+    za zea zgh zh zh-classical zh-min-nan zh-yue zu"""
+    )
+)
+
+_DROPPED_LINK_NAMESPACES = frozenset({"file", "image", "category"})
+# Namespace and interwiki prefixes that the pipe trick removes: [[Help:Contents|]] -> Contents.
+_PIPE_TRICK_PREFIXES = frozenset(
+    prefix.replace("_", " ")
+    for prefix in _words(
+        "talk user user_talk wikipedia wikipedia_talk wp project file image media mediawiki "
+        "template help category portal draft module special timedtext book wikt wiktionary w "
+        "commons m meta s wikisource q wikiquote n wikinews b wikibooks v wikiversity voy "
+        "wikivoyage d wikidata species mw"
+    )
+)
+
+_BEHAVIOUR_SWITCHES = _words(
+    "NOTOC FORCETOC TOC NOEDITSECTION NEWSECTIONLINK NONEWSECTIONLINK NOGALLERY HIDDENCAT "
+    "EXPECTUNUSEDCATEGORY NOCONTENTCONVERT NOCC NOTITLECONVERT NOTC INDEX NOINDEX "
+    "STATICREDIRECT NOGLOBAL DISAMBIG EXPECTED_UNCONNECTED_PAGE ARCHIVEDTALK NOTALK START END"
+)
+
+# ---------------------------------------------------------------------------------------------
+# Internal markers.
+
+# Left where markup was removed: a line holding only these is not a blank line. (\x1f cannot
+# occur in XML text; any in the input are removed first.)
+_MARK = "\x1f"
+# Markup characters inside <nowiki>/<pre> (and literal non-links) are swapped for Unicode
+# noncharacters, which no later pass matches, and swapped back at the end.
+_SHIELDED = "[]{}|'<>=*#:;_-~"
+# Every shielded piece starts with _SHIELD_MARK, so one fast ``in`` test tells whether a paragraph
+# needs unshielding.
+_SHIELD_MARK = "\ufdef"
+_SHIELD_TABLE = str.maketrans({c: chr(0xFDD0 + i) for i, c in enumerate(_SHIELDED)})
+_UNSHIELD = str.maketrans(
+    {chr(0xFDD0 + i): c for i, c in enumerate(_SHIELDED)} | {_SHIELD_MARK: None}
+)
+_RESERVED = re.compile("[\x1f\ufdd0-\ufdef]")
+
+
+def _shield(text: str) -> str:
+    """``text`` with its markup characters hidden from the later passes.
+
+    Every non-blank line gets the mark (the piece may span paragraphs); blank lines stay blank,
+    so they still end paragraphs.
+    """
+    text = text.translate(_SHIELD_TABLE)
+    if "\n" not in text:
+        return _SHIELD_MARK + text
+    return "\n".join(
+        _SHIELD_MARK + line if line and not line.isspace() else line for line in text.split("\n")
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Regular expressions.
+
+
+def _anycase(word: str) -> str:
+    """A regex matching ``word`` in any letter case. (re.IGNORECASE would make sre give up its
+    fast literal-prefix search, which costs several times more on every article.)"""
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+_BLOCK_END = re.compile(r"\n[ \t]*\n")
+_SPECIAL_NAMES = sorted(DROPPED_ELEMENTS | _LITERAL_ELEMENTS, key=len, reverse=True)
+_SPECIAL_OPEN = re.compile(
+    r"<(?:!--|(" + "|".join(map(_anycase, _SPECIAL_NAMES)) + r")(?=[\s/>])([^<>]*)>)"
+)
+_SPECIAL_CLOSE = {name: re.compile(r"</" + _anycase(name) + r"\s*>") for name in _SPECIAL_NAMES}
+_OPEN_BRACE = re.compile(r"\{")
+_CLOSE_BRACE = re.compile(r"\}")
+_PROTOCOLS = _words(
+    "https:// http:// ftp:// ftps:// sftp:// irc:// ircs:// git:// svn:// gopher:// telnet:// "
+    "nntp:// worldwind:// mms:// // mailto: news: urn: tel: sip: sips: sms: xmpp: geo: magnet: "
+    "bitcoin:"
+)
+_EXTERNAL_LINK = re.compile(
+    r"\[(?=[A-Za-z/])(?:"
+    + "|".join(map(_anycase, _PROTOCOLS))
+    + r")[^\s\[\]<>\"]*(?:[ \t\u00a0]+([^\]\n]*))?\]"
+)
+# An innermost internal link: target, "|label" and trail. A target cannot hold a newline or any
+# of <>{}| (not a valid title), so "[[a\nb]]" is not a link and stays literal.
+_INTERNAL_LINK = re.compile(r"\[\[([^\[\]\n<>{}|]*)(\|[^\[\]]*)?\]\]([a-z]*)")
+_MAX_LINK_DEPTH = 4  # links nested deeper than this (never seen in real text) stay literal
+_PIPE_TRICK_PARENS = re.compile(r"\s*[(（][^()（）]*[)）]\s*$")
+_HTML_TAG = re.compile(r"</?([A-Za-z][A-Za-z0-9]*)(?:\s[^<>]*)?/?>")
+_SWITCH = re.compile(r"__(?:" + "|".join(_BEHAVIOUR_SWITCHES) + r")__")
+_QUOTE_RUN = re.compile(r"('{2,})")
+_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+_WHITESPACE = re.compile(r"\s+")
+_LIST_MARKERS = "*#:;"
+
+
+# ---------------------------------------------------------------------------------------------
+# Pass 1: comments and special elements.
+
+
+def _block_end(text: str, start: int) -> int:
+    """Where the paragraph block containing ``start`` ends: the next blank line, or the end."""
+    m = _BLOCK_END.search(text, start)
+    return m.start() if m else len(text)
+
+
+def _strip_special(text: str) -> str:
+    if "<" not in text:
+        return text
+    out: list[str] = []
+    pos = 0
+    search = _SPECIAL_OPEN.search
+    # Where a search for a closing tag (or "-->") already failed: a later one from further on
+    # fails too, so many unclosed tags cost one scan, not one each.
+    unclosed_from: dict[str, int] = {}
+    while True:
+        m = search(text, pos)
+        if m is None:
+            break
+        out.append(text[pos : m.start()])
+        name = m.group(1)
+        if name is None:  # a comment, "<!--"
+            end = (
+                -1
+                if m.end() >= unclosed_from.get("--", len(text) + 1)
+                else text.find("-->", m.end())
+            )
+            if end < 0:
+                unclosed_from["--"] = m.end()
+                pos = _block_end(text, m.end())
+            else:
+                pos = end + 3
+            out.append(_MARK)
+            continue
+        name = name.lower()
+        literal = name in _LITERAL_ELEMENTS
+        if m.group(2).rstrip().endswith("/"):  # self-closing: <ref name="x" />
+            pos = m.end()
+            out.append("" if literal else _MARK)
+            continue
+        close = None
+        if m.end() < unclosed_from.get(name, len(text) + 1):
+            close = _SPECIAL_CLOSE[name].search(text, m.end())
+        if close is None:
+            unclosed_from[name] = m.end()
+            if literal:  # a stray opening tag: drop it, read on as usual
+                pos = m.end()
+            else:
+                pos = _block_end(text, m.end())
+                out.append(_MARK)
+            continue
+        if literal:
+            out.append(_shield(text[m.end() : close.start()]))
+        else:
+            out.append(_MARK)
+        pos = close.end()
+    out.append(text[pos:])
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pass 2: templates and tables.
+
+
+def _starts_line(text: str, pos: int) -> bool:
+    """Whether only spaces, tabs and ``:`` indentation precede ``pos`` on its line."""
+    line_start = text.rfind("\n", 0, pos) + 1
+    return not text[line_start:pos].strip(" \t:")
+
+
+def _strip_braces(text: str) -> str:
+    if "{" not in text:
+        return text
+    # Match every brace with its partner in one pass (a stack of positions). A template is a
+    # run of two or more '{' and ends where its first brace is closed; a table is '{|' at the
+    # start of a line and ends where its '{' is closed (by the '}' of '|}'). Single-character
+    # patterns are searched because sre finds those fastest.
+    braces = [m.start() for m in _OPEN_BRACE.finditer(text)]
+    closing = [m.start() for m in _CLOSE_BRACE.finditer(text)]
+    if closing:
+        braces += closing
+        braces.sort()
+    stack: list[int] = []
+    partner: dict[int, int] = {}
+    openers: list[tuple[int, bool]] = []  # (position, is_table)
+    previous = -2
+    for at in braces:
+        if text[at] == "{":
+            if previous != at - 1 or text[previous] != "{":  # first brace of a run
+                following = text[at + 1 : at + 2]
+                if following == "{":
+                    openers.append((at, False))
+                elif following == "|" and _starts_line(text, at):
+                    openers.append((at, True))
+            stack.append(at)
+        elif stack:
+            partner[stack.pop()] = at
+        previous = at
+    if not openers:
+        return text
+    out: list[str] = []
+    pos = 0
+    for start, is_table in openers:
+        if start < pos:
+            continue  # inside a construct already removed
+        out.append(text[pos:start])
+        close = partner.get(start)
+        pos = _block_end(text, start) if close is None else close + 1
+        out.append("\n\n" if is_table else _MARK)
+    out.append(text[pos:])
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Passes 3-4: links.
+
+
+def _external_link(m: re.Match[str]) -> str:
+    return m.group(1) or _MARK
+
+
+def _pipe_trick(target: str) -> str:
+    text = target.lstrip(":")
+    prefix, colon, rest = text.partition(":")
+    if colon and prefix.strip().replace("_", " ").lower() in _PIPE_TRICK_PREFIXES:
+        text = rest
+    stripped = _PIPE_TRICK_PARENS.sub("", text)
+    if stripped != text:
+        return stripped
+    return text.split(",", 1)[0]
+
+
+def _internal_link(m: re.Match[str]) -> str:
+    target, label, trail = m.groups()
+    if ":" in target:
+        name = target.strip()
+        if name.startswith(":"):
+            shown = name[1:]
+        else:
+            prefix = name.partition(":")[0].strip().replace("_", " ").lower()
+            if prefix in _DROPPED_LINK_NAMESPACES or prefix in LANGUAGE_CODES:
+                return _MARK + trail
+            shown = target
+    else:
+        shown = target
+    if not target or target.isspace():  # [[]], [[|x]]: not links; keep them out of later passes
+        return _shield(m.group(0)[: len(m.group(0)) - len(trail)]) + trail
+    if label is not None:
+        label = label[1:]
+        if label and not label.isspace():
+            return label + trail
+        return _pipe_trick(target.strip()) + trail
+    return shown + trail
+
+
+def _resolve_links(text: str) -> str:
+    if "[" not in text:
+        return text
+    if "//" in text or ":" in text:
+        text = _EXTERNAL_LINK.sub(_external_link, text)
+    for _ in range(_MAX_LINK_DEPTH):
+        if "[[" not in text:
+            break
+        text, n = _INTERNAL_LINK.subn(_internal_link, text)
+        if not n:
+            break
+    return text
+
+
+# ---------------------------------------------------------------------------------------------
+# Passes 5-7: tags, behaviour switches, quotes.
+
+
+def _html_tag(m: re.Match[str]) -> str:
+    name = m.group(1).lower()
+    if name not in HTML_TAGS:
+        return m.group(0)
+    return " " if name == "br" else _MARK
+
+
+def _strip_quotes_line(line: str) -> str:
+    """Remove bold/italic quote runs from one line, balancing them as MediaWiki's doQuotes."""
+    parts = _QUOTE_RUN.split(line)
+    italics = bold = 0
+    for i in range(1, len(parts), 2):
+        n = len(parts[i])
+        if n == 4:  # an apostrophe, then bold
+            parts[i - 1] += "'"
+            parts[i] = "'''"
+        elif n > 5:  # apostrophes, then bold italic
+            parts[i - 1] += "'" * (n - 5)
+            parts[i] = "'''''"
+        n = len(parts[i])
+        if n == 2:
+            italics += 1
+        elif n == 3:
+            bold += 1
+        else:
+            italics += 1
+            bold += 1
+    if italics % 2 and bold % 2:
+        # One bold is really an apostrophe followed by italics: pick it as MediaWiki does.
+        single = multi = space = -1
+        for i in range(1, len(parts), 2):
+            if len(parts[i]) != 3:
+                continue
+            before = parts[i - 1]
+            x1 = before[-1:]
+            x2 = before[-2:-1] if len(before) >= 2 else before[:1]
+            if x1 == " ":
+                if space < 0:
+                    space = i
+            elif x2 == " ":
+                single = i
+                break
+            elif multi < 0:
+                multi = i
+        chosen = single if single >= 0 else multi if multi >= 0 else space
+        if chosen >= 0:
+            parts[chosen - 1] += "'"
+    return "".join(parts[0::2])
+
+
+def _strip_quotes(text: str) -> str:
+    if "''" not in text:
+        return text
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if "''" in line:
+            lines[i] = _strip_quotes_line(line)
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pass 8: paragraphs.
+
+
+def _decode_entity(m: re.Match[str]) -> str:
+    return html.unescape(m.group(0))
+
+
+def _finish(text: str) -> str:
+    """Unshield, decode entities, collapse whitespace: the final form of a paragraph."""
+    if _SHIELD_MARK in text:
+        text = text.translate(_UNSHIELD)
+    if "&" in text:
+        text = _ENTITY.sub(_decode_entity, text)
+    return " ".join(text.split())
+
+
+def _heading(line: str) -> tuple[int, str] | None:
+    """``(level, text)`` if ``line`` is a heading (``== text ==``), else None.
+
+    String operations, not a regex: a backtracking pattern goes quadratic on long runs of '='.
+    """
+    stripped = line.rstrip(" \t")
+    if not stripped.endswith("="):
+        return None
+    n = len(stripped)
+    left = n - len(stripped.lstrip("="))
+    if left == n:  # only '=': the middle ones are the text, as in MediaWiki
+        if n < 3:
+            return None
+        level = min((n - 1) // 2, 6)
+        return level, "=" * (n - 2 * level)
+    right = n - len(stripped.rstrip("="))
+    level = min(left, right, 6)
+    return level, stripped[level : n - level]
+
+
+def _assemble(text: str) -> list[str]:
+    paragraphs: list[str] = []
+    current: list[str] = []
+    dropped_level = 0  # > 0 while inside a dropped section headed at this level
+
+    def flush() -> None:
+        if current:
+            paragraphs.append(_finish(" ".join(current)))
+            current.clear()
+
+    for line in text.split("\n"):
+        if _MARK in line:
+            line = line.replace(_MARK, "")
+            if not line or line.isspace():
+                continue  # held only removed markup: not a blank line
+        first = line[:1]
+        if first == "=":
+            heading = _heading(line)
+            if heading is not None:
+                flush()
+                level, name = heading
+                if dropped_level and level > dropped_level:
+                    continue
+                dropped_level = level if _finish(name).lower() in DROPPED_SECTIONS else 0
+                continue
+        if dropped_level:
+            continue
+        if not line or line.isspace():
+            flush()
+        elif first in _LIST_MARKERS:
+            flush()
+            paragraphs.append(_finish(line.lstrip(_LIST_MARKERS)))
+        elif line.startswith("----"):
+            flush()
+            rest = line.lstrip("-")
+            if rest and not rest.isspace():
+                current.append(rest)
+        else:
+            current.append(line)
+    flush()
+    return [p for p in paragraphs if p]
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def to_paragraphs(wikitext: str) -> list[str]:
+    """The plain-text paragraphs of an article's wikitext, by docs/plaintext.md.
+
+    Paragraphs come in page order, each stripped, with whitespace runs collapsed to one space;
+    empty ones are dropped. Headings end paragraphs and are not paragraphs themselves; each list
+    item is a paragraph; sections such as References or See also are left out whole.
+    """
+    text = wikitext
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if _RESERVED.search(text):
+        text = _RESERVED.sub("", text)
+    text = _strip_special(text)
+    text = _strip_braces(text)
+    text = _resolve_links(text)
+    if "<" in text:
+        text = _HTML_TAG.sub(_html_tag, text)
+    if "__" in text:
+        text = _SWITCH.sub(_MARK, text)
+    text = _strip_quotes(text)
+    return _assemble(text)

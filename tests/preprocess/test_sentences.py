@@ -1,0 +1,114 @@
+"""split_sentences: the Sentences rules of docs/plaintext.md, with exact expected lists."""
+
+from __future__ import annotations
+
+import pytest
+from tw_jax.preprocess import sentences
+from tw_jax.preprocess.sentences import ABBREVIATIONS, split_sentences
+
+
+def test_basic_terminators():
+    assert split_sentences("It rained. Then it snowed! Did it stop? Yes.") == [
+        "It rained.",
+        "Then it snowed!",
+        "Did it stop?",
+        "Yes.",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Dr. Smith lives on St. James Street.",
+        "Acme Inc. Makes anvils.",
+        "He was No. 1 in the U.S. Army for years.",
+        "She met Mr. Brown and Mrs. Green at 9 a.m. Sharp.",
+        "Built c. 1500 by Gen. Lee, e.g. Near here, etc. Fine.",
+        "Brown Bros. Company and Smith vs. Jones in Jan. Or Feb. Ok.",
+        "Born in the U.K. During the war.",
+    ],
+)
+def test_abbreviations_do_not_end_sentences(text):
+    assert split_sentences(text) == [text]
+
+
+def test_may_is_not_an_abbreviation():
+    assert split_sentences("It happened in May. June was quiet.") == [
+        "It happened in May.",
+        "June was quiet.",
+    ]
+
+
+def test_initials():
+    assert split_sentences("The author J. R. R. Tolkien wrote it. George R.R. Martin did not.") == [
+        "The author J. R. R. Tolkien wrote it.",
+        "George R.R. Martin did not.",
+    ]
+
+
+def test_decimals_and_thousands_do_not_split():
+    assert split_sentences(
+        "It is 3.5 km long and cost 1,250,000 dollars in version 2.0. Done."
+    ) == ["It is 3.5 km long and cost 1,250,000 dollars in version 2.0.", "Done."]
+
+
+def test_sentence_starting_with_a_digit():
+    assert split_sentences("The war ended in 1945. 1946 was calmer.") == [
+        "The war ended in 1945.",
+        "1946 was calmer.",
+    ]
+
+
+def test_closing_quotes_and_brackets_stay_with_the_sentence():
+    text = 'He said "Stop." Then he left. (It was late.) "Why?" she asked! [Citation.] Next.'
+    assert split_sentences(text) == [
+        'He said "Stop."',
+        "Then he left.",
+        "(It was late.)",
+        '"Why?" she asked!',
+        "[Citation.]",
+        "Next.",
+    ]
+    assert split_sentences("He wrote \u201cHello.\u201d \u2018Fine\u2019 it was.") == [
+        "He wrote \u201cHello.\u201d",
+        "\u2018Fine\u2019 it was.",
+    ]
+
+
+def test_no_split_before_lowercase_or_without_space():
+    assert split_sentences("See the map. it is wrong.") == ["See the map. it is wrong."]
+    assert split_sentences("Visit example.com.Today.") == ["Visit example.com.Today."]
+    assert split_sentences("Ends with é. école suivante.") == ["Ends with é. école suivante."]
+
+
+def test_non_ascii_capital_starts_a_sentence():
+    assert split_sentences("Il pleut. Élise rentre.") == ["Il pleut.", "Élise rentre."]
+
+
+def test_ellipsis_and_mixed_marks():
+    assert split_sentences("Wait... What?! No way.") == ["Wait...", "What?!", "No way."]
+
+
+def test_whitespace_is_normalised_and_join_gives_back_the_paragraph():
+    text = "  First  one.\n\tSecond\u00a0one!   Third. "
+    result = split_sentences(text)
+    assert result == ["First one.", "Second one!", "Third."]
+    assert " ".join(result) == " ".join(text.split())
+    assert split_sentences("") == []
+    assert split_sentences(" \n ") == []
+    assert split_sentences("No terminator") == ["No terminator"]
+
+
+def test_abbreviations_can_be_extended(monkeypatch):
+    text = "See Fig. 3 for details."
+    assert split_sentences(text) == ["See Fig.", "3 for details."]
+    assert split_sentences(text, abbreviations=ABBREVIATIONS | {"Fig."}) == [text]
+    monkeypatch.setattr(sentences, "ABBREVIATIONS", ABBREVIATIONS | {"Fig."})
+    assert split_sentences(text) == [text]
+
+
+def test_abbreviation_inside_brackets():
+    assert split_sentences("The church (c. 1200) stands. It is old.") == [
+        "The church (c. 1200) stands.",
+        "It is old.",
+    ]

@@ -1,0 +1,31 @@
+"""Writes an entity's article (dispatching on its kind) and names the spare sentences for edits."""
+
+from __future__ import annotations
+
+from . import articles_people, articles_things
+from .model import Article, Entity
+from .schema import MONTH_NAMES
+from .world import World
+
+BUILDERS = {**articles_people.BUILDERS, **articles_things.BUILDERS}
+SPARES = {**articles_people.SPARES, **articles_things.SPARES}
+KIND_TABLES = articles_things.KIND_TABLES
+INTERWIKI = ("de", "fr", "nl", "sv", "pl")
+
+
+def write_article(w: World, e: Entity, *, new: bool = False) -> Article:
+    """Create ``e.article`` (page id assigned later by the page store)."""
+    r = w.rng
+    sections = BUILDERS[e.kind](w, e)
+    if new:
+        dmy = f"{MONTH_NAMES[8 + w.month - 2]} 2021"
+    else:
+        dmy = f"{r.choice(MONTH_NAMES)} {r.randint(2015, 2020)}"
+    interwiki = tuple(sorted(r.sample(INTERWIKI, r.randint(0, 3))))
+    e.article = Article(0, e.label, sections, dmy, notoc=r.random() < 0.1, interwiki=interwiki)
+    return e.article
+
+
+def spare_table(e: Entity) -> dict[str, tuple[str, ...]]:
+    """Spare sentence templates that copy-edits may insert into ``e``'s article."""
+    return SPARES[e.kind]

@@ -1,0 +1,173 @@
+"""Builds the sample world: four monthly Wikipedia and Wikidata dumps plus their ground truth.
+
+Layout under ``out_dir`` (a contract other stages rely on)::
+
+    wikipedia/enwiki-YYYYMMDD-pages-articles.xml.bz2
+    wikidata/wikidata-YYYYMMDD-all.json.bz2 and .json.gz
+    truth/articles-YYYY-MM.jsonl, truth/redirects-YYYY-MM.jsonl
+    truth/diffset-PAIR.jsonl, truth/facts-PAIR.jsonl, truth/changes-PAIR.jsonl
+    world.json
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from .articles import write_article
+from .check import check_paragraphs
+from .dumps import atomic_path, write_json_dump, write_jsonl, write_mediawiki_xml
+from .evolve import evolve
+from .infobox import build_render_index
+from .pages import PageStore
+from .populate import populate
+from .schema import DUMP_DATES, MONTHS, PAIRS
+from .site import create_initial_pages
+from .truth import MonthTruth, diffset, fact_records, snapshot
+from .wikidata import RevisionClock, dump_lines
+from .world import World
+
+DEFAULT_ENTITIES = 180
+MIN_ENTITIES = 60
+
+
+def month_paths(m: int) -> dict[str, str]:
+    d, month = DUMP_DATES[m], MONTHS[m]
+    return {
+        "wikipedia": f"wikipedia/enwiki-{d}-pages-articles.xml.bz2",
+        "wikidata_bz2": f"wikidata/wikidata-{d}-all.json.bz2",
+        "wikidata_gz": f"wikidata/wikidata-{d}-all.json.gz",
+        "articles": f"truth/articles-{month}.jsonl",
+        "redirects": f"truth/redirects-{month}.jsonl",
+    }
+
+
+def pair_paths(pair: str) -> dict[str, str]:
+    return {"diffset": f"truth/diffset-{pair}.jsonl", "facts": f"truth/facts-{pair}.jsonl",
+            "changes": f"truth/changes-{pair}.jsonl"}
+
+
+def wikipedia_dump(out_dir: str | Path, month: str) -> Path:
+    """Path of the month's ``pages-articles.xml.bz2`` in a built world (month as "2021-08")."""
+    return Path(out_dir) / month_paths(MONTHS.index(month))["wikipedia"]
+
+
+def wikidata_dump(out_dir: str | Path, month: str, compression: str = "bz2") -> Path:
+    """Path of the month's Wikidata JSON dump (``compression`` "bz2" or "gz")."""
+    return Path(out_dir) / month_paths(MONTHS.index(month))[f"wikidata_{compression}"]
+
+
+def truth_file(out_dir: str | Path, name: str, key: str) -> Path:
+    """Path of a truth file: ``name`` is articles/redirects (key: month) or diffset/facts/changes (key: pair)."""
+    if name in ("articles", "redirects"):
+        return Path(out_dir) / month_paths(MONTHS.index(key))[name]
+    return Path(out_dir) / pair_paths(key)[name]
+
+
+def initial_world(seed: int, n_entities: int) -> tuple[World, PageStore]:
+    """The 2021-08 world with its articles and pages (ids assigned)."""
+    if n_entities < MIN_ENTITIES:
+        raise ValueError(f"the sample world needs at least {MIN_ENTITIES} main entities, got {n_entities}")
+    w = World(seed, n_entities)
+    populate(w)
+    w.render_index = build_render_index(w)  # nothing moves while the first articles are written
+    for e in list(w.entities.values()):
+        if e.kind != "support":
+            write_article(w, e)
+    w.render_index = None
+    store = PageStore(w)
+    create_initial_pages(w, store)
+    return w, store
+
+
+def cross_check(w: World, month: int, prev: MonthTruth, records: list[dict]) -> None:
+    """The text-level DiffSet must equal the sentences the month's edits marked as new."""
+    by_id = {r["id"]: r for r in records}
+    for e in w.entities.values():
+        if e.article is None:
+            continue
+        pid = e.article.page_id
+        marked = [s.plain for s in e.article.sentences() if s.born == month]
+        got = by_id.get(pid)
+        if pid not in prev.articles:
+            assert got and got["kind"] == "new", f"new article {e.article.title} missing from the DiffSet"
+            assert len(marked) == len(got["sentences"]), f"new article {e.article.title}: stale sentences"
+            continue
+        found = got["sentences"] if got else []
+        assert found == marked, f"{e.article.title}: DiffSet {found!r} != intended {marked!r}"
+
+
+def build_sample_world(out_dir: str | Path, seed: int = 0, n_entities: int = DEFAULT_ENTITIES,
+                       *, check: bool = True) -> dict:
+    """Write the sample world under ``out_dir`` and return the content of its ``world.json``."""
+    out = Path(out_dir)
+    w, store = initial_world(seed, n_entities)
+    clock = RevisionClock(w)
+    truths: list[MonthTruth] = []
+    files: dict = {"months": {}, "pairs": {}}
+    counts: dict = {}
+    pair_counts: dict = {}
+    for m, month in enumerate(MONTHS):
+        log: list[dict] = []
+        if m:
+            w.month = m
+            log = evolve(w, store)
+        store.sync(m)
+        truth = snapshot(w, store)
+        if check:
+            for title, paragraphs in truth.articles.values():
+                check_paragraphs(title, paragraphs)
+        paths = month_paths(m)
+        files["months"][month] = paths
+        write_mediawiki_xml(store.pages, out / paths["wikipedia"])
+        write_json_dump(dump_lines(w, clock, m), out / paths["wikidata_bz2"], out / paths["wikidata_gz"])
+        write_jsonl(({"id": pid, "title": t, "paragraphs": p} for pid, (t, p) in sorted(truth.articles.items())),
+                    out / paths["articles"])
+        write_jsonl(truth.redirects, out / paths["redirects"])
+        counts[month] = {
+            "articles": len(truth.articles), "redirects": len(truth.redirects),
+            "other_namespace_pages": truth.other_pages, "entities": truth.entities,
+            "main_entities": sum(1 for e in w.entities.values() if e.article is not None),
+            "facts": sum(len(f) for f in truth.facts.values()),
+        }
+        if m:
+            pair = PAIRS[m - 1]
+            prev = truths[-1]
+            records = diffset(prev, truth)
+            if check:
+                cross_check(w, m, prev, records)
+            facts = fact_records(prev, truth)
+            pp = pair_paths(pair)
+            files["pairs"][pair] = pp
+            write_jsonl(records, out / pp["diffset"])
+            write_jsonl(facts, out / pp["facts"])
+            write_jsonl(log, out / pp["changes"])
+            pair_counts[pair] = pair_summary(prev, truth, records, facts, log)
+        truths.append(truth)
+    world = {
+        "seed": seed, "n_entities": n_entities, "months": list(MONTHS), "pairs": list(PAIRS),
+        "files": files, "counts": counts, "pair_counts": pair_counts,
+    }
+    with atomic_path(out / "world.json") as tmp:
+        tmp.write_text(json.dumps(world, indent=2) + "\n", encoding="utf-8")
+    return world
+
+
+def pair_summary(prev: MonthTruth, recent: MonthTruth, records: list[dict], facts: list[dict],
+                 log: list[dict]) -> dict:
+    changed_ids = [pid for pid in recent.articles if pid in prev.articles]
+    kinds = Counter(r["kind"] for r in records)
+    cats = Counter(f["category"] for f in facts)
+    changes = Counter(c["type"] for c in log)
+    return {
+        "diffset_articles": {"new": kinds.get("new", 0), "changed": kinds.get("changed", 0)},
+        "diffset_sentences": sum(len(r["sentences"]) for r in records),
+        "facts": {c: cats.get(c, 0) for c in ("new", "updated", "unchanged", "deleted")},
+        "facts_mentioned": {c: sum(1 for f in facts if f["category"] == c and f["mentioned"])
+                            for c in ("new", "updated", "unchanged", "deleted")},
+        "deleted_articles": sum(1 for pid in prev.articles if pid not in recent.articles),
+        "renamed_articles": sum(1 for pid in changed_ids if prev.articles[pid][0] != recent.articles[pid][0]),
+        "plain_changed_articles": sum(1 for pid in changed_ids if prev.articles[pid][1] != recent.articles[pid][1]),
+        "changes": dict(sorted(changes.items())),
+    }
