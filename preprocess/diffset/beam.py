@@ -15,14 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tw_jax.io.atomic import discard, write_json
+from tw_jax.io.tfrecord import encode_example
 from tw_jax.preprocess.diffset.algorithm import ArticleDiff, compare
 from tw_jax.preprocess.diffset.outputs import OUTPUTS, STATS_FILE, json_line, records_for
 from tw_jax.preprocess.diffset.stats import DiffsetStats
 from tw_jax.preprocess.mediawiki import Page, describe_page
 from tw_jax.preprocess.multistream import index_for, plan_ranges
-
-from tw_jax.io.atomic import discard, write_json
-from tw_jax.io.tfrecord import encode_example
 
 _PARTIAL_STATS = ".beam-stats.json"
 
@@ -39,6 +38,7 @@ def _sources(path: str, splits: int) -> list[tuple[str, tuple[int, int] | None]]
 def _read_source(source: tuple[str, tuple[int, int] | None], side: str) -> Iterator[Any]:
     """(id, (range start, position, page)) for each article, then the reader's tallies."""
     import apache_beam as beam
+
     from tw_jax.preprocess.diffset.local import read_articles
 
     path, byte_range = source

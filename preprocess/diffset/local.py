@@ -2,8 +2,14 @@
 
 The old dump is streamed once into an on-disk SQLite index (id → title and zlib-compressed
 markup), so memory stays flat whatever the dump size. The new dump is then streamed in file order;
-each article is paired with its old version by id and compared, inline for one worker or in a
-process pool for several, and the results are written in the new dump's order.
+each article is paired with its old version by id, compared and encoded, inline for one worker or
+in a process pool for several, and the results are written in the new dump's order.
+
+Reading a ``.bz2`` dump is mostly bz2 decompression, which one process does at a few thousand
+pages a second. A multistream dump with its index beside it (enwiki's
+``pages-articles-multistream.xml.bz2``; :func:`~tw_jax.preprocess.multistream.repack_multistream`
+makes one from any dump) is therefore read in byte ranges by the workers themselves, so reading
+scales with them; any other dump is read by the main process and only the comparison is spread.
 """
 
 from __future__ import annotations
@@ -13,20 +19,24 @@ import os
 import sqlite3
 import tempfile
 import zlib
+from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from tqdm import tqdm
+
 from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.diffset.algorithm import ArticleDiff, compare
-from tw_jax.preprocess.diffset.outputs import DiffsetWriter
-from tw_jax.preprocess.diffset.stats import DiffsetStats
-from tw_jax.preprocess.mediawiki import Page
-from tw_jax.preprocess.multistream import iter_range_pages
-from tw_jax.preprocess.readers import iter_articles, iter_dump_pages
+from tw_jax.preprocess.diffset.algorithm import compare
+from tw_jax.preprocess.diffset.outputs import DiffsetWriter, EncodedRecord, encode_records
+from tw_jax.preprocess.diffset.stats import ArticleSummary, DiffsetStats, summarize
+from tw_jax.preprocess.mediawiki import Page, describe_page
+from tw_jax.preprocess.multistream import index_for, iter_range_pages, plan_ranges
+from tw_jax.preprocess.readers import IdBitmap, iter_articles, iter_dump_pages
 
 _INSERT_BATCH = 2000
 _CHUNK = 64  # articles per task sent to a worker: amortises pickling and queue round trips
+_RANGE_BYTES = 4 << 20  # compressed bytes per multistream range task (a few thousand pages)
+_WINDOW_PER_WORKER = 4  # tasks in flight per worker: keeps them busy, bounds memory
 
 
 def _counted(pages: Iterable[Page], stats: DiffsetStats, side: str) -> Iterator[Page]:
@@ -54,31 +64,33 @@ def read_articles(
     stats.skips[side].merge(reader_skips)
 
 
+OldRow = tuple[int, str, str, bytes]  # id, title, markup, zlib-compressed text
+
+
+def _row(page: Page) -> OldRow:
+    return page.id, page.title, page.markup, zlib.compress(page.text.encode("utf-8"), 1)
+
+
 class OldIndex:
-    """The old snapshot's articles by id, on disk."""
+    """The old snapshot's articles by id, on disk: written once, then read by every worker."""
 
-    def __init__(self, directory: str) -> None:
-        self.path = os.path.join(directory, "old.sqlite")
-        self._db = sqlite3.connect(self.path, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=OFF")
-        self._db.execute("PRAGMA synchronous=OFF")
-        self._db.execute(
-            "CREATE TABLE old (id INTEGER PRIMARY KEY, title TEXT, markup TEXT, body BLOB)"
-        )
+    def __init__(self, path: str, *, create: bool = False) -> None:
+        self.path = path
+        if create:
+            self._db = sqlite3.connect(path)
+            self._db.execute("PRAGMA journal_mode=OFF")
+            self._db.execute("PRAGMA synchronous=OFF")
+            self._db.execute(
+                "CREATE TABLE old (id INTEGER PRIMARY KEY, title TEXT, markup TEXT, body BLOB)"
+            )
+        else:
+            self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
 
-    def load(self, articles: Iterable[Page]) -> int:
-        count = 0
-        batch: list[tuple[int, str, str, bytes]] = []
-        for page in articles:
-            body = zlib.compress(page.text.encode("utf-8"), 1)
-            batch.append((page.id, page.title, page.markup, body))
-            if len(batch) >= _INSERT_BATCH:
-                self._db.executemany("INSERT INTO old VALUES (?, ?, ?, ?)", batch)
-                count += len(batch)
-                batch.clear()
-        self._db.executemany("INSERT INTO old VALUES (?, ?, ?, ?)", batch)
+    def insert(self, rows: list[OldRow]) -> None:
+        self._db.executemany("INSERT INTO old VALUES (?, ?, ?, ?)", rows)
+
+    def commit(self) -> None:
         self._db.commit()
-        return count + len(batch)
 
     def get(self, page_id: int) -> Page | None:
         row = self._db.execute(
@@ -94,22 +106,93 @@ class OldIndex:
         self._db.close()
 
 
-def _compare_chunk(args: tuple[list[tuple[Page, Page | None]], int]) -> list[ArticleDiff]:
-    pairs, min_changed_chars = args
-    return [compare(new, old, min_changed_chars) for new, old in pairs]
+# --- jobs: module-level functions, run inline (one worker) or in pool processes ------------------
+
+Compared = list[tuple[ArticleSummary, list[EncodedRecord]]]
+
+_index_path: str | None = None
+_index: OldIndex | None = None
 
 
-def _chunks(
-    new_articles: Iterable[Page], index: OldIndex, min_changed_chars: int
-) -> Iterator[tuple[list[tuple[Page, Page | None]], int]]:
-    chunk: list[tuple[Page, Page | None]] = []
-    for page in new_articles:
-        chunk.append((page, index.get(page.id)))
+def _set_index_path(path: str) -> None:
+    global _index_path, _index
+    _index_path, _index = path, None
+
+
+def _old_version(page_id: int) -> Page | None:
+    global _index
+    if _index is None:  # opened on first use: the pool starts before the index is written
+        _index = OldIndex(_index_path)
+    return _index.get(page_id)
+
+
+def _compare_all(pages: Iterable[Page], min_changed_chars: int) -> Compared:
+    compared = []
+    for page in pages:
+        result = compare(page, _old_version(page.id), min_changed_chars)
+        compared.append((summarize(result), encode_records(result)))
+    return compared
+
+
+def _compare_chunk(job: tuple[list[Page], int]) -> tuple[DiffsetStats, Compared]:
+    pages, min_changed_chars = job
+    return DiffsetStats(), _compare_all(pages, min_changed_chars)
+
+
+def _compare_range(job: tuple[str, tuple[int, int], int]) -> tuple[DiffsetStats, Compared]:
+    path, byte_range, min_changed_chars = job
+    reader_stats = DiffsetStats()
+    pages = read_articles(path, reader_stats, "new", byte_range)
+    return reader_stats, _compare_all(pages, min_changed_chars)
+
+
+def _index_range(job: tuple[str, tuple[int, int]]) -> tuple[DiffsetStats, list[OldRow]]:
+    path, byte_range = job
+    reader_stats = DiffsetStats()
+    return reader_stats, [
+        _row(page) for page in read_articles(path, reader_stats, "old", byte_range)
+    ]
+
+
+def _chunks(pages: Iterable[Page], min_changed_chars: int) -> Iterator[tuple[list[Page], int]]:
+    chunk: list[Page] = []
+    for page in pages:
+        chunk.append(page)
         if len(chunk) >= _CHUNK:
             yield chunk, min_changed_chars
             chunk = []
     if chunk:
         yield chunk, min_changed_chars
+
+
+def _ordered_map(function, jobs, pool, workers: int):  # noqa: ANN001, ANN202
+    """``map`` in input order, with at most a few jobs in flight per worker.
+
+    ``Pool.imap`` would pull every job from ``jobs`` at once, holding a whole dump in memory
+    when the workers fall behind the reader.
+    """
+    if pool is None:
+        yield from map(function, jobs)
+        return
+    pending: deque = deque()
+    for job in jobs:
+        pending.append(pool.apply_async(function, (job,)))
+        if len(pending) >= workers * _WINDOW_PER_WORKER:
+            yield pending.popleft().get()
+    while pending:
+        yield pending.popleft().get()
+
+
+def _byte_ranges(path: str, workers: int) -> list[tuple[int, int]] | None:
+    """Ranges of a multistream dump for parallel readers, or None to read it in one stream."""
+    index = index_for(path) if workers > 1 else None
+    if index is None:
+        return None
+    splits = max(workers * _WINDOW_PER_WORKER, -(-os.path.getsize(path) // _RANGE_BYTES))
+    return plan_ranges(path, index, splits)
+
+
+# --- the stage -----------------------------------------------------------------------------------
 
 
 def build_diffset(
@@ -129,23 +212,26 @@ def build_diffset(
     old_path, new_path = str(old_path), str(new_path)
     stats = DiffsetStats()
     writer = DiffsetWriter(out_dir, max_shard_bytes=max_shard_bytes)
-    bar_disabled = None if progress is None else not progress
+    quiet = None if progress is None else not progress
     try:
         with tempfile.TemporaryDirectory(prefix="tw_jax_diffset_") as scratch:
-            index = OldIndex(scratch)
+            index_path = os.path.join(scratch, "old.sqlite")
+            _set_index_path(index_path)
+            pool = None
+            if workers > 1:
+                context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
+                pool = context.Pool(workers, initializer=_set_index_path, initargs=(index_path,))
             try:
-                with tqdm(desc="indexing old dump", unit=" articles", disable=bar_disabled) as bar:
-                    old_articles = read_articles(old_path, stats, "old")
-                    stats.old_articles = index.load(_progress(old_articles, bar))
-                chunks = _chunks(read_articles(new_path, stats, "new"), index, min_changed_chars)
-                with tqdm(desc="comparing", unit=" articles", disable=bar_disabled) as bar:
-                    for results in _map(_compare_chunk, chunks, workers):
-                        for result in results:
-                            stats.add_result(result)
-                            writer.add(result)
-                        bar.update(len(results))
+                with tqdm(desc="indexing old dump", unit=" articles", disable=quiet) as bar:
+                    _index_old(old_path, index_path, stats, pool, workers, bar)
+                with tqdm(desc="comparing", unit=" articles", disable=quiet) as bar:
+                    _compare_new(new_path, min_changed_chars, stats, writer, pool, workers, bar)
             finally:
-                index.close()
+                if pool is not None:
+                    pool.terminate()
+                if _index is not None:
+                    _index.close()
+                _set_index_path(index_path)
         report = stats.as_dict(
             old=old_path, new=new_path, options={"min_changed_chars": min_changed_chars}
         )
@@ -156,17 +242,62 @@ def build_diffset(
     return report
 
 
-def _progress(items: Iterable[Page], bar: tqdm) -> Iterator[Page]:
-    for item in items:
-        bar.update()
-        yield item
+def _index_old(path: str, index_path: str, stats: DiffsetStats, pool, workers: int, bar) -> None:  # noqa: ANN001
+    index = OldIndex(index_path, create=True)
+    try:
+        ranges = _byte_ranges(path, workers)
+        if ranges is None:
+            batches = _batched(_row(page) for page in read_articles(path, stats, "old"))
+            tallied = ((None, rows) for rows in batches)
+        else:
+            tallied = _ordered_map(_index_range, [(path, r) for r in ranges], pool, workers)
+        seen = IdBitmap()
+        for reader_stats, rows in tallied:
+            if reader_stats is not None:
+                stats.merge(reader_stats)
+            kept = []
+            for row in rows:
+                if seen.add(row[0]):
+                    kept.append(row)
+                else:  # the same id in two ranges: the first occurrence wins, as with one reader
+                    stats.skips["old"].add("duplicate_id", describe_page(row[0], row[1]))
+            index.insert(kept)
+            stats.old_articles += len(kept)
+            bar.update(len(rows))
+        index.commit()
+    finally:
+        index.close()
 
 
-def _map(function, chunks, workers: int):  # noqa: ANN001, ANN202 - thin pool wrapper
-    if workers <= 1:
-        yield from map(function, chunks)
-        return
-    with multiprocessing.get_context("spawn" if os.name != "posix" else "fork").Pool(
-        workers
-    ) as pool:
-        yield from pool.imap(function, chunks)
+def _compare_new(
+    path: str, min_changed_chars: int, stats: DiffsetStats, writer, pool, workers: int, bar
+) -> None:  # noqa: ANN001, E501
+    ranges = _byte_ranges(path, workers)
+    if ranges is None:
+        jobs = _chunks(read_articles(path, stats, "new"), min_changed_chars)
+        results = _ordered_map(_compare_chunk, jobs, pool, workers)
+    else:
+        jobs = [(path, r, min_changed_chars) for r in ranges]
+        results = _ordered_map(_compare_range, jobs, pool, workers)
+    seen = IdBitmap() if ranges is not None else None
+    for reader_stats, compared in results:
+        stats.merge(reader_stats)
+        for summary, encoded in compared:
+            if seen is not None and not seen.add(summary.id):
+                # The same id in two ranges of a multistream dump (one reader would have
+                # skipped it as a duplicate too): the first occurrence wins.
+                stats.skips["new"].add("duplicate_id", describe_page(summary.id, summary.title))
+                continue
+            stats.add(summary)
+            writer.write_encoded(encoded)
+        bar.update(len(compared))
+
+
+def _batched(rows: Iterable[OldRow]) -> Iterator[list[OldRow]]:
+    batch: list[OldRow] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= _INSERT_BATCH:
+            yield batch
+            batch = []
+    yield batch

@@ -12,10 +12,9 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
-from tw_jax.preprocess.diffset.algorithm import EMPTY, IN_DIFFSET, ArticleDiff
-
 from tw_jax.io.atomic import commit, discard, temporary_sibling, write_json
 from tw_jax.io.tfrecord import ShardedTFRecordWriter, encode_example
+from tw_jax.preprocess.diffset.algorithm import EMPTY, IN_DIFFSET, ArticleDiff
 
 OUTPUTS = ("diffset", "full", "unchanged")
 STATS_FILE = "stats.json"
@@ -41,6 +40,18 @@ def json_line(record: dict[str, Any]) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
+# (output name, JSON line with its newline, tf.train.Example bytes): what a worker hands back.
+EncodedRecord = tuple[str, bytes, bytes]
+
+
+def encode_records(result: ArticleDiff) -> list[EncodedRecord]:
+    """The bytes each output receives for one article, made where the comparison ran."""
+    return [
+        (name, (json_line(record) + "\n").encode("utf-8"), encode_example(record))
+        for name, record in records_for(result)
+    ]
+
+
 class DiffsetWriter:
     """Streams records into temporary files; :meth:`commit` moves them all into place."""
 
@@ -49,19 +60,19 @@ class DiffsetWriter:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         # An earlier run's stats.json would mark a half-rewritten folder as complete.
         discard(self.out_dir / STATS_FILE)
-        self._jsonl: dict[str, tuple[Path, IO[str]]] = {}
+        self._jsonl: dict[str, tuple[Path, IO[bytes]]] = {}
         self._tfrecords: dict[str, ShardedTFRecordWriter] = {}
         for name in OUTPUTS:
             temporary = temporary_sibling(self.out_dir / f"{name}.jsonl")
-            self._jsonl[name] = (temporary, open(temporary, "w", encoding="utf-8"))  # noqa: SIM115
+            self._jsonl[name] = (temporary, open(temporary, "wb"))  # noqa: SIM115
             self._tfrecords[name] = ShardedTFRecordWriter(
                 self.out_dir / f"{name}.tfrecord", max_shard_bytes
             )
 
-    def add(self, result: ArticleDiff) -> None:
-        for name, record in records_for(result):
-            self._jsonl[name][1].write(json_line(record) + "\n")
-            self._tfrecords[name].write(encode_example(record))
+    def write_encoded(self, encoded: list[EncodedRecord]) -> None:
+        for name, line, example in encoded:
+            self._jsonl[name][1].write(line)
+            self._tfrecords[name].write(example)
 
     def commit(self, stats: dict[str, Any]) -> None:
         for name, (temporary, handle) in self._jsonl.items():

@@ -8,12 +8,43 @@ kinds or a skip with its reason, and ``accounting.balanced`` says the sums agree
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.diffset.algorithm import EMPTY, IN_DIFFSET, ArticleDiff
 
 SIDES = ("old", "new")
+
+
+@dataclass(frozen=True, slots=True)
+class ArticleSummary:
+    """What the tallies need of one compared article: small enough to send between processes."""
+
+    id: int
+    title: str
+    kind: str
+    in_old: bool
+    full: tuple[int, int, int]  # paragraphs, tokens, characters of the whole article
+    diff: tuple[int, int, int]  # the same for the part that enters the DiffSet
+    diff_sentences: int
+
+
+def _sizes(paragraphs: tuple[str, ...]) -> tuple[int, int, int]:
+    chars = sum(map(len, paragraphs)) + max(len(paragraphs) - 1, 0)
+    return len(paragraphs), sum(len(p.split()) for p in paragraphs), chars
+
+
+def summarize(result: ArticleDiff) -> ArticleSummary:
+    return ArticleSummary(
+        result.id,
+        result.title,
+        result.kind,
+        result.in_old,
+        _sizes(result.paragraphs),
+        _sizes(result.diff_paragraphs),
+        result.diff_sentences,
+    )
 
 
 def _text_sizes() -> Counter[str]:
@@ -34,26 +65,29 @@ class DiffsetStats:
     # --- accumulation -------------------------------------------------------------------------
 
     def add_result(self, result: ArticleDiff) -> None:
+        self.add(summarize(result))
+
+    def add(self, article: ArticleSummary) -> None:
         # Results are tallied apart from the readers' skips: with a worker pool the reader runs
         # in the pool's feeder thread, and the two must not update one counter.
-        self.matched_old += result.in_old
-        if result.kind == EMPTY:
-            self.empty.add(EMPTY, f"page id {result.id} ({result.title})")
+        self.matched_old += article.in_old
+        if article.kind == EMPTY:
+            self.empty.add(EMPTY, f"page id {article.id} ({article.title})")
             return
-        self.kinds[result.kind] += 1
-        self._add_text("full", result.paragraphs)
-        if result.kind in IN_DIFFSET:
-            self._add_text("diffset", result.diff_paragraphs)
-            self.diffset_sentences += result.diff_sentences
+        self.kinds[article.kind] += 1
+        self._add_text("full", article.full)
+        if article.kind in IN_DIFFSET:
+            self._add_text("diffset", article.diff)
+            self.diffset_sentences += article.diff_sentences
         else:
-            self._add_text("unchanged", result.paragraphs)
+            self._add_text("unchanged", article.full)
 
-    def _add_text(self, name: str, paragraphs: tuple[str, ...]) -> None:
-        sizes = self.sizes[name]
-        sizes["articles"] += 1
-        sizes["paragraphs"] += len(paragraphs)
-        sizes["tokens"] += sum(len(p.split()) for p in paragraphs)
-        sizes["chars"] += sum(map(len, paragraphs)) + max(len(paragraphs) - 1, 0)
+    def _add_text(self, name: str, sizes: tuple[int, int, int]) -> None:
+        tally = self.sizes[name]
+        tally["articles"] += 1
+        tally["paragraphs"] += sizes[0]
+        tally["tokens"] += sizes[1]
+        tally["chars"] += sizes[2]
 
     def merge(self, other: DiffsetStats) -> DiffsetStats:
         self.pages.update(other.pages)

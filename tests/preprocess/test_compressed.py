@@ -7,6 +7,7 @@ import gzip
 import lzma
 
 import pytest
+
 from tw_jax.preprocess.compressed import iter_chunks, open_binary, sniff_compression
 from tw_jax.preprocess.errors import DumpError
 

@@ -8,6 +8,7 @@ import threading
 from xml.sax.saxutils import escape, quoteattr
 
 import pytest
+
 from tw_jax.preprocess import mediawiki
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.errors import DumpError

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from tw_jax.preprocess import sentences
 from tw_jax.preprocess.sentences import ABBREVIATIONS, split_sentences
 

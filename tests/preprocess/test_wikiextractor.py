@@ -7,6 +7,7 @@ import gzip
 import json
 
 import pytest
+
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.errors import DumpError
 from tw_jax.preprocess.mediawiki import Page

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
+
 from tw_jax.preprocess.wikitext import DROPPED_SECTIONS, to_paragraphs
 
 # -- what is removed ---------------------------------------------------------------------------

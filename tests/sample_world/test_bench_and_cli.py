@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from sw_helpers import xml_pages
 from sw_plain import to_paragraphs
+
 from tw_jax.sample_world import cli
 from tw_jax.sample_world.bench_pair import write_bench_pair
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from sw_helpers import MONTHS, json_entities, month_files
+
 from tw_jax.sample_world.build import build_sample_world, truth_file, wikidata_dump, wikipedia_dump
 
 CHANGE_TYPES = (
@@ -51,7 +52,7 @@ def test_world_json_lists_files_that_exist(sample_world):
         for rel in paths.values():
             assert (root / rel).is_file(), rel
         assert paths == {k: str(v.relative_to(root)) for k, v in month_files(root, month).items()}
-    for pair, paths in world["files"]["pairs"].items():
+    for paths in world["files"]["pairs"].values():
         for rel in paths.values():
             assert (root / rel).is_file(), rel
     assert wikidata_dump(root, "2021-10", "gz") == month_files(root, "2021-10")["wikidata_gz"]

@@ -7,6 +7,7 @@ import gzip
 
 import pytest
 from sw_helpers import month_files, xml_pages
+
 from tw_jax.sample_world.build import initial_world
 from tw_jax.sample_world.dumps import sha1_base36, write_json_dump, write_mediawiki_xml
 

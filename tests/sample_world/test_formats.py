@@ -8,6 +8,7 @@ import re
 
 import pytest
 from sw_helpers import MONTHS, NS, PAIRS, json_entities, month_files, read_jsonl, xml_pages
+
 from tw_jax.sample_world.schema import PROPERTIES
 
 

@@ -8,9 +8,10 @@ from decimal import Decimal
 import pytest
 from sw_helpers import MONTHS, PAIRS, json_entities, month_files, read_jsonl, xml_pages
 from sw_plain import to_paragraphs
+
 from tw_jax.sample_world.check import split_sentences
 
-MONTH_NAMES = "January February March April May June July August September October November December".split()
+MONTH_NAMES = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +178,7 @@ def test_fact_categories_follow_the_rules(truth, pair, old, new):
 
 
 def test_hand_checked_changes(truth):
-    for pair, old, new in PAIRS:
+    for pair, _, new in PAIRS:
         facts = truth[("facts", pair)]
         labels = {q: e["labels"]["en"]["value"] for q, e in truth["entities"][new].items() if e["type"] == "item"}
         for c in truth[("changes", pair)]:

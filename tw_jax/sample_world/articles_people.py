@@ -94,7 +94,7 @@ def footballer(w: World, e: Entity) -> list[Section]:
     others = [c for c in w.of_kind("country") if c.qid != country.qid]
     clubs = w.of_kind("club")
     ctx.update(
-        footballer=link("Association football", "footballer"),
+        footballer=link("Association football", "footballer"), footballers=link("footballer", trail="s"),
         position=link(f"{pos.capitalize()} (association football)", pos),
         club=elink(w, a["club"]), natteam=link(f"{country.label} national football team", f"{country.label} national team"),
         intyear=y + r.randint(19, 23), trait=r.choice(TRAITS), skill=r.choice(SKILLS),
@@ -102,8 +102,9 @@ def footballer(w: World, e: Entity) -> list[Section]:
         rival=elink(w, next((c for c in (r.choice(clubs) for _ in range(5)) if c.qid != a["club"]), clubs[0]).qid),
         goals1=r.randint(2, 19), apps1=r.randint(14, 38), joinyear=a["joinyear"],
         fee=f"{r.randint(1, 40)}.{r.randint(1, 9)}", shirt=r.randint(2, 99), apps=r.randint(100, 420),
-        opp=elink(w, r.choice(others).qid), caps=r.randint(5, 90), intgoals=r.randint(0, 30),
+        opp=elink(w, r.choice(others).qid), caps=r.randint(5, 90),
     )
+    ctx["intgoals"] = r.randint(0, ctx["caps"] // 2)
     ctx["intyear"] = min(ctx["intyear"], 2020)
     international = r.random() < 0.6
     lead = [make(w, "lead", P.FOOTBALLER["lead"], ctx)]
@@ -113,7 +114,7 @@ def footballer(w: World, e: Entity) -> list[Section]:
     sections = [Section(None, 0, [Para(lead)]), early_life(w, e, ctx)]
     sections.append(Section("Club career", 2, []))
     sections.append(Section("Early career", 3, [
-        para(w, ctx, P.FOOTBALLER, pick(w, ["youth", "debut", "firstseason"], 2),
+        para(w, ctx, P.FOOTBALLER, pick(w, ["youth", "peers", "debut", "firstseason"], 2),
              above=file_line(w, e, w.label(a["debutclub"]), ctx["debutyear"] + 1))]))
     sections.append(Section(w.label(a["club"]), 3, [para(w, ctx, P.FOOTBALLER, pick(w, ["signed", "shirt", "apps"], 2))]))
     if international:

@@ -81,7 +81,7 @@ def company(w: World, e: Entity) -> list[Section]:
         employees=a["employees"], revenue=a["revenue"], founded=founded, fcity=elink(w, a["city"]),
         listyear=min(founded + r.randint(10, 60), 2019), acqyear=r.randint(min(max(founded + 5, 1995), 2020), 2020),
         rivalco=words(f"{w.names.root()} {r.choice(['Works', 'Trading', 'Partners'])}"),
-        acqprice=r.randint(110, 990), nplants=r.randint(2, 40), noffices=r.randint(5, 90),
+        acqprice=r.randint(110, 990), nplants=r.randint(2, 40), plants=link("Factory", "plant", "s"), noffices=r.randint(5, 90),
         pct=f"{r.randint(1, 9)}.{r.randint(1, 9)}", site=ext(f"https://www.{short.lower().replace(' ', '')}.example/investors", "website"),
         month=MONTH_NAMES[int(e.values("P571")[0][1][6:8]) - 1],
     )
@@ -124,7 +124,7 @@ def city(w: World, e: Entity) -> list[Section]:
     ctx.update(
         region=link(w.label(a["region"])), country=elink(w, country.qid), popyear=2020, pop=str(a["pop"]),
         founded=a["founded"], charter=a["founded"] + r.randint(40, 200), century=r.choice(CENTURIES),
-        ind=r.choice(INDUSTRIES), river=a["river"], area=a["area"], saint=r.choice(("Aldric", "Cedwin", "Hilde", "Ivo")),
+        ind=r.choice(INDUSTRIES), river=a["river"], rivers=link("river", trail="s"), area=a["area"], saint=r.choice(("Aldric", "Cedwin", "Hilde", "Ivo")),
         cathedral=a["founded"] + r.randint(60, 300),
     )
     lead = ["lead"] + (["lead_capital"] if a.get("capital") else []) + ["lead_pop"]

@@ -91,11 +91,12 @@ def cross_check(w: World, month: int, prev: MonthTruth, records: list[dict]) -> 
         marked = [s.plain for s in e.article.sentences() if s.born == month]
         got = by_id.get(pid)
         if pid not in prev.articles:
-            assert got and got["kind"] == "new", f"new article {e.article.title} missing from the DiffSet"
-            assert len(marked) == len(got["sentences"]), f"new article {e.article.title}: stale sentences"
+            if not got or got["kind"] != "new" or len(marked) != len(got["sentences"]):
+                raise AssertionError(f"new article {e.article.title}: DiffSet record wrong or stale sentences")
             continue
         found = got["sentences"] if got else []
-        assert found == marked, f"{e.article.title}: DiffSet {found!r} != intended {marked!r}"
+        if found != marked:
+            raise AssertionError(f"{e.article.title}: DiffSet {found!r} != intended {marked!r}")
 
 
 def build_sample_world(out_dir: str | Path, seed: int = 0, n_entities: int = DEFAULT_ENTITIES,
@@ -105,6 +106,7 @@ def build_sample_world(out_dir: str | Path, seed: int = 0, n_entities: int = DEF
     w, store = initial_world(seed, n_entities)
     clock = RevisionClock(w)
     truths: list[MonthTruth] = []
+    texts: list[dict[int, str]] = []  # article wikitext by page id, per month
     files: dict = {"months": {}, "pairs": {}}
     counts: dict = {}
     pair_counts: dict = {}
@@ -115,6 +117,7 @@ def build_sample_world(out_dir: str | Path, seed: int = 0, n_entities: int = DEF
             log = evolve(w, store)
         store.sync(m)
         truth = snapshot(w, store)
+        texts.append({p.page_id: p.text for p in store.pages if p.ns == 0 and p.target is None})
         if check:
             for title, paragraphs in truth.articles.values():
                 check_paragraphs(title, paragraphs)
@@ -144,6 +147,9 @@ def build_sample_world(out_dir: str | Path, seed: int = 0, n_entities: int = DEF
             write_jsonl(facts, out / pp["facts"])
             write_jsonl(log, out / pp["changes"])
             pair_counts[pair] = pair_summary(prev, truth, records, facts, log)
+            old_text, new_text = texts[-2], texts[-1]
+            pair_counts[pair]["wikitext_changed_articles"] = sum(
+                1 for pid, text in new_text.items() if pid in old_text and old_text[pid] != text)
         truths.append(truth)
     world = {
         "seed": seed, "n_entities": n_entities, "months": list(MONTHS), "pairs": list(PAIRS),

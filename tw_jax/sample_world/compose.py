@@ -165,3 +165,5 @@ def add_refs(w: World, sents: list[Sent], title: str, year: int) -> None:
         sents[j].tail += "{{citation needed|date=March 2020}}"
     elif roll < 0.3:
         sents[j].tail += "<!-- source in the talk page archive -->"
+    elif roll < 0.4:
+        sents[j].tail += "<br />"

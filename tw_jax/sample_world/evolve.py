@@ -80,13 +80,13 @@ class Evolution:
         self.coach_change()
         self.mayor_change()
         self.repeat(self.population_update, r.randint(2, 3))
-        self.repeat(self.new_award, 2)
+        self.repeat(self.new_award, r.randint(1, 2))
         self.new_relation("spouse")
         self.new_relation("winner" if self.due_events() else "website")
         self.repeat(self.delete_statement, 2)
         self.deprecate_statement()
         self.new_entities(r.randint(3, 5))
-        for kind, fn, n in (("prose_start", insert_start, r.randint(1, 2)), ("prose_middle", insert_middle, r.randint(2, 3)),
+        for kind, fn, n in (("prose_start", insert_start, r.randint(1, 2)), ("prose_middle", insert_middle, r.randint(1, 2)),
                             ("prose_end", append_end, r.randint(1, 2)), ("prose_delete", delete_sentence, r.randint(1, 2)),
                             ("prose_reword", reword, r.randint(1, 2)), ("prose_number", change_number, r.randint(1, 2))):
             for _ in range(n):

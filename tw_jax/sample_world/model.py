@@ -110,6 +110,7 @@ class Article:
     dmy: str  # the {{Use dmy dates}} date, fixed when the article was written
     notoc: bool = False
     interwiki: tuple[str, ...] = ()
+    see_also: tuple[str, ...] = ()  # link targets, fixed when written (red links if deleted later)
 
     def sentences(self) -> list[Sent]:
         out: list[Sent] = []

@@ -77,7 +77,7 @@ class PageStore:
     def add_redirect(self, title: str, target: str, style: int | None = None, comment: str = "") -> Page | None:
         if not self.w.names.claim(title):
             return None
-        style = self.w.rng.randrange(4) if style is None else style
+        style = self.w.rng.choice((0, 1, 3)) if style is None else style  # style 2 marks moves
         return self._new(Page(0, 0, title, "redirect", redirect_text(target, style), target=target,
                               pending=comment or f"Redirected page to [[{target}]]"))
 

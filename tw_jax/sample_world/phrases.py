@@ -102,6 +102,10 @@ FOOTBALLER: dict[str, T] = {
         "{Last} joined the youth academy of {youthclub} at the age of {age}.",
         "At the age of {age}, {Last} entered the youth academy of {youthclub}.",
     ),
+    "peers": (
+        "{He} is one of several {footballers} from {bcitylabel} to reach the top division.",
+        "Several {footballers} from {bcitylabel} have reached the top division, {Last} among them.",
+    ),
     "debut": (
         "{He} made {his} senior debut in {debutyear} against {rival}.",
         "{His} senior debut came in {debutyear} in a league match against {rival}.",

@@ -85,8 +85,8 @@ COMPANY: dict[str, T] = {
         "It acquired its smaller rival {rivalco} in {acqyear} for {acqprice} million dollars.",
     ),
     "plants": (
-        "The company operates {nplants} factories and {noffices} sales offices.",
-        "It runs {nplants} factories as well as {noffices} sales offices.",
+        "The company operates {nplants} manufacturing {plants} and {noffices} sales offices.",
+        "It runs {nplants} manufacturing {plants} as well as {noffices} sales offices.",
     ),
     "rnd": (
         "About {pct} percent of its revenue is spent on research {_amp} development.",
@@ -132,8 +132,8 @@ CITY: dict[str, T] = {
         "The {ind} industry drove the growth of the city during the {century} century.",
     ),
     "river": (
-        "{Short} lies on the banks of the {river} River.",
-        "The {river} River runs through {Short}.",
+        "{Short} lies on the banks of the {river} River, one of the longest {rivers} in the region.",
+        "The {river} River, one of the longest {rivers} in the region, runs through {Short}.",
     ),
     "area": (
         "The city covers an area of {area} square kilometres.",

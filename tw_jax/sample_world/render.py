@@ -7,7 +7,7 @@ the point: a pipeline must remove it all and keep exactly the body's sentences.
 
 from __future__ import annotations
 
-from .infobox import generated_table, person_box, stable_int, thing_box, wl
+from .infobox import generated_table, person_box, stable_int, thing_box
 from .model import Entity, Items, Para, Raw, Section
 from .schema import PERSON_KINDS
 from .world import World
@@ -102,10 +102,8 @@ def render_parts(w: World, e: Entity) -> tuple[str, str, str]:
         slug = e.label.lower().replace(" ", "-").replace(".", "")
         tail.append(f"* {{{{Soccerway|{slug}/{stable_int(e.qid, 100000, 999999)}}}}}")
     tail.append("* {{Commons category-inline}}")
-    if stable_int(e.qid + "seealso", 0, 4) == 0:
-        others = [x for x in w.of_kind(e.kind)[:3] if x.qid != e.qid][:2]
-        if others:
-            tail[0:0] = ["== See also =="] + [f"* {wl(w, x.qid)}" for x in others] + [""]
+    if article.see_also:
+        tail[0:0] = ["== See also =="] + [f"* [[{t}]]" for t in article.see_also] + [""]
     tail.append("")
     if e.kind in ("footballer", "club") and e.attrs.get("country") in w.entities:
         tail.append(f"{{{{{w.label(e.attrs['country'])} Premier League}}}}")
