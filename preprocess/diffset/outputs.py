@@ -45,11 +45,18 @@ EncodedRecord = tuple[str, bytes, bytes]
 
 
 def encode_records(result: ArticleDiff) -> list[EncodedRecord]:
-    """The bytes each output receives for one article, made where the comparison ran."""
-    return [
-        (name, (json_line(record) + "\n").encode("utf-8"), encode_example(record))
-        for name, record in records_for(result)
-    ]
+    """The bytes each output receives for one article, made where the comparison ran.
+
+    full.jsonl and unchanged.jsonl get the very same record for an unchanged article (most of
+    them): it is encoded once.
+    """
+    encoded: list[EncodedRecord] = []
+    previous: tuple[dict[str, Any], bytes, bytes] | None = None
+    for name, record in records_for(result):
+        if previous is None or previous[0] is not record:
+            previous = (record, (json_line(record) + "\n").encode("utf-8"), encode_example(record))
+        encoded.append((name, previous[1], previous[2]))
+    return encoded
 
 
 class DiffsetWriter:

@@ -47,29 +47,38 @@ def frame(record: bytes) -> bytes:
 # --- protobuf wire format of tf.train.Example -------------------------------------------------
 
 
+_SMALL_VARINTS = [bytes((i,)) for i in range(128)]
+
+
 def _varint(value: int) -> bytes:
+    if 0 <= value < 128:
+        return _SMALL_VARINTS[value]
     if value < 0:
         value += 1 << 64  # int64 is sent as its 64-bit two's complement
     out = bytearray()
-    while True:
-        byte = value & 0x7F
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
         value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+    out.append(value)
+    return bytes(out)
 
 
 def _field(number: int, payload: bytes) -> bytes:
     """A length-delimited field (wire type 2)."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+    return _SMALL_VARINTS[number << 3 | 2] + _varint(len(payload)) + payload
 
 
 def _feature(value: FeatureValue) -> bytes:
+    if isinstance(value, str):  # the common case, kept short: one string
+        data = value.encode("utf-8")
+        return _field(1, _field(1, data))
+    if isinstance(value, bytes):
+        return _field(1, _field(1, value))
     values = list(value) if isinstance(value, list | tuple) else [value]
     if not values or isinstance(values[0], str | bytes):
-        items = b"".join(_field(1, v.encode("utf-8") if isinstance(v, str) else v) for v in values)
+        items = b"".join(
+            _field(1, v.encode("utf-8") if isinstance(v, str) else v) for v in values
+        )
         return _field(1, items)  # Feature.bytes_list
     if isinstance(values[0], bool | int):
         return _field(3, _field(1, b"".join(_varint(int(v)) for v in values)))  # int64_list
@@ -78,13 +87,18 @@ def _feature(value: FeatureValue) -> bytes:
     raise TypeError(f"unsupported feature value type {type(values[0]).__name__}")
 
 
+_KEY_FIELDS: dict[str, bytes] = {}
+
+
 def encode_example(features: Mapping[str, FeatureValue]) -> bytes:
     """Serialises ``features`` as a ``tf.train.Example``; keys are written sorted, as TF does."""
-    entries = b"".join(
-        _field(1, _field(1, key.encode("utf-8")) + _field(2, _feature(features[key])))
-        for key in sorted(features)
-    )
-    return _field(1, entries)
+    entries = []
+    for key in sorted(features):
+        key_field = _KEY_FIELDS.get(key)
+        if key_field is None:
+            key_field = _KEY_FIELDS.setdefault(key, _field(1, key.encode("utf-8")))
+        entries.append(_field(1, key_field + _field(2, _feature(features[key]))))
+    return _field(1, b"".join(entries))
 
 
 # --- files ------------------------------------------------------------------------------------
