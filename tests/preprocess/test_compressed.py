@@ -35,9 +35,14 @@ def _read_all(path) -> bytes:
             b"".join(bz2.compress(PAYLOAD[i : i + 3000]) for i in range(0, len(PAYLOAD), 3000)),
             "bz2",
         ),
-        ("one.gz", gzip.compress(PAYLOAD), "gzip"),
-        ("members.gz", gzip.compress(PAYLOAD[:5000]) + gzip.compress(PAYLOAD[5000:]), "gzip"),
+        ("one.gz", gzip.compress(PAYLOAD, mtime=0), "gzip"),
+        (
+            "members.gz",
+            gzip.compress(PAYLOAD[:5000], mtime=0) + gzip.compress(PAYLOAD[5000:], mtime=0),
+            "gzip",
+        ),
     ],
+    ids=["plain", "bz2", "multistream-bz2", "gzip", "multimember-gzip"],
 )
 def test_reads_every_supported_format(tmp_path, name, data, compression):
     path = _write(tmp_path / name, data)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .articles import write_article
 from .compose import make
-from .dumps import write_mediawiki_xml
+from .dumps import write_mediawiki_xml, write_parallel_bz2
 from .edits import (
     append_end,
     change_number,
@@ -205,7 +205,8 @@ def _write_bench_pair(out: Path, n_articles: int, changed_frac: float, new_frac:
             yield old_pages[-1]
 
     old_path = out / "enwiki-20210801-pages-articles.xml.bz2"
-    write_mediawiki_xml(generate(), old_path, threads=threads)
+    # The calling thread generates; worker threads compress what it has generated so far.
+    write_parallel_bz2(generate(), old_path, max(2, threads))
 
     w.month = 1
     article_of = {p.page_id: e for p, e in zip(old_pages, (e for i, e in enumerate(entities) if i not in held_out),

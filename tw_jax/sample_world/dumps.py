@@ -132,7 +132,7 @@ def write_mediawiki_xml(
     """
     path = Path(path)
     if compression == "bz2" and threads > 1:
-        return _write_parallel_bz2(pages, path, threads)
+        return write_parallel_bz2(pages, path, threads)
     if compression == "none":
         with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as f:
             f.write(xml_header())
@@ -176,7 +176,13 @@ def write_mediawiki_xml(
     return path
 
 
-def _write_parallel_bz2(pages: Iterable[PageLike], path: Path, threads: int, chunk: int = 4 << 20) -> Path:
+def write_parallel_bz2(pages: Iterable[PageLike], path: str | Path, threads: int, chunk: int = 4 << 20) -> Path:
+    """bz2 XML compressed by ``threads`` worker threads, as consecutive streams of ~``chunk`` bytes.
+
+    Pages are serialised in the calling thread as they come (``pages`` may be a generator that
+    is still producing them), so generation and compression overlap.
+    """
+    path = Path(path)
     def chunks() -> Iterator[bytes]:
         buf, size = [xml_header()], 0
         for p in pages:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 
 from .model import Entity, Value
-from .schema import MONTH_NAMES
 from .world import World
 
 
@@ -238,6 +237,3 @@ def generated_table(w: World, e: Entity, name: str) -> str:
         return '{| class="wikitable"\n! Club !! City\n' + "\n".join(rows) + "\n|}"
     raise KeyError(name)
 
-
-def month_year(month_index: int) -> str:
-    return f"{MONTH_NAMES[7 + month_index]} 2021"

@@ -10,7 +10,7 @@ import random
 from collections.abc import Iterable
 
 from .model import Entity, Statement, Value, item
-from .names import COUNTRIES, NameFactory
+from .names import NameFactory
 from .schema import FIRST_SYNTHETIC_QID, REAL_ITEMS
 
 
@@ -227,6 +227,3 @@ def manager_item(w: World) -> str:
 def tournament_class(w: World) -> str:
     return w.generic("class/tournament", "association football tournament", "competition in association football")
 
-
-def country_names(n: int) -> tuple[tuple[str, str], ...]:
-    return COUNTRIES[:n]
