@@ -28,16 +28,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run_demo(out: str | Path, seed: int = 0, workers: int = 1) -> dict[str, Any]:
     from tw_jax.preprocess.diffset.local import build_diffset
     from tw_jax.preprocess.diffset.score import score
-    from tw_jax.sample_world.build import build_sample_world
-    from tw_jax.sample_world.layout import pair_name, wikipedia_dump
+    from tw_jax.sample_world.build import build_sample_world, wikipedia_dump
 
     out = Path(out)
     world_dir, data_dir = out / "sample_world", out / "data"
     started = time.perf_counter()
     world = build_sample_world(world_dir, seed=seed)
     summary: dict[str, Any] = {"sample_world": str(world_dir), "data": str(data_dir), "pairs": {}}
-    for old_month, new_month in zip(world["months"], world["months"][1:], strict=False):
-        pair = pair_name(old_month, new_month)
+    months = world["months"]
+    for old_month, new_month, pair in zip(months, months[1:], world["pairs"], strict=False):
         target = data_dir / pair / "diffset"
         stats = build_diffset(
             wikipedia_dump(world_dir, old_month),

@@ -15,7 +15,7 @@ from tw_jax.preprocess.multistream import (
     repack_multistream,
     stream_offsets,
 )
-from tw_jax.sample_world.layout import wikipedia_dump
+from tw_jax.sample_world.build import wikipedia_dump
 
 
 @pytest.fixture(scope="module")

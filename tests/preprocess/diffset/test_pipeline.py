@@ -12,7 +12,7 @@ import pytest
 from tw_jax.io.tfrecord import read_records
 from tw_jax.preprocess.diffset.local import build_diffset
 from tw_jax.preprocess.diffset.score import score
-from tw_jax.sample_world.layout import wikipedia_dump
+from tw_jax.sample_world.build import wikipedia_dump
 
 PAIRS = [
     ("2021-08", "2021-09", "0809"),
