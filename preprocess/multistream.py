@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from tw_jax.io import files
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.compressed import open_binary
 from tw_jax.preprocess.errors import DumpError
@@ -24,13 +25,14 @@ _ROOT_OPEN = b"<mediawiki>"
 _ROOT_CLOSE = b"</mediawiki>"
 
 
-def index_for(dump: str | os.PathLike[str]) -> Path | None:
+def index_for(dump: str | os.PathLike[str]) -> str | None:
     """The index beside a multistream dump (``X-multistream.xml.bz2`` → ``X-multistream-index.txt[.bz2]``)."""
-    dump = Path(dump)
-    stem = dump.name.removesuffix(".bz2").removesuffix(".xml")
+    dump = os.fspath(dump)
+    folder, _, name = dump.rpartition("/")
+    stem = name.removesuffix(".bz2").removesuffix(".xml")
     for suffix in (".txt.bz2", ".txt"):
-        candidate = dump.with_name(f"{stem}-index{suffix}")
-        if candidate.exists():
+        candidate = f"{folder}/{stem}-index{suffix}" if folder else f"{stem}-index{suffix}"
+        if files.exists(candidate):
             return candidate
     return None
 
@@ -57,7 +59,7 @@ def plan_ranges(
     The first range starts at 0 (the header stream) and the last ends at the end of the file (the
     closing stream), so together they hold every byte exactly once.
     """
-    size = os.path.getsize(dump)
+    size = files.size(dump)
     starts = [o for o in stream_offsets(index) if 0 < o < size]
     if not starts:
         return [(0, size)]
@@ -69,7 +71,7 @@ def plan_ranges(
 
 def _streams(dump: str, start: int, end: int) -> Iterator[bytes]:
     """The decompressed bytes of each bz2 stream in [start, end)."""
-    with open(dump, "rb") as raw:
+    with files.open_read(dump) as raw:
         raw.seek(start)
         remaining = end - start
         decompressor = bz2.BZ2Decompressor()

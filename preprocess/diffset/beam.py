@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tw_jax.io.atomic import discard, write_json
+from tw_jax.io import files
+from tw_jax.io.atomic import write_json
 from tw_jax.io.tfrecord import encode_example
 from tw_jax.preprocess.diffset.algorithm import ArticleDiff, compare
 from tw_jax.preprocess.diffset.outputs import OUTPUTS, STATS_FILE, json_line, records_for
@@ -103,12 +104,13 @@ def _stats_combine_fn() -> Any:
     return CombineStats()
 
 
-def _remove_previous_outputs(out_dir: Path) -> None:
-    discard(out_dir / STATS_FILE)
+def _remove_previous_outputs(out: str) -> None:
+    """An earlier run's files: its stats.json would mark the folder complete too early, and its
+    shards with another count would still match the file patterns."""
+    files.delete_matching(files.join(out, STATS_FILE))
     for name in OUTPUTS:
-        discard(out_dir / f"{name}.jsonl")
-        for shard in out_dir.glob(f"{name}.tfrecord-?????-of-?????"):
-            discard(shard)
+        files.delete_matching(files.join(out, f"{name}.jsonl"))
+        files.delete_matching(files.join(out, f"{name}.tfrecord-?????-of-?????"))
 
 
 def build_diffset_beam(
@@ -127,8 +129,9 @@ def build_diffset_beam(
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    old_path, new_path, out = str(old_path), str(new_path), Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    old_path, new_path, out = os.fspath(old_path), os.fspath(new_path), os.fspath(out_dir)
+    if not files.is_url(out):
+        Path(out).mkdir(parents=True, exist_ok=True)
     _remove_previous_outputs(out)
     flags = shlex.split(beam_options) if isinstance(beam_options, str) else list(beam_options)
     options = PipelineOptions(flags or ["--runner=DirectRunner"])
@@ -164,7 +167,9 @@ def build_diffset_beam(
                 )
             )
             | "WriteStats"
-            >> beam.io.WriteToText(str(out / _PARTIAL_STATS), num_shards=1, shard_name_template="")
+            >> beam.io.WriteToText(
+                files.join(out, _PARTIAL_STATS), num_shards=1, shard_name_template=""
+            )
         )
         records = results | "Records" >> beam.FlatMap(records_for)
         for name in OUTPUTS:
@@ -174,17 +179,26 @@ def build_diffset_beam(
                 | f"Json{name}" >> beam.Map(lambda kv: json_line(kv[1]))
                 | f"WriteJson{name}"
                 >> beam.io.WriteToText(
-                    str(out / name), file_name_suffix=".jsonl", num_shards=1, shard_name_template=""
+                    files.join(out, name),
+                    file_name_suffix=".jsonl",
+                    num_shards=1,
+                    shard_name_template="",
                 )
             )
             (
                 selected
                 | f"Example{name}" >> beam.Map(lambda kv: encode_example(kv[1]))
-                | f"WriteTFRecord{name}" >> beam.io.WriteToTFRecord(str(out / f"{name}.tfrecord"))
+                | f"WriteTFRecord{name}"
+                >> beam.io.WriteToTFRecord(files.join(out, f"{name}.tfrecord"))
             )
 
-    partial = out / _PARTIAL_STATS
-    report = json.loads(partial.read_text(encoding="utf-8"))
-    write_json(out / STATS_FILE, report)
-    partial.unlink()
+    partial = files.join(out, _PARTIAL_STATS)
+    with files.open_read(partial) as handle:
+        report = json.loads(handle.read().decode("utf-8"))
+    if files.is_url(out):
+        with files.open_write(files.join(out, STATS_FILE)) as handle:
+            handle.write(json.dumps(report, indent=2, sort_keys=True).encode("utf-8") + b"\n")
+    else:
+        write_json(files.join(out, STATS_FILE), report)
+    files.delete_matching(partial)
     return report

@@ -8,6 +8,8 @@ import os
 import sys
 import time
 
+from tw_jax.io import files
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -57,7 +59,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     for flag in ("old", "new"):
         path = getattr(args, flag)
-        if not os.path.isfile(path):
+        if not files.is_url(path) and not os.path.isfile(path):
             print(f"tw-jax diffset: error: --{flag} {path}: no such file", file=sys.stderr)
             return 2
     if args.min_changed_chars < 0:

@@ -25,6 +25,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from tw_jax.io import files
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.diffset.algorithm import compare
 from tw_jax.preprocess.diffset.outputs import DiffsetWriter, EncodedRecord, encode_records
@@ -188,7 +189,7 @@ def _byte_ranges(path: str, workers: int) -> list[tuple[int, int]] | None:
     index = index_for(path) if workers > 1 else None
     if index is None:
         return None
-    splits = max(workers * _WINDOW_PER_WORKER, -(-os.path.getsize(path) // _RANGE_BYTES))
+    splits = max(workers * _WINDOW_PER_WORKER, -(-files.size(path) // _RANGE_BYTES))
     return plan_ranges(path, index, splits)
 
 

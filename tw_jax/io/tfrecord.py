@@ -76,9 +76,7 @@ def _feature(value: FeatureValue) -> bytes:
         return _field(1, _field(1, value))
     values = list(value) if isinstance(value, list | tuple) else [value]
     if not values or isinstance(values[0], str | bytes):
-        items = b"".join(
-            _field(1, v.encode("utf-8") if isinstance(v, str) else v) for v in values
-        )
+        items = b"".join(_field(1, v.encode("utf-8") if isinstance(v, str) else v) for v in values)
         return _field(1, items)  # Feature.bytes_list
     if isinstance(values[0], bool | int):
         return _field(3, _field(1, b"".join(_varint(int(v)) for v in values)))  # int64_list
