@@ -84,6 +84,18 @@ def file_line(w: World, e: Entity, caption_link: str | None, year: int) -> str:
     return f"[[File:{e.label.replace('.', '')} {year}.jpg|thumb|upright|{cap}]]"
 
 
+
+def add_personal_and_awards(
+    w: World, e: Entity, ctx: dict, sections: list[Section], awards_heading: str
+) -> None:
+    """The closing sections every person article shares: personal life, then awards."""
+    personal = personal_life(w, e, ctx)
+    if personal:
+        sections.append(personal)
+    honours = award_items(w, e, ctx)
+    if honours:
+        sections.append(Section(awards_heading, 2, [Items(honours)]))
+
 def footballer(w: World, e: Entity) -> list[Section]:
     r = w.rng
     a = e.attrs
@@ -152,12 +164,7 @@ def coach(w: World, e: Entity) -> list[Section]:
     sections.append(Section("Playing career", 2, [para(w, ctx, P.COACH, ["playing", "retired"])]))
     if employed:
         sections.append(Section("Managerial career", 2, [Para([make(w, "appointed", P.COACH["appointed"], ctx)])]))
-    personal = personal_life(w, e, ctx)
-    if personal:
-        sections.append(personal)
-    honours = award_items(w, e, ctx)
-    if honours:
-        sections.append(Section("Honours", 2, [Items(honours)]))
+    add_personal_and_awards(w, e, ctx, sections, "Honours")
     add_refs(w, lead.sents + sections[2].blocks[0].sents, e.label, a["birth"][0] + 30)
     return sections
 
@@ -184,12 +191,7 @@ def politician(w: World, e: Entity) -> list[Section]:
     sections.append(Section("Political career", 2, [career]))
     if r.random() < 0.5:
         sections[-1].blocks.append(Raw(election_table(w, e, ctx)))
-    personal = personal_life(w, e, ctx)
-    if personal:
-        sections.append(personal)
-    honours = award_items(w, e, ctx)
-    if honours:
-        sections.append(Section("Honours", 2, [Items(honours)]))
+    add_personal_and_awards(w, e, ctx, sections, "Honours")
     add_refs(w, lead.sents + career.sents, e.label, ctx["councilyear"])
     return sections
 
@@ -215,12 +217,7 @@ def business(w: World, e: Entity) -> list[Section]:
                  make(w, "wealth", P.BUSINESS["wealth"], ctx)])
     sections = [Section(None, 0, [lead]), early_life(w, e, ctx)]
     sections.append(Section("Career", 2, [para(w, ctx, P.BUSINESS, ["early_job", "rise"])]))
-    personal = personal_life(w, e, ctx)
-    if personal:
-        sections.append(personal)
-    honours = award_items(w, e, ctx)
-    if honours:
-        sections.append(Section("Awards", 2, [Items(honours)]))
+    add_personal_and_awards(w, e, ctx, sections, "Awards")
     add_refs(w, lead.sents + sections[2].blocks[0].sents, e.label, ctx["jobyear"])
     return sections
 
@@ -241,12 +238,7 @@ def actor(w: World, e: Entity) -> list[Section]:
     sections.append(Section("Career", 2, [para(w, ctx, P.ACTOR, ["stage", "breakthrough"],
                                                 above=file_line(w, e, None, ctx["tvyear"]))]))
     sections.append(Section("Filmography", 3, [Raw("@filmography")]))
-    personal = personal_life(w, e, ctx)
-    if personal:
-        sections.append(personal)
-    honours = award_items(w, e, ctx)
-    if honours:
-        sections.append(Section("Awards and nominations", 2, [Items(honours)]))
+    add_personal_and_awards(w, e, ctx, sections, "Awards and nominations")
     add_refs(w, lead.sents + sections[2].blocks[0].sents, e.label, ctx["stageyear"])
     return sections
 
