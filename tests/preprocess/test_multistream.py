@@ -143,3 +143,18 @@ def test_a_duplicate_id_in_two_ranges_is_skipped_like_with_one_reader(tmp_path):
     assert (tmp_path / "two" / "diffset.jsonl").read_text() == (
         tmp_path / "one" / "diffset.jsonl"
     ).read_text()
+
+
+def test_a_broken_range_read_by_a_worker_is_a_clear_error(multistream, tmp_path):
+    from tw_jax.preprocess.diffset.local import build_diffset
+
+    old, new = multistream["2021-08"], multistream["2021-09"]
+    broken = tmp_path / new.name
+    data = bytearray(new.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)  # zero a stretch inside some stream
+    broken.write_bytes(bytes(data))
+    (tmp_path / Path(index_for(new)).name).write_bytes(Path(index_for(new)).read_bytes())
+    with pytest.raises(DumpError, match=broken.name):
+        build_diffset(old, broken, tmp_path / "out", workers=2)
+    assert not (tmp_path / "out" / "stats.json").exists()
+    assert not list((tmp_path / "out").glob("*.jsonl"))
