@@ -1,0 +1,240 @@
+"""Stream the entities of a Wikidata JSON dump (``wikidata-*-all.json``, plain, .bz2 or .gz).
+
+The dump is one JSON array written one entity per line (``[``, then ``{...},`` lines, then
+``]``), so it is read line by line with :func:`json.loads` and never held in memory; files of
+bare JSON lines (no brackets, no trailing commas) read the same way. Each entity keeps only
+what the probes need: English label and aliases, the enwiki sitelink, a property's datatype,
+and the main snaks of its statements as hashable, normalised values (see :class:`Claim`).
+
+Every line and every statement is accounted for in the caller's :class:`Skips`:
+
+- ``bad_json``: a line that is not JSON (``path:line`` as the example);
+- ``bad_entity``: JSON that is not an object with a string ``id`` and ``type``;
+- ``unsupported_entity_type``: a well-formed entity that is neither item nor property
+  (lexemes, mediainfo), which the probes never use;
+- ``deprecated_statement``: a statement of deprecated rank (not a fact, as on Wikidata);
+- ``no_value``: a ``somevalue`` / ``novalue`` snak (it has no object to probe);
+- ``unsupported_value``: a value we cannot normalise (globe coordinates, unknown types,
+  missing or malformed datavalue).
+
+A broken archive raises :class:`~tw_jax.preprocess.errors.DumpError` naming the file, the
+decompressed byte offset and the last entity read completely.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from tw_jax.preprocess.accounting import Skips
+from tw_jax.preprocess.compressed import iter_chunks, open_binary
+
+__all__ = ["Claim", "Entity", "iter_entities", "iter_records", "normalise_value"]
+
+ENTITY_URI = "http://www.wikidata.org/entity/"
+_CHUNK = 1 << 20
+# Decompress this many chunks ahead on another thread (bz2/zlib release the GIL), so a spare
+# core takes the decompression off the parsing thread.
+_PREFETCH = 4
+# What a datavalue type becomes when the snak carries no ``datatype`` (old dumps, qualifiers).
+_DEFAULT_DATATYPE = {
+    "wikibase-entityid": "wikibase-item",
+    "time": "time",
+    "quantity": "quantity",
+    "string": "string",
+    "monolingualtext": "monolingualtext",
+}
+_ENTITY_PREFIX = {"item": "Q", "property": "P", "lexeme": "L"}
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """The main snak of one statement, with a value that can be compared across months.
+
+    ``value`` is one of ``("item", "Q5")``, ``("time", "+1990-03-12T00:00:00Z", precision)``,
+    ``("quantity", "+1234", unit_qid_or_None)``, ``("string", text)`` (also url, external-id,
+    commonsMedia and the other string-valued datatypes) or ``("monolingualtext", text, lang)``.
+    Tuples, not the JSON dicts, so that a set of claims diffs two snapshots directly.
+    """
+
+    property: str
+    datatype: str
+    value: tuple
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    """One item or property, reduced to what the probes use."""
+
+    id: str
+    kind: str
+    label: str | None
+    aliases: tuple[str, ...]
+    enwiki: str | None
+    datatype: str | None
+    claims: tuple[Claim, ...]
+
+
+def normalise_value(datavalue: Any) -> tuple | None:
+    """The hashable form of a snak's ``datavalue``, or None when it cannot be normalised."""
+    if not isinstance(datavalue, dict):
+        return None
+    kind = datavalue.get("type")
+    v = datavalue.get("value")
+    try:
+        if kind == "wikibase-entityid":
+            eid = v.get("id")
+            if eid is None:  # old dumps give only entity-type and numeric-id
+                eid = _ENTITY_PREFIX[v["entity-type"]] + str(int(v["numeric-id"]))
+            return ("item", str(eid))
+        if kind == "time":
+            return ("time", str(v["time"]), int(v["precision"]))
+        if kind == "quantity":
+            unit = v.get("unit", "1")
+            if unit == "1":
+                unit_id = None
+            elif isinstance(unit, str) and unit.startswith(ENTITY_URI):
+                unit_id = unit[len(ENTITY_URI):]
+            else:
+                return None
+            return ("quantity", str(v["amount"]), unit_id)
+        if kind == "string":
+            return ("string", v) if isinstance(v, str) else None
+        if kind == "monolingualtext":
+            return ("monolingualtext", str(v["text"]), str(v["language"]))
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    return None  # globecoordinate and anything newer
+
+
+def _english(block: Any) -> str | None:
+    # Empty maps were serialised as [] by older dumpers, hence the isinstance check.
+    if isinstance(block, dict):
+        en = block.get("en")
+        if en is not None:
+            return en.get("value")
+    return None
+
+
+def _claims(raw: Any, skips: Skips, where: tuple[str, int, str]) -> tuple[Claim, ...]:
+    """The kept main snaks, in dump order. The common value types are decoded inline (this
+    loop is most of the reader's time); the rest go through :func:`normalise_value`."""
+    if not isinstance(raw, dict) or not raw:
+        return ()
+    out: list[Claim] = []
+    append = out.append
+    for prop, statements in raw.items():
+        for st in statements:
+            snak = st["mainsnak"]
+            if st.get("rank") == "deprecated":
+                _skip(skips, "deprecated_statement", where, prop)
+                continue
+            if snak.get("snaktype", "value") != "value":
+                _skip(skips, "no_value", where, prop)
+                continue
+            datavalue = snak.get("datavalue")
+            kind = datavalue.get("type") if isinstance(datavalue, dict) else None
+            v = datavalue.get("value") if kind else None
+            value: tuple | None
+            if kind == "wikibase-entityid" and isinstance(v, dict) and isinstance(v.get("id"), str):
+                value = ("item", v["id"])
+            elif kind == "string" and isinstance(v, str):
+                value = ("string", v)
+            else:
+                value = normalise_value(datavalue)
+                if value is None:
+                    _skip(skips, "unsupported_value", where, prop)
+                    continue
+            datatype = snak.get("datatype") or _DEFAULT_DATATYPE.get(kind, "")  # type: ignore[arg-type]
+            append(Claim(snak.get("property", prop), datatype, value))
+    return tuple(out)
+
+
+def _skip(skips: Skips, reason: str, where: tuple[str, int, str], prop: str) -> None:
+    path, lineno, eid = where
+    skips.add(reason, f"{path}:{lineno} {eid} {prop}")
+
+
+def iter_records(path: str | os.PathLike[str], skips: Skips) -> Iterator[tuple[int, dict]]:
+    """``(line number, entity JSON)`` for every well-formed entity line of the dump.
+
+    Lines that are not JSON objects with a string ``id`` and ``type`` are counted
+    (``bad_json`` / ``bad_entity``) and skipped. Shared by :func:`iter_entities` and the label
+    index, which needs the labels only and skips building claims.
+    """
+    path_s = os.fspath(path)
+    lineno = 0
+    last = "before the first entity"
+    with open_binary(path_s) as stream:
+        stream.context = lambda: f"after line {lineno} ({last})"
+        rest = b""
+        chunks = iter_chunks(stream, _CHUNK, prefetch=_PREFETCH)
+        try:
+            while True:
+                chunk = next(chunks, None)
+                if chunk is None:
+                    lines = [rest] if rest else []
+                    rest = b""
+                else:
+                    lines = (rest + chunk).split(b"\n")
+                    rest = lines.pop()
+                for line in lines:
+                    lineno += 1
+                    line = line.strip()
+                    if lineno == 1:
+                        line = line.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark
+                    if line.endswith(b","):
+                        line = line[:-1]
+                    if not line or line == b"[" or line == b"]":
+                        continue
+                    try:
+                        obj = json.loads(line)
+                    except ValueError:  # JSONDecodeError and bad UTF-8 both
+                        skips.add("bad_json", f"{path_s}:{lineno}")
+                        continue
+                    if (not isinstance(obj, dict) or not isinstance(obj.get("id"), str)
+                            or not isinstance(obj.get("type"), str)):
+                        skips.add("bad_entity", f"{path_s}:{lineno}")
+                        continue
+                    last = f"entity {obj['id']}"
+                    yield lineno, obj
+                if chunk is None:
+                    return
+        finally:
+            chunks.close()
+
+
+def iter_entities(path: str | os.PathLike[str], skips: Skips) -> Iterator[Entity]:
+    """Every item and property of the dump, in dump order, as :class:`Entity`."""
+    path_s = os.fspath(path)
+    for lineno, obj in iter_records(path_s, skips):
+        kind = obj["type"]
+        eid = obj["id"]
+        if kind != "item" and kind != "property":
+            skips.add("unsupported_entity_type", f"{path_s}:{lineno} {eid} ({kind})")
+            continue
+        try:
+            entity = _entity(obj, eid, kind, skips, (path_s, lineno, eid))
+        except (AttributeError, KeyError, TypeError):  # a part of the wrong JSON shape
+            skips.add("bad_entity", f"{path_s}:{lineno}")
+            continue
+        yield entity
+
+
+def _entity(obj: dict, eid: str, kind: str, skips: Skips, where: tuple[str, int, str]) -> Entity:
+    aliases = obj.get("aliases")
+    en_aliases = aliases.get("en") if isinstance(aliases, dict) else None
+    sitelinks = obj.get("sitelinks")
+    enwiki = sitelinks.get("enwiki") if isinstance(sitelinks, dict) else None
+    return Entity(
+        id=eid,
+        kind=kind,
+        label=_english(obj.get("labels")),
+        aliases=tuple(a["value"] for a in en_aliases) if en_aliases else (),
+        enwiki=enwiki.get("title") if enwiki else None,
+        datatype=obj.get("datatype") if kind == "property" else None,
+        claims=_claims(obj.get("claims"), skips, where),
+    )
