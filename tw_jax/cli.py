@@ -18,6 +18,7 @@ from collections.abc import Sequence
 _STAGES: tuple[str, ...] = (
     "tw_jax.sample_world.cli",
     "tw_jax.preprocess.diffset.cli",
+    "tw_jax.preprocess.probes.cli",
     "tw_jax.demo",
 )
 

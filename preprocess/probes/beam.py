@@ -1,0 +1,351 @@
+"""The Probes stage as an Apache Beam pipeline: the local path's steps, joined by key.
+
+- old and new entities meet by subject id (CoGroupByKey) and are categorised;
+- each candidate meets the labels it needs by entity id (CoGroupByKey on object ids, never a
+  dict of the dump), then is rendered;
+- Wikipedia titles resolve redirects by a join on the target title; subjects meet their page id
+  by title, and their texts by page id; probes meet their subject's texts by subject id;
+- the survivors, light-tuning candidates and tallies are combined into one result, which the
+  local path's :func:`finish` and writer turn into the folder, so both runners write the same
+  bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Iterator
+from typing import Any
+
+from tw_jax.preprocess.accounting import Skips
+from tw_jax.preprocess.probes.align import SubjectTexts
+from tw_jax.preprocess.probes.articles import DIFF, FULL, iter_titles, normalise_title
+from tw_jax.preprocess.probes.categorise import CATEGORIES, DELETED
+from tw_jax.preprocess.probes.facts import subject_side
+from tw_jax.preprocess.probes.finish import ProbeOptions, finish
+from tw_jax.preprocess.probes.lighttuning import Sampler
+from tw_jax.preprocess.probes.stats import ProbeStats
+from tw_jax.preprocess.probes.steps import candidates_for, check_probe, label_ids, render_candidate
+
+
+class _Collect:
+    """Stands in for a Sampler inside one element: the real samplers live in the combiner."""
+
+    def __init__(self) -> None:
+        self.items: list = []
+
+    def add(self, probe, fact_hash: int) -> None:  # noqa: ANN001
+        self.items.append((probe, fact_hash))
+
+
+def _read_wikidata(path: str, side: str) -> Iterator[Any]:
+    import apache_beam as beam
+
+    from tw_jax.preprocess.wikidata import iter_entities
+
+    stats = ProbeStats()
+    for entity in iter_entities(path, stats.skips[f"{side}_wikidata"]):
+        stats.entities[side] += 1
+        yield entity.id, subject_side(entity)
+        yield beam.pvalue.TaggedOutput("labels", (entity.id, entity.label))
+    yield beam.pvalue.TaggedOutput("stats", stats)
+
+
+def _categorise(item: tuple[str, dict], options: ProbeOptions) -> Iterator[Any]:
+    import apache_beam as beam
+
+    subject_id, sides = item
+    new = sides["new"][0] if sides["new"] else None
+    old = sides["old"][0] if sides["old"] else None
+    stats = ProbeStats()
+    for n, candidate in enumerate(
+        candidates_for(
+            subject_id,
+            new,
+            old,
+            seed=options.seed,
+            unchanged_rate=options.unchanged_rate,
+            stats=stats,
+        )
+    ):
+        ck = (subject_id, n)
+        yield ck, (candidate, new[0])
+        for entity_id in label_ids(candidate):
+            yield beam.pvalue.TaggedOutput("refs", (entity_id, ck))
+    if new is not None and new[1]:
+        yield beam.pvalue.TaggedOutput("enwiki", ("new", normalise_title(new[1]), subject_id))
+    if old is not None and old[1]:
+        yield beam.pvalue.TaggedOutput("enwiki", ("old", normalise_title(old[1]), subject_id))
+    yield beam.pvalue.TaggedOutput("stats", stats)
+
+
+def _label_refs(item: tuple[str, dict]) -> Iterator[tuple[Any, tuple]]:
+    entity_id, joined = item
+    new = joined["new"][0] if joined["new"] else None
+    old = joined["old"][0] if joined["old"] else None
+    for ck in joined["refs"]:
+        yield ck, (entity_id, new, old)
+
+
+def _render(item: tuple[Any, dict]) -> Iterator[Any]:
+    import apache_beam as beam
+
+    ck, joined = item
+    stats = ProbeStats()
+    new = {i: n for i, n, _ in joined["labels"]}
+    either = {i: n or o for i, n, o in joined["labels"]}  # DELETED: old label if the item went
+    for candidate, subject in joined["candidate"]:
+        label_of = either.get if candidate.category == DELETED else new.get
+        probe = render_candidate(candidate, subject, label_of, stats)
+        if probe is not None:
+            yield candidate.subject_id, probe
+    yield beam.pvalue.TaggedOutput("stats", stats)
+
+
+def _read_titles(path: str, side: str) -> Iterator[Any]:
+    import apache_beam as beam
+
+    stats = ProbeStats()
+    name = "wikipedia" if side == "new" else "old_wikipedia"
+    skips = stats.skips[name] if side == "new" else Skips()
+    for title, page_id, target in iter_titles(path, skips):
+        stats.entities["wikipedia_pages"] += side == "new"
+        if page_id is not None:
+            yield (side, normalise_title(title)), ("id", page_id)
+        else:
+            yield (side, normalise_title(target)), ("redirect", normalise_title(title))
+    yield beam.pvalue.TaggedOutput("stats", stats)
+
+
+def _resolve(item: tuple[tuple[str, str], list]) -> Iterator[tuple[tuple[str, str], int]]:
+    """(side, title) → page id for each article title and each redirect to it (first wins)."""
+    (side, title), entries = item
+    ids = sorted(v for kind, v in entries if kind == "id")
+    if not ids:
+        return
+    yield (side, title), ids[0]
+    for kind, value in entries:
+        if kind == "redirect" and value != title:
+            yield (side, value), ids[0]
+
+
+def _read_texts(path: str, kind: str) -> Iterator[tuple[tuple[str, int], tuple[str, str]]]:
+    from tw_jax.preprocess.probes.articles import read_jsonl_texts
+
+    for page_id, text in read_jsonl_texts(path):
+        yield ("new", page_id), (kind, text)
+
+
+def _old_texts(path: str) -> Iterator[Any]:
+    import apache_beam as beam
+
+    from tw_jax.preprocess.readers import iter_articles, iter_dump_pages, paragraphs_of
+
+    stats = ProbeStats()
+    skips = stats.skips["old_wikipedia"]
+    for page in iter_articles(iter_dump_pages(path, skips), skips):
+        yield ("old", page.id), (FULL, "\n".join(paragraphs_of(page)))
+    yield beam.pvalue.TaggedOutput("stats", stats)
+
+
+def _subject_pages(item: tuple[tuple[str, str], dict]) -> Iterator[tuple[tuple[str, int], str]]:
+    (side, _), joined = item
+    ids = sorted(set(joined["id"]))
+    if ids:
+        for subject_id in joined["subject"]:
+            yield (side, ids[0]), subject_id
+
+
+def _subject_texts(item: tuple[tuple[str, int], dict]) -> Iterator[tuple[str, tuple]]:
+    (side, page_id), joined = item
+    texts = dict(sorted(joined["text"]))
+    for subject_id in joined["subject"]:
+        yield subject_id, (side, page_id, texts.get(DIFF), texts.get(FULL))
+
+
+def _check(item: tuple[str, dict], options: ProbeOptions, have_old: bool) -> Iterator[Any]:
+    _, joined = item
+    if not joined["probe"]:
+        return
+    new = old = (None, None, None)
+    for side, page_id, diff, full in joined["texts"]:
+        if side == "new":
+            new = (page_id, diff, full)
+        else:
+            old = (page_id, diff, full)
+    texts = SubjectTexts(new[0], new[1], new[2], old[0], old[2], have_old)
+    stats = ProbeStats()
+    collect = _Collect()
+    for probe in joined["probe"]:
+        if check_probe(probe, texts, seed=options.seed, stats=stats, sampler=collect):
+            yield ("kept", probe)
+    for probe, fact_hash in collect.items:
+        yield ("lighttuning", probe, fact_hash)
+    yield ("stats", stats)
+
+
+def _combiner(options: ProbeOptions) -> Any:
+    import apache_beam as beam
+
+    class Combine(beam.CombineFn):
+        def create_accumulator(self) -> tuple:
+            samplers = {c: Sampler(options.lighttuning_size) for c in CATEGORIES}
+            return ({c: [] for c in CATEGORIES}, samplers, ProbeStats())
+
+        def add_input(self, acc: tuple, item: Any) -> tuple:
+            if isinstance(item, ProbeStats):
+                acc[2].merge(item)
+            elif item[0] == "kept":
+                acc[0][item[1].category].append(item[1])
+            elif item[0] == "lighttuning":
+                acc[1][item[1].category].add(item[1], item[2])
+            else:
+                acc[2].merge(item[1])
+            return acc
+
+        def merge_accumulators(self, accumulators: Any) -> tuple:
+            merged = self.create_accumulator()
+            for kept, samplers, stats in accumulators:
+                for c in CATEGORIES:
+                    merged[0][c].extend(kept[c])
+                    merged[1][c].merge(samplers[c])
+                merged[2].merge(stats)
+            return merged
+
+        def extract_output(self, acc: tuple) -> tuple:
+            return acc
+
+    return Combine()
+
+
+def build_probes_beam(
+    old_wikidata: str | os.PathLike[str],
+    new_wikidata: str | os.PathLike[str],
+    wikipedia: str | os.PathLike[str],
+    diffset_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    options: ProbeOptions | None = None,
+    old_wikipedia: str | os.PathLike[str] | None = None,
+    beam_options: str | list[str] = "",
+) -> dict[str, Any]:
+    """Runs the pipeline (DirectRunner unless ``beam_options`` names another); returns stats."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from tw_jax.preprocess.probes.articles import diffset_files
+    from tw_jax.preprocess.probes.local import _header
+    from tw_jax.preprocess.probes.outputs import clear_stats, write_probes_folder
+
+    options = options or ProbeOptions()
+    options.check()
+    old_wd, new_wd, wiki = map(os.fspath, (old_wikidata, new_wikidata, wikipedia))
+    old_wp = os.fspath(old_wikipedia) if old_wikipedia is not None else None
+    diff_path, full_path = diffset_files(os.fspath(diffset_dir))
+    clear_stats(out_dir)
+    flags = shlex.split(beam_options) if isinstance(beam_options, str) else list(beam_options)
+    result: dict[str, Any] = {}
+
+    def _write(acc: tuple) -> None:
+        kept, samplers, stats = acc
+        probes, lighttuning = finish(kept, samplers, stats, options)
+        report = stats.as_dict(**_header(old_wd, new_wd, wiki, diffset_dir, old_wp, options))
+        write_probes_folder(out_dir, probes, lighttuning, report)
+        result["report"] = report
+
+    with beam.Pipeline(options=PipelineOptions(flags or ["--runner=DirectRunner"])) as p:
+        tallies = []
+        read = {}
+        for side, path in (("old", old_wd), ("new", new_wd)):
+            read[side] = (
+                p
+                | f"Path{side}" >> beam.Create([path])
+                | f"Read{side}"
+                >> beam.FlatMap(_read_wikidata, side).with_outputs(
+                    "labels", "stats", main="subjects"
+                )
+            )
+            tallies.append(read[side].stats)
+        cat = (
+            {"new": read["new"].subjects, "old": read["old"].subjects}
+            | "BySubject" >> beam.CoGroupByKey()
+            | "Categorise"
+            >> beam.FlatMap(_categorise, options).with_outputs(
+                "refs", "enwiki", "stats", main="candidates"
+            )
+        )
+        tallies.append(cat.stats)
+        labels = (
+            {"refs": cat.refs, "new": read["new"].labels, "old": read["old"].labels}
+            | "ByEntity" >> beam.CoGroupByKey()
+            | "LabelRefs" >> beam.FlatMap(_label_refs)
+        )
+        rendered = (
+            {"candidate": cat.candidates, "labels": labels}
+            | "ByCandidate" >> beam.CoGroupByKey()
+            | "Render" >> beam.FlatMap(_render).with_outputs("stats", main="probes")
+        )
+        tallies.append(rendered.stats)
+        wikis = [("new", wiki)] + ([("old", old_wp)] if old_wp else [])
+        titles, texts = (
+            [],
+            [
+                p
+                | "Diff" >> beam.Create([diff_path])
+                | "DiffTexts" >> beam.FlatMap(_read_texts, DIFF),
+                p
+                | "Full" >> beam.Create([full_path])
+                | "FullTexts" >> beam.FlatMap(_read_texts, FULL),
+            ],
+        )
+        for side, path in wikis:
+            t = (
+                p
+                | f"Wiki{side}" >> beam.Create([path])
+                | f"Titles{side}"
+                >> beam.FlatMap(_read_titles, side).with_outputs("stats", main="titles")
+            )
+            titles.append(t.titles)
+            tallies.append(t.stats)
+        if old_wp:
+            old_texts = (
+                p
+                | "OldWiki" >> beam.Create([old_wp])
+                | "OldTexts" >> beam.FlatMap(_old_texts).with_outputs("stats", main="t")
+            )
+            texts.append(old_texts.t)
+            tallies.append(old_texts.stats)
+        page_of = (
+            titles
+            | "AllTitles" >> beam.Flatten()
+            | "ByTitle" >> beam.GroupByKey()
+            | "Resolve" >> beam.FlatMap(_resolve)
+        )
+        wanted = cat.enwiki | "SubjectTitles" >> beam.Map(lambda e: ((e[0], e[1]), e[2]))
+        subject_pages = (
+            {"id": page_of, "subject": wanted}
+            | "JoinTitles" >> beam.CoGroupByKey()
+            | "SubjectPages" >> beam.FlatMap(_subject_pages)
+        )
+        subject_texts = (
+            {"subject": subject_pages, "text": texts | "AllTexts" >> beam.Flatten()}
+            | "ByPage" >> beam.CoGroupByKey()
+            | "SubjectTexts" >> beam.FlatMap(_subject_texts)
+        )
+        checked = (
+            {"probe": rendered.probes, "texts": subject_texts}
+            | "ProbesBySubject" >> beam.CoGroupByKey()
+            | "Check" >> beam.FlatMap(_check, options, old_wp is not None)
+        )
+        (
+            (checked, tallies | "AllTallies" >> beam.Flatten())
+            | "Everything" >> beam.Flatten()
+            | "Combine" >> beam.CombineGlobally(_combiner(options))
+            | "Write" >> beam.Map(_write)
+        )
+    if "report" not in result:  # the pipeline ran elsewhere: read what it wrote
+        import json
+
+        with open(os.path.join(os.fspath(out_dir), "stats.json"), encoding="utf-8") as handle:
+            result["report"] = json.load(handle)
+    return result["report"]

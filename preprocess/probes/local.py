@@ -1,0 +1,208 @@
+"""The Probes stage on one machine: three on-disk indexes, then one pass over the new dump.
+
+1. The new Wikidata dump's labels go to a :class:`~tw_jax.preprocess.labels.LabelIndex`.
+2. The old dump's subjects (label, enwiki, facts) go to an :class:`OldSnapshot` store.
+3. Wikipedia titles and redirects, the DiffSet folder's texts and (optionally) the old
+   snapshot's cleaned articles go to an :class:`ArticleStore`.
+4. The new dump is streamed; each entity is categorised against its old self, rendered, aligned
+   with its article and checked; survivors are kept per category for :func:`finish`.
+
+All indexes are SQLite files in a scratch folder, so memory holds only the probes that passed
+alignment (a few per cent of the down-sampled facts) and the light-tuning samplers.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+from tqdm import tqdm
+
+from tw_jax.preprocess.accounting import Skips
+from tw_jax.preprocess.probes.align import SubjectTexts
+from tw_jax.preprocess.probes.articles import (
+    DIFF,
+    FULL,
+    NEW,
+    OLD,
+    ArticleStore,
+    diffset_files,
+    read_jsonl_texts,
+)
+from tw_jax.preprocess.probes.categorise import CATEGORIES, DELETED
+from tw_jax.preprocess.probes.facts import SubjectSide, subject_side
+from tw_jax.preprocess.probes.finish import ProbeOptions, finish
+from tw_jax.preprocess.probes.lighttuning import Sampler
+from tw_jax.preprocess.probes.outputs import clear_stats, write_probes_folder
+from tw_jax.preprocess.probes.records import Probe
+from tw_jax.preprocess.probes.stats import ProbeStats
+from tw_jax.preprocess.probes.steps import candidates_for, check_probe, render_candidate
+from tw_jax.preprocess.probes.store import OldSnapshot
+
+
+def iter_sides(
+    path: str, skips: Skips, stats: ProbeStats, side: str
+) -> Iterator[tuple[str, SubjectSide]]:
+    """(entity id, (label, enwiki, facts)) of every entity of a Wikidata dump, counted."""
+    from tw_jax.preprocess.wikidata import iter_entities
+
+    for entity in iter_entities(path, skips):
+        stats.entities[side] += 1
+        yield entity.id, subject_side(entity)
+
+
+def build_article_store(
+    path: str,
+    wikipedia: str,
+    diffset_dir: str,
+    old_wikipedia: str | None,
+    stats: ProbeStats,
+) -> ArticleStore:
+    diff_path, full_path = diffset_files(diffset_dir)
+    store = ArticleStore(path, create=True)
+    stats.entities["wikipedia_pages"] = store.add_titles(NEW, wikipedia, stats.skips["wikipedia"])
+    store.add_texts(NEW, DIFF, read_jsonl_texts(diff_path))
+    store.add_texts(NEW, FULL, read_jsonl_texts(full_path))
+    if old_wikipedia is not None:
+        store.add_dump_texts(OLD, old_wikipedia, stats.skips["old_wikipedia"])
+    return store
+
+
+class Categoriser:
+    """Steps 4 of the module doc for one entity at a time (what the bench times)."""
+
+    def __init__(
+        self,
+        old: OldSnapshot,
+        labels: Any,
+        articles: ArticleStore | None,
+        options: ProbeOptions,
+        stats: ProbeStats,
+        have_old_dump: bool,
+    ) -> None:
+        self.old, self.labels, self.articles = old, labels, articles
+        self.options, self.stats, self.have_old_dump = options, stats, have_old_dump
+        self.kept: dict[str, list[Probe]] = {c: [] for c in CATEGORIES}
+        self.samplers = {c: Sampler(options.lighttuning_size) for c in CATEGORIES}
+
+    def _label_of_deleted(self, entity_id: str) -> str | None:
+        return self.labels.label(entity_id) or self.old.label(entity_id)
+
+    def texts_for(self, new: SubjectSide, old: SubjectSide | None) -> SubjectTexts:
+        store = self.articles
+        new_id = store.article_id(NEW, new[1])
+        old_id = store.article_id(OLD, old[1]) if old is not None and self.have_old_dump else None
+        return SubjectTexts(
+            new_article=new_id,
+            diff=store.text(NEW, DIFF, new_id),
+            full=store.text(NEW, FULL, new_id),
+            old_article=old_id,
+            old=store.text(OLD, FULL, old_id),
+            have_old_dump=self.have_old_dump,
+        )
+
+    def categorise(self, entity_id: str, new: SubjectSide) -> tuple[list, SubjectSide | None]:
+        """Algorithm 2 and down-sampling for one entity (no labels, no text)."""
+        old = self.old.get(entity_id)
+        o = self.options
+        return list(
+            candidates_for(
+                entity_id, new, old, seed=o.seed, unchanged_rate=o.unchanged_rate, stats=self.stats
+            )
+        ), old
+
+    def add(self, entity_id: str, new: SubjectSide) -> None:
+        candidates, old = self.categorise(entity_id, new)
+        if not candidates or self.articles is None:
+            return
+        texts = None
+        for candidate in candidates:
+            label_of = (
+                self._label_of_deleted if candidate.category == DELETED else self.labels.label
+            )
+            probe = render_candidate(candidate, new[0], label_of, self.stats)
+            if probe is None:
+                continue
+            if texts is None:
+                texts = self.texts_for(new, old)
+            sampler = self.samplers[probe.category]
+            if check_probe(probe, texts, seed=self.options.seed, stats=self.stats, sampler=sampler):
+                self.kept[probe.category].append(probe)
+
+
+def build_probes(
+    old_wikidata: str | os.PathLike[str],
+    new_wikidata: str | os.PathLike[str],
+    wikipedia: str | os.PathLike[str],
+    diffset_dir: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str],
+    *,
+    options: ProbeOptions | None = None,
+    old_wikipedia: str | os.PathLike[str] | None = None,
+    progress: bool | None = None,
+) -> dict[str, Any]:
+    """Writes the Probes folder for one month pair and returns its stats."""
+    options = options or ProbeOptions()
+    options.check()
+    old_wd, new_wd = os.fspath(old_wikidata), os.fspath(new_wikidata)
+    old_wp = os.fspath(old_wikipedia) if old_wikipedia is not None else None
+    quiet = None if progress is None else not progress
+    stats = ProbeStats()
+    clear_stats(out_dir)
+    from tw_jax.preprocess.labels import LabelIndex
+
+    with tempfile.TemporaryDirectory(prefix="tw_jax_probes_") as scratch:
+        labels = LabelIndex.build(new_wd, os.path.join(scratch, "labels.sqlite"), Skips())
+        old = OldSnapshot(os.path.join(scratch, "old.sqlite"), create=True)
+        articles = build_article_store(
+            os.path.join(scratch, "articles.sqlite"),
+            os.fspath(wikipedia),
+            os.fspath(diffset_dir),
+            old_wp,
+            stats,
+        )
+        try:
+            with tqdm(desc="indexing old Wikidata", unit=" entities", disable=quiet) as bar:
+                old.add_all(
+                    _ticked(iter_sides(old_wd, stats.skips["old_wikidata"], stats, "old"), bar)
+                )
+            work = Categoriser(old, labels, articles, options, stats, old_wp is not None)
+            with tqdm(desc="categorising", unit=" entities", disable=quiet) as bar:
+                for entity_id, side in _ticked(
+                    iter_sides(new_wd, stats.skips["new_wikidata"], stats, "new"), bar
+                ):
+                    work.add(entity_id, side)
+        finally:
+            old.close()
+            labels.close()
+            articles.close()
+    probes, lighttuning = finish(work.kept, work.samplers, stats, options)
+    report = stats.as_dict(**_header(old_wd, new_wd, wikipedia, diffset_dir, old_wp, options))
+    write_probes_folder(out_dir, probes, lighttuning, report)
+    return report
+
+
+def _header(old_wd, new_wd, wikipedia, diffset_dir, old_wp, options) -> dict[str, Any]:  # noqa: ANN001
+    return {
+        "inputs": {
+            "old_wikidata": old_wd,
+            "new_wikidata": new_wd,
+            "wikipedia": os.fspath(wikipedia),
+            "old_wikipedia": old_wp,
+            "diffset": os.fspath(diffset_dir),
+        },
+        "options": options.as_dict(),
+        "deleted_check": (
+            "object in the old article and not in the new one"
+            if old_wp is not None
+            else "no --old-wikipedia: object not in the new article only"
+        ),
+    }
+
+
+def _ticked(items: Iterator, bar: tqdm) -> Iterator:
+    for item in items:
+        bar.update(1)
+        yield item

@@ -1,0 +1,67 @@
+"""The previous snapshot's subjects on disk: label, enwiki title and facts, keyed by entity id.
+
+The new dump is streamed once and each of its entities looks its old self up here, so no
+snapshot is ever held in memory (a Wikidata dump has ~93 million entities). Facts are stored as
+JSON (never pickled): the store is a scratch file, but JSON keeps it inspectable and safe.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable
+
+from tw_jax.preprocess.probes.facts import Fact, SubjectSide
+
+_BATCH = 5000
+
+
+def _encode(facts: tuple[Fact, ...]) -> str:
+    return json.dumps(facts, ensure_ascii=False, separators=(",", ":"))
+
+
+def _decode(text: str) -> tuple[Fact, ...]:
+    return tuple((relation, key, tuple(value)) for relation, key, value in json.loads(text))
+
+
+class OldSnapshot:
+    def __init__(self, path: str, *, create: bool = False) -> None:
+        self.path = path
+        if create:
+            self._db = sqlite3.connect(path)
+            self._db.execute("PRAGMA journal_mode=OFF")
+            self._db.execute("PRAGMA synchronous=OFF")
+            self._db.execute(
+                "CREATE TABLE old (id TEXT PRIMARY KEY, label TEXT, enwiki TEXT, facts TEXT)"
+                " WITHOUT ROWID"
+            )
+        else:
+            self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+
+    def add_all(self, sides: Iterable[tuple[str, SubjectSide]]) -> int:
+        """Stores every (id, side); the first occurrence of an id wins. Returns the count."""
+        count, batch = 0, []
+        for entity_id, (label, enwiki, facts) in sides:
+            count += 1
+            batch.append((entity_id, label, enwiki, _encode(facts)))
+            if len(batch) >= _BATCH:
+                self._db.executemany("INSERT OR IGNORE INTO old VALUES (?, ?, ?, ?)", batch)
+                batch = []
+        self._db.executemany("INSERT OR IGNORE INTO old VALUES (?, ?, ?, ?)", batch)
+        self._db.commit()
+        return count
+
+    def get(self, entity_id: str) -> SubjectSide | None:
+        row = self._db.execute(
+            "SELECT label, enwiki, facts FROM old WHERE id = ?", (entity_id,)
+        ).fetchone()
+        if row is None:
+            return None
+        return row[0], row[1], _decode(row[2])
+
+    def label(self, entity_id: str) -> str | None:
+        row = self._db.execute("SELECT label FROM old WHERE id = ?", (entity_id,)).fetchone()
+        return row[0] if row else None
+
+    def close(self) -> None:
+        self._db.close()
