@@ -1,9 +1,12 @@
 """``tw-jax demo``: the whole loop on the embedded sample world, on a laptop CPU.
 
 For now the loop is: generate the sample world (four monthly Wikipedia and Wikidata dumps with
-their ground truth), build the TWiki-DiffSet of every month pair into the data layout the tasks
-read (``DATA/<MMMM>/diffset``), and score each DiffSet against the ground truth. Training and
-evaluation stages join here as they land.
+their ground truth), then for every month pair build the TWiki-DiffSet and the TWiki-Probes into
+the data layout the tasks read (``DATA/<MMMM>/diffset``, ``DATA/<MMMM>/probes``), scoring the
+DiffSet against the ground truth. Training and evaluation stages join here as they land.
+
+The sample world is small, so its probes keep every UNCHANGED fact (``--unchanged-rate 1``)
+instead of the 0.1% that suits a full Wikidata dump.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run_demo(out: str | Path, seed: int = 0, workers: int = 1) -> dict[str, Any]:
     from tw_jax.preprocess.diffset.local import build_diffset
     from tw_jax.preprocess.diffset.score import score
-    from tw_jax.sample_world.build import build_sample_world, wikipedia_dump
+    from tw_jax.preprocess.probes.finish import ProbeOptions
+    from tw_jax.preprocess.probes.local import build_probes
+    from tw_jax.sample_world.build import build_sample_world, wikidata_dump, wikipedia_dump
 
     out = Path(out)
     world_dir, data_dir = out / "sample_world", out / "data"
@@ -46,11 +51,22 @@ def run_demo(out: str | Path, seed: int = 0, workers: int = 1) -> dict[str, Any]
             progress=False,
         )
         quality = score(target / "diffset.jsonl", world_dir / "truth" / f"diffset-{pair}.jsonl")
+        probes = build_probes(
+            wikidata_dump(world_dir, old_month),
+            wikidata_dump(world_dir, new_month),
+            wikipedia_dump(world_dir, new_month),
+            target,
+            data_dir / pair / "probes",
+            options=ProbeOptions(unchanged_rate=1.0, seed=seed),
+            old_wikipedia=wikipedia_dump(world_dir, old_month),
+            progress=False,
+        )
         summary["pairs"][pair] = {
             "articles": stats["articles"],
             "diffset_tokens": stats["diffset"]["tokens"],
             "precision": quality["precision"],
             "recall": quality["recall"],
+            "probes": {c: v["final"] for c, v in probes["categories"].items()},
         }
     summary["seconds"] = round(time.perf_counter() - started, 2)
     return summary
@@ -65,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
             f"{figures['diffset_tokens']} tokens; vs ground truth: "
             f"precision {figures['precision']:.3f}, recall {figures['recall']:.3f}"
         )
+        counts = ", ".join(f"{n} {c}" for c, n in figures["probes"].items())
+        print(f"Probes {pair}: {counts}")
     print(json.dumps(summary, indent=2))
     print(f"Done in {summary['seconds']} s. Data in {summary['data']}")
     return 0
