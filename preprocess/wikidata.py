@@ -25,14 +25,22 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.compressed import iter_chunks, open_binary
 
-__all__ = ["Claim", "Entity", "iter_entities", "iter_records", "normalise_value"]
+__all__ = [
+    "Claim",
+    "Entity",
+    "entities_from_lines",
+    "iter_entities",
+    "iter_lines",
+    "iter_records",
+    "normalise_value",
+]
 
 ENTITY_URI = "http://www.wikidata.org/entity/"
 _CHUNK = 1 << 20
@@ -158,18 +166,16 @@ def _skip(skips: Skips, reason: str, where: tuple[str, int, str], prop: str) -> 
     skips.add(reason, f"{path}:{lineno} {eid} {prop}")
 
 
-def iter_records(path: str | os.PathLike[str], skips: Skips) -> Iterator[tuple[int, dict]]:
-    """``(line number, entity JSON)`` for every well-formed entity line of the dump.
-
-    Lines that are not JSON objects with a string ``id`` and ``type`` are counted
-    (``bad_json`` / ``bad_entity``) and skipped. Shared by :func:`iter_entities` and the label
-    index, which needs the labels only and skips building claims.
-    """
-    path_s = os.fspath(path)
+def _iter_lines(path_s: str, last: list[str] | None) -> Iterator[tuple[int, bytes]]:
+    """``(line number, stripped line)`` of every line that may hold an entity: brackets, blank
+    lines, trailing commas and a byte-order mark are dropped. ``last[0]`` (kept up to date by
+    the caller, when given) names the last entity read, for a broken archive's error."""
     lineno = 0
-    last = "before the first entity"
     with open_binary(path_s) as stream:
-        stream.context = lambda: f"after line {lineno} ({last})"
+        if last is None:
+            stream.context = lambda: f"after line {lineno}"
+        else:
+            stream.context = lambda: f"after line {lineno} ({last[0]})"
         rest = b""
         chunks = iter_chunks(stream, _CHUNK, prefetch=_PREFETCH)
         try:
@@ -190,38 +196,84 @@ def iter_records(path: str | os.PathLike[str], skips: Skips) -> Iterator[tuple[i
                         line = line[:-1]
                     if not line or line == b"[" or line == b"]":
                         continue
-                    try:
-                        obj = json.loads(line)
-                    except ValueError:  # JSONDecodeError and bad UTF-8 both
-                        skips.add("bad_json", f"{path_s}:{lineno}")
-                        continue
-                    if (not isinstance(obj, dict) or not isinstance(obj.get("id"), str)
-                            or not isinstance(obj.get("type"), str)):
-                        skips.add("bad_entity", f"{path_s}:{lineno}")
-                        continue
-                    last = f"entity {obj['id']}"
-                    yield lineno, obj
+                    yield lineno, line
                 if chunk is None:
                     return
         finally:
             chunks.close()
 
 
+def iter_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes]]:
+    """``(line number, raw entity line)`` of the dump, unparsed: what a reader hands to parsing
+    workers, which turn each chunk into entities with :func:`entities_from_lines`."""
+    return _iter_lines(os.fspath(path), None)
+
+
+def _record(path_s: str, lineno: int, line: bytes, skips: Skips) -> dict | None:
+    """The entity JSON of one line, or None (counted as ``bad_json`` / ``bad_entity``)."""
+    try:
+        obj = json.loads(line)
+    except ValueError:  # JSONDecodeError and bad UTF-8 both
+        skips.add("bad_json", f"{path_s}:{lineno}")
+        return None
+    if (not isinstance(obj, dict) or not isinstance(obj.get("id"), str)
+            or not isinstance(obj.get("type"), str)):
+        skips.add("bad_entity", f"{path_s}:{lineno}")
+        return None
+    return obj
+
+
+def iter_records(path: str | os.PathLike[str], skips: Skips) -> Iterator[tuple[int, dict]]:
+    """``(line number, entity JSON)`` for every well-formed entity line of the dump.
+
+    Lines that are not JSON objects with a string ``id`` and ``type`` are counted
+    (``bad_json`` / ``bad_entity``) and skipped. Shared by :func:`iter_entities` and the label
+    index, which needs the labels only and skips building claims.
+    """
+    path_s = os.fspath(path)
+    last = ["before the first entity"]
+    for lineno, line in _iter_lines(path_s, last):
+        obj = _record(path_s, lineno, line, skips)
+        if obj is not None:
+            last[0] = f"entity {obj['id']}"
+            yield lineno, obj
+
+
+def _entity_of(path_s: str, lineno: int, obj: dict, skips: Skips) -> Entity | None:
+    """The :class:`Entity` of a well-formed record, or None (counted) for other kinds/shapes."""
+    kind = obj["type"]
+    eid = obj["id"]
+    if kind != "item" and kind != "property":
+        skips.add("unsupported_entity_type", f"{path_s}:{lineno} {eid} ({kind})")
+        return None
+    try:
+        return _entity(obj, eid, kind, skips, (path_s, lineno, eid))
+    except (AttributeError, KeyError, TypeError):  # a part of the wrong JSON shape
+        skips.add("bad_entity", f"{path_s}:{lineno}")
+        return None
+
+
 def iter_entities(path: str | os.PathLike[str], skips: Skips) -> Iterator[Entity]:
     """Every item and property of the dump, in dump order, as :class:`Entity`."""
     path_s = os.fspath(path)
     for lineno, obj in iter_records(path_s, skips):
-        kind = obj["type"]
-        eid = obj["id"]
-        if kind != "item" and kind != "property":
-            skips.add("unsupported_entity_type", f"{path_s}:{lineno} {eid} ({kind})")
-            continue
-        try:
-            entity = _entity(obj, eid, kind, skips, (path_s, lineno, eid))
-        except (AttributeError, KeyError, TypeError):  # a part of the wrong JSON shape
-            skips.add("bad_entity", f"{path_s}:{lineno}")
-            continue
-        yield entity
+        entity = _entity_of(path_s, lineno, obj, skips)
+        if entity is not None:
+            yield entity
+
+
+def entities_from_lines(
+    path: str | os.PathLike[str], lines: Iterable[tuple[int, bytes]], skips: Skips
+) -> Iterator[Entity]:
+    """The entities of a chunk of :func:`iter_lines`, every skip counted exactly as
+    :func:`iter_entities` counts it, so chunks parsed apart add up to one pass."""
+    path_s = os.fspath(path)
+    for lineno, line in lines:
+        obj = _record(path_s, lineno, line, skips)
+        if obj is not None:
+            entity = _entity_of(path_s, lineno, obj, skips)
+            if entity is not None:
+                yield entity
 
 
 def _entity(obj: dict, eid: str, kind: str, skips: Skips, where: tuple[str, int, str]) -> Entity:

@@ -12,7 +12,11 @@ and reports each as entities per wall second and per CPU second (the reader deco
 helper thread, so CPU seconds are the honest "per core" denominator). Target: 5,000 entities/s
 per core through categorisation.
 
-    python tools/bench_probes.py --entities 200000 [--workdir DIR] [--keep]
+With ``--workers N`` (N > 1) both steps run as ``build_probes(workers=N)`` runs them: the main
+process reads raw lines, N forked workers parse (and categorise); CPU seconds then include the
+workers', each step getting its own pool so that they are reaped and counted.
+
+    python tools/bench_probes.py --entities 200000 [--workers N] [--workdir DIR] [--keep]
 """
 
 from __future__ import annotations
@@ -137,28 +141,56 @@ def write_pair(workdir: str, entities: int, seed: int = 0) -> tuple[str, str]:
 
 
 def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
+    """CPU seconds of this process and of its reaped children (the pool workers)."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
 
 
-def bench(old_path: str, new_path: str, workdir: str, rate: float) -> dict:
+def bench(old_path: str, new_path: str, workdir: str, rate: float, workers: int = 1) -> dict:
     from tw_jax.preprocess.accounting import Skips
     from tw_jax.preprocess.probes.finish import ProbeOptions
-    from tw_jax.preprocess.probes.local import Categoriser, iter_sides
+    from tw_jax.preprocess.probes.local import (
+        Categoriser,
+        StorePaths,
+        WorkerConfig,
+        categorise_dump,
+        index_sides,
+        iter_sides,
+        start_pool,
+    )
     from tw_jax.preprocess.probes.stats import ProbeStats
     from tw_jax.preprocess.probes.store import OldSnapshot
 
     stats = ProbeStats()
-    store = OldSnapshot(os.path.join(workdir, "old.sqlite"), create=True)
+    options = ProbeOptions(unchanged_rate=rate)
+    old_store = os.path.join(workdir, "old.sqlite")
+    config = WorkerConfig(StorePaths(old_store, None, None), new_path, options, False)
+    store = OldSnapshot(old_store, create=True)
     wall, cpu = time.perf_counter(), _cpu()
-    n_old = store.add_all(iter_sides(old_path, Skips(), stats, "old"))
+    if workers > 1:
+        pool = start_pool(workers, config)
+        n_old = store.add_all(index_sides(old_path, stats, pool, workers))
+        pool.close()
+        pool.join()
+    else:
+        n_old = store.add_all(iter_sides(old_path, Skips(), stats, "old"))
     index = (n_old, time.perf_counter() - wall, _cpu() - cpu)
-    work = Categoriser(store, None, None, ProbeOptions(unchanged_rate=rate), stats, False)
     wall, cpu = time.perf_counter(), _cpu()
-    n_new = 0
-    for entity_id, side in iter_sides(new_path, Skips(), stats, "new"):
-        work.categorise(entity_id, side)
-        n_new += 1
+    if workers > 1:
+        pool = start_pool(workers, config)
+        categorise_dump(new_path, options, stats, pool, workers)
+        pool.close()
+        pool.join()
+        n_new = stats.entities["new"]
+    else:
+        work = Categoriser(store, None, None, options, stats, False)
+        n_new = 0
+        for entity_id, side in iter_sides(new_path, Skips(), stats, "new"):
+            work.categorise(entity_id, side)
+            n_new += 1
     cat = (n_new, time.perf_counter() - wall, _cpu() - cpu)
     store.close()
     return {
@@ -177,6 +209,7 @@ def bench(old_path: str, new_path: str, workdir: str, rate: float) -> dict:
             "entities_per_cpu_s": round(cat[0] / cat[2]),
         },
         "categorised": {c: v["categorised"] for c, v in stats.as_dict()["categories"].items()},
+        "workers": workers,
     }
 
 
@@ -186,6 +219,9 @@ def main() -> None:
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--keep", action="store_true", help="keep the generated dumps")
     parser.add_argument("--unchanged-rate", type=float, default=0.001)
+    parser.add_argument(
+        "--workers", type=int, default=1, help="worker processes, as `tw-jax probes --workers`"
+    )
     args = parser.parse_args()
     workdir = args.workdir or tempfile.mkdtemp(prefix="tw_jax_bench_probes_")
     os.makedirs(workdir, exist_ok=True)
@@ -193,7 +229,7 @@ def main() -> None:
         started = time.perf_counter()
         old_path, new_path = write_pair(workdir, args.entities)
         generated = time.perf_counter() - started
-        result = bench(old_path, new_path, workdir, args.unchanged_rate)
+        result = bench(old_path, new_path, workdir, args.unchanged_rate, args.workers)
         result["generate_s"] = round(generated, 1)
         result["dump_bytes"] = {"old": os.path.getsize(old_path), "new": os.path.getsize(new_path)}
         result["target_entities_per_cpu_s"] = 5000

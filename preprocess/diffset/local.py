@@ -14,12 +14,10 @@ scales with them; any other dump is read by the main process and only the compar
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sqlite3
 import tempfile
 import zlib
-from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -32,12 +30,12 @@ from tw_jax.preprocess.diffset.outputs import DiffsetWriter, EncodedRecord, enco
 from tw_jax.preprocess.diffset.stats import ArticleSummary, DiffsetStats, summarize
 from tw_jax.preprocess.mediawiki import Page, describe_page
 from tw_jax.preprocess.multistream import index_for, iter_range_pages, plan_ranges
+from tw_jax.preprocess.parallel import WINDOW_PER_WORKER, fork_pool, ordered_map
 from tw_jax.preprocess.readers import IdBitmap, iter_articles, iter_dump_pages
 
 _INSERT_BATCH = 2000
 _CHUNK = 64  # articles per task sent to a worker: amortises pickling and queue round trips
 _RANGE_BYTES = 4 << 20  # compressed bytes per multistream range task (a few thousand pages)
-_WINDOW_PER_WORKER = 4  # tasks in flight per worker: keeps them busy, bounds memory
 
 
 def _counted(pages: Iterable[Page], stats: DiffsetStats, side: str) -> Iterator[Page]:
@@ -166,30 +164,12 @@ def _chunks(pages: Iterable[Page], min_changed_chars: int) -> Iterator[tuple[lis
         yield chunk, min_changed_chars
 
 
-def _ordered_map(function, jobs, pool, workers: int):  # noqa: ANN001, ANN202
-    """``map`` in input order, with at most a few jobs in flight per worker.
-
-    ``Pool.imap`` would pull every job from ``jobs`` at once, holding a whole dump in memory
-    when the workers fall behind the reader.
-    """
-    if pool is None:
-        yield from map(function, jobs)
-        return
-    pending: deque = deque()
-    for job in jobs:
-        pending.append(pool.apply_async(function, (job,)))
-        if len(pending) >= workers * _WINDOW_PER_WORKER:
-            yield pending.popleft().get()
-    while pending:
-        yield pending.popleft().get()
-
-
 def _byte_ranges(path: str, workers: int) -> list[tuple[int, int]] | None:
     """Ranges of a multistream dump for parallel readers, or None to read it in one stream."""
     index = index_for(path) if workers > 1 else None
     if index is None:
         return None
-    splits = max(workers * _WINDOW_PER_WORKER, -(-files.size(path) // _RANGE_BYTES))
+    splits = max(workers * WINDOW_PER_WORKER, -(-files.size(path) // _RANGE_BYTES))
     return plan_ranges(path, index, splits)
 
 
@@ -220,8 +200,7 @@ def build_diffset(
             _set_index_path(index_path)
             pool = None
             if workers > 1:
-                context = multiprocessing.get_context("fork" if os.name == "posix" else "spawn")
-                pool = context.Pool(workers, initializer=_set_index_path, initargs=(index_path,))
+                pool = fork_pool(workers, _set_index_path, (index_path,))
             try:
                 with tqdm(desc="indexing old dump", unit=" articles", disable=quiet) as bar:
                     _index_old(old_path, index_path, stats, pool, workers, bar)
@@ -251,7 +230,7 @@ def _index_old(path: str, index_path: str, stats: DiffsetStats, pool, workers: i
             batches = _batched(_row(page) for page in read_articles(path, stats, "old"))
             tallied = ((None, rows) for rows in batches)
         else:
-            tallied = _ordered_map(_index_range, [(path, r) for r in ranges], pool, workers)
+            tallied = ordered_map(_index_range, [(path, r) for r in ranges], pool, workers)
         seen = IdBitmap()
         for reader_stats, rows in tallied:
             if reader_stats is not None:
@@ -276,10 +255,10 @@ def _compare_new(
     ranges = _byte_ranges(path, workers)
     if ranges is None:
         jobs = _chunks(read_articles(path, stats, "new"), min_changed_chars)
-        results = _ordered_map(_compare_chunk, jobs, pool, workers)
+        results = ordered_map(_compare_chunk, jobs, pool, workers)
     else:
         jobs = [(path, r, min_changed_chars) for r in ranges]
-        results = _ordered_map(_compare_range, jobs, pool, workers)
+        results = ordered_map(_compare_range, jobs, pool, workers)
     seen = IdBitmap() if ranges is not None else None
     for reader_stats, compared in results:
         stats.merge(reader_stats)

@@ -54,7 +54,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--workers",
         type=int,
         default=1,
-        help="not used yet: the local path runs in one process (use --runner beam to spread)",
+        help="processes for the local runner: the main one reads the dumps, N forked workers "
+        "parse, categorise, align and check (1: all in one process; the output is the same)",
     )
     parser.add_argument("--runner", choices=("local", "beam"), default="local")
     parser.add_argument(
@@ -84,6 +85,9 @@ def run(args: argparse.Namespace) -> int:
             return 2
     if not os.path.isdir(args.diffset):
         print(f"tw-jax probes: error: --diffset {args.diffset}: no such folder", file=sys.stderr)
+        return 2
+    if args.workers < 1:
+        print("tw-jax probes: error: --workers must be >= 1", file=sys.stderr)
         return 2
     options = ProbeOptions(
         unchanged_rate=args.unchanged_rate,
@@ -124,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
             options=options,
             old_wikipedia=args.old_wikipedia,
             progress=args.progress,
+            workers=args.workers,
         )
     summary = {
         "out": args.out,

@@ -9,18 +9,28 @@
 
 All indexes are SQLite files in a scratch folder, so memory holds only the probes that passed
 alignment (a few per cent of the down-sampled facts) and the light-tuning samplers.
+
+With ``workers > 1`` the main process only reads the dumps, as raw lines in chunks; forked
+workers parse them (and, for the new dump, categorise, render, align and check against their own
+read-only connections to the indexes) and send back their entities or their kept probes,
+sampler state and stats deltas, which are merged in dump order. Skip examples, kept-probe order
+and the samplers' contents (an order-free choice) are therefore those of one process, and so are
+the output files, byte for byte.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from multiprocessing.pool import Pool
 from typing import Any
 
 from tqdm import tqdm
 
 from tw_jax.preprocess.accounting import Skips
+from tw_jax.preprocess.parallel import fork_pool, ordered_map
 from tw_jax.preprocess.probes.align import SubjectTexts
 from tw_jax.preprocess.probes.articles import (
     DIFF,
@@ -142,8 +152,13 @@ def build_probes(
     options: ProbeOptions | None = None,
     old_wikipedia: str | os.PathLike[str] | None = None,
     progress: bool | None = None,
+    workers: int = 1,
 ) -> dict[str, Any]:
-    """Writes the Probes folder for one month pair and returns its stats."""
+    """Writes the Probes folder for one month pair and returns its stats.
+
+    ``workers > 1`` parses and categorises in that many forked processes; one worker runs
+    inline. The folder is the same either way.
+    """
     options = options or ProbeOptions()
     options.check()
     old_wd, new_wd = os.fspath(old_wikidata), os.fspath(new_wikidata)
@@ -154,34 +169,197 @@ def build_probes(
     from tw_jax.preprocess.labels import LabelIndex
 
     with tempfile.TemporaryDirectory(prefix="tw_jax_probes_") as scratch:
-        labels = LabelIndex.build(new_wd, os.path.join(scratch, "labels.sqlite"), Skips())
-        old = OldSnapshot(os.path.join(scratch, "old.sqlite"), create=True)
-        articles = build_article_store(
-            os.path.join(scratch, "articles.sqlite"),
-            os.fspath(wikipedia),
-            os.fspath(diffset_dir),
-            old_wp,
-            stats,
+        paths = StorePaths(
+            old=os.path.join(scratch, "old.sqlite"),
+            labels=os.path.join(scratch, "labels.sqlite"),
+            articles=os.path.join(scratch, "articles.sqlite"),
         )
+        # Forked before any index is opened: workers inherit no SQLite connection and open
+        # their own, read-only, on their first categorising job (after the indexes are built).
+        config = WorkerConfig(paths, new_wd, options, old_wp is not None)
+        pool = start_pool(workers, config) if workers > 1 else None
         try:
-            with tqdm(desc="indexing old Wikidata", unit=" entities", disable=quiet) as bar:
-                old.add_all(
-                    _ticked(iter_sides(old_wd, stats.skips["old_wikidata"], stats, "old"), bar)
-                )
-            work = Categoriser(old, labels, articles, options, stats, old_wp is not None)
-            with tqdm(desc="categorising", unit=" entities", disable=quiet) as bar:
-                for entity_id, side in _ticked(
-                    iter_sides(new_wd, stats.skips["new_wikidata"], stats, "new"), bar
-                ):
-                    work.add(entity_id, side)
+            labels = LabelIndex.build(new_wd, paths.labels, Skips())
+            old = OldSnapshot(paths.old, create=True)
+            articles = build_article_store(
+                paths.articles,
+                os.fspath(wikipedia),
+                os.fspath(diffset_dir),
+                old_wp,
+                stats,
+            )
+            try:
+                with tqdm(desc="indexing old Wikidata", unit=" entities", disable=quiet) as bar:
+                    if pool is None:
+                        old.add_all(
+                            _ticked(
+                                iter_sides(old_wd, stats.skips["old_wikidata"], stats, "old"), bar
+                            )
+                        )
+                    else:
+                        old.add_all(index_sides(old_wd, stats, pool, workers, bar))
+                if pool is None:
+                    work = Categoriser(old, labels, articles, options, stats, old_wp is not None)
+                    with tqdm(desc="categorising", unit=" entities", disable=quiet) as bar:
+                        for entity_id, side in _ticked(
+                            iter_sides(new_wd, stats.skips["new_wikidata"], stats, "new"), bar
+                        ):
+                            work.add(entity_id, side)
+                    kept, samplers = work.kept, work.samplers
+                else:
+                    with tqdm(desc="categorising", unit=" entities", disable=quiet) as bar:
+                        kept, samplers = categorise_dump(new_wd, options, stats, pool, workers, bar)
+            finally:
+                old.close()
+                labels.close()
+                articles.close()
         finally:
-            old.close()
-            labels.close()
-            articles.close()
-    probes, lighttuning = finish(work.kept, work.samplers, stats, options)
+            if pool is not None:
+                pool.terminate()
+                pool.join()
+    probes, lighttuning = finish(kept, samplers, stats, options)
     report = stats.as_dict(**_header(old_wd, new_wd, wikipedia, diffset_dir, old_wp, options))
     write_probes_folder(out_dir, probes, lighttuning, report)
     return report
+
+
+# --- the parallel path: module-level jobs, run in forked workers ---------------------------------
+
+_CHUNK_LINES = 512  # entity lines per job: amortises pickling and queue round trips
+_CHUNK_BYTES = 8 << 20  # ...or fewer, when lines are long (real entities average a few KiB)
+
+Lines = list[tuple[int, bytes]]
+
+
+@dataclass(frozen=True)
+class StorePaths:
+    """Where the three scratch indexes live; a None store is not opened (the bench)."""
+
+    old: str
+    labels: str | None
+    articles: str | None
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """What every worker needs besides its chunk: set once per process, not sent per job."""
+
+    paths: StorePaths
+    new_wikidata: str
+    options: ProbeOptions
+    have_old_dump: bool
+
+
+_config: WorkerConfig | None = None
+_stores: tuple[OldSnapshot, Any, ArticleStore | None] | None = None
+
+
+def _set_config(config: WorkerConfig) -> None:
+    global _config, _stores
+    _config, _stores = config, None
+
+
+def start_pool(workers: int, config: WorkerConfig) -> Pool:
+    """A forked pool whose workers categorise against the indexes named in ``config``."""
+    return fork_pool(workers, _set_config, (config,))
+
+
+def _open_stores() -> tuple[OldSnapshot, Any, ArticleStore | None]:
+    global _stores
+    if _stores is None:  # opened on first use: the pool starts before the indexes are written
+        from tw_jax.preprocess.labels import LabelIndex
+
+        paths = _config.paths
+        _stores = (
+            OldSnapshot(paths.old),
+            LabelIndex(paths.labels) if paths.labels is not None else None,
+            ArticleStore(paths.articles) if paths.articles is not None else None,
+        )
+    return _stores
+
+
+def _chunked(lines: Iterable[tuple[int, bytes]]) -> Iterator[Lines]:
+    chunk: Lines = []
+    size = 0
+    for item in lines:
+        chunk.append(item)
+        size += len(item[1])
+        if len(chunk) >= _CHUNK_LINES or size >= _CHUNK_BYTES:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def _sides_job(job: tuple[str, Lines]) -> tuple[ProbeStats, list[tuple[str, SubjectSide]]]:
+    """Parses a chunk of the old dump: its subjects, with its entity count and skips."""
+    from tw_jax.preprocess.wikidata import entities_from_lines
+
+    path, lines = job
+    stats = ProbeStats()
+    sides = []
+    for entity in entities_from_lines(path, lines, stats.skips["old_wikidata"]):
+        stats.entities["old"] += 1
+        sides.append((entity.id, subject_side(entity)))
+    return stats, sides
+
+
+Categorised = tuple[ProbeStats, dict[str, list[Probe]], dict[str, Sampler]]
+
+
+def _categorise_job(lines: Lines) -> Categorised:
+    """Step 4 of the module doc for a chunk of the new dump: what it adds to one pass."""
+    from tw_jax.preprocess.wikidata import entities_from_lines
+
+    config = _config
+    old, labels, articles = _open_stores()
+    stats = ProbeStats()
+    work = Categoriser(old, labels, articles, config.options, stats, config.have_old_dump)
+    skips = stats.skips["new_wikidata"]
+    for entity in entities_from_lines(config.new_wikidata, lines, skips):
+        stats.entities["new"] += 1
+        work.add(entity.id, subject_side(entity))
+    return stats, work.kept, work.samplers
+
+
+def index_sides(
+    path: str, stats: ProbeStats, pool: Pool, workers: int, bar: tqdm | None = None
+) -> Iterator[tuple[str, SubjectSide]]:
+    """:func:`iter_sides` of the old dump, parsed by the pool; counts merge in dump order."""
+    from tw_jax.preprocess.wikidata import iter_lines
+
+    jobs = ((path, chunk) for chunk in _chunked(iter_lines(path)))
+    for delta, sides in ordered_map(_sides_job, jobs, pool, workers):
+        stats.merge(delta)
+        if bar is not None:
+            bar.update(len(sides))
+        yield from sides
+
+
+def categorise_dump(
+    path: str,
+    options: ProbeOptions,
+    stats: ProbeStats,
+    pool: Pool,
+    workers: int,
+    bar: tqdm | None = None,
+) -> tuple[dict[str, list[Probe]], dict[str, Sampler]]:
+    """The kept probes and samplers of the new dump, categorised by the pool (``path`` must be
+    the dump its :class:`WorkerConfig` names). Merged in dump order, they equal one pass."""
+    from tw_jax.preprocess.wikidata import iter_lines
+
+    kept: dict[str, list[Probe]] = {c: [] for c in CATEGORIES}
+    samplers = {c: Sampler(options.lighttuning_size) for c in CATEGORIES}
+    for delta, chunk_kept, chunk_samplers in ordered_map(
+        _categorise_job, _chunked(iter_lines(path)), pool, workers
+    ):
+        stats.merge(delta)
+        for category in CATEGORIES:
+            kept[category].extend(chunk_kept[category])
+            samplers[category].merge(chunk_samplers[category])
+        if bar is not None:
+            bar.update(delta.entities["new"])
+    return kept, samplers
 
 
 def _header(old_wd, new_wd, wikipedia, diffset_dir, old_wp, options) -> dict[str, Any]:  # noqa: ANN001
