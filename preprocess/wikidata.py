@@ -1,7 +1,7 @@
 """Stream the entities of a Wikidata JSON dump (``wikidata-*-all.json``, plain, .bz2 or .gz).
 
 The dump is one JSON array written one entity per line (``[``, then ``{...},`` lines, then
-``]``), so it is read line by line with :func:`json.loads` and never held in memory; files of
+``]``), so it is read line by line with orjson and never held in memory; files of
 bare JSON lines (no brackets, no trailing commas) read the same way. Each entity keeps only
 what the probes need: English label and aliases, the enwiki sitelink, a property's datatype,
 and the main snaks of its statements as hashable, normalised values (see :class:`Claim`).
@@ -23,11 +23,12 @@ decompressed byte offset and the last entity read completely.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.compressed import iter_chunks, open_binary
@@ -212,8 +213,8 @@ def iter_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes]]:
 def _record(path_s: str, lineno: int, line: bytes, skips: Skips) -> dict | None:
     """The entity JSON of one line, or None (counted as ``bad_json`` / ``bad_entity``)."""
     try:
-        obj = json.loads(line)
-    except ValueError:  # JSONDecodeError and bad UTF-8 both
+        obj = orjson.loads(line)
+    except ValueError:  # orjson.JSONDecodeError (a ValueError): bad JSON and bad UTF-8 alike
         skips.add("bad_json", f"{path_s}:{lineno}")
         return None
     if (not isinstance(obj, dict) or not isinstance(obj.get("id"), str)

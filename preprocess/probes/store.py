@@ -7,21 +7,22 @@ JSON (never pickled): the store is a scratch file, but JSON keeps it inspectable
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable
+
+import orjson
 
 from tw_jax.preprocess.probes.facts import Fact, SubjectSide
 
 _BATCH = 5000
 
 
-def _encode(facts: tuple[Fact, ...]) -> str:
-    return json.dumps(facts, ensure_ascii=False, separators=(",", ":"))
+def _encode(facts: tuple[Fact, ...]) -> bytes:
+    return orjson.dumps(facts)
 
 
-def _decode(text: str) -> tuple[Fact, ...]:
-    return tuple((relation, key, tuple(value)) for relation, key, value in json.loads(text))
+def _decode(text: bytes) -> tuple[Fact, ...]:
+    return tuple((relation, key, tuple(value)) for relation, key, value in orjson.loads(text))
 
 
 class OldSnapshot:
@@ -32,7 +33,7 @@ class OldSnapshot:
             self._db.execute("PRAGMA journal_mode=OFF")
             self._db.execute("PRAGMA synchronous=OFF")
             self._db.execute(
-                "CREATE TABLE old (id TEXT PRIMARY KEY, label TEXT, enwiki TEXT, facts TEXT)"
+                "CREATE TABLE old (id TEXT PRIMARY KEY, label TEXT, enwiki TEXT, facts BLOB)"
                 " WITHOUT ROWID"
             )
         else:
