@@ -346,6 +346,8 @@ def build_probes_beam(
     if "report" not in result:  # the pipeline ran elsewhere: read what it wrote
         import json
 
-        with open(os.path.join(os.fspath(out_dir), "stats.json"), encoding="utf-8") as handle:
-            result["report"] = json.load(handle)
+        from tw_jax.io import files
+
+        with files.open_read(files.join(out_dir, "stats.json")) as handle:
+            result["report"] = json.loads(handle.read().decode("utf-8"))
     return result["report"]

@@ -8,13 +8,15 @@ fields), ``lighttuning_{category}.csv``, and ``stats.json``: a folder is complet
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tw_jax.io import files
 from tw_jax.io.atomic import atomic_open, discard, write_json
-from tw_jax.io.tfrecord import ShardedTFRecordWriter, encode_example
+from tw_jax.io.tfrecord import ShardedTFRecordWriter, encode_example, frame
 from tw_jax.preprocess.probes.categorise import CATEGORIES
 from tw_jax.preprocess.probes.records import Probe, csv_text
 
@@ -23,6 +25,9 @@ STATS_FILE = "stats.json"
 
 def clear_stats(out_dir: str | os.PathLike[str]) -> None:
     """An earlier run's stats.json would mark a half-rewritten folder as complete."""
+    if files.is_url(out_dir):
+        files.delete_matching(files.join(out_dir, STATS_FILE))
+        return
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     discard(Path(out_dir) / STATS_FILE)
 
@@ -33,6 +38,9 @@ def write_probes_folder(
     lighttuning: Mapping[str, Sequence[Probe]],
     stats: dict[str, Any],
 ) -> None:
+    if files.is_url(out_dir):
+        _write_to_object_store(os.fspath(out_dir), probes, lighttuning, stats)
+        return
     out = Path(out_dir)
     clear_stats(out)
     for category in CATEGORIES:
@@ -51,3 +59,27 @@ def write_probes_folder(
         with atomic_open(out / name, "w", encoding="utf-8", newline="") as handle:
             handle.write(csv_text(lighttuning.get(category, ())))
     write_json(out / STATS_FILE, stats)
+
+
+def _write_to_object_store(
+    out: str,
+    probes: Mapping[str, Sequence[Probe]],
+    lighttuning: Mapping[str, Sequence[Probe]],
+    stats: dict[str, Any],
+) -> None:
+    """The same files on gs:// and the like (where a Beam runner writes): an object appears
+    when it is closed, so there is nothing to rename; stats.json still comes last."""
+    clear_stats(out)
+    for category in CATEGORIES:
+        rows = probes.get(category, ())
+        with files.open_write(files.join(out, f"{category}.csv")) as handle:
+            handle.write(csv_text(rows).encode("utf-8"))
+        with files.open_write(files.join(out, f"{category}.tfrecord-00000-of-00001")) as handle:
+            for probe in rows:
+                handle.write(frame(encode_example(probe.as_features())))
+        with files.open_write(files.join(out, f"lighttuning_{category}.csv")) as handle:
+            handle.write(csv_text(lighttuning.get(category, ())).encode("utf-8"))
+    with files.open_write(files.join(out, STATS_FILE)) as handle:
+        handle.write(
+            json.dumps(stats, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n"
+        )
