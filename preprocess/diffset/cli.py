@@ -9,6 +9,7 @@ import sys
 import time
 
 from tw_jax.io import files
+from tw_jax.preprocess.cli_options import add_runner_arguments
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -32,26 +33,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="keep an article only if its new text has at least this many characters "
         "(EvolvingQA's Changed set uses 500)",
     )
-    parser.add_argument(
-        "--workers", type=int, default=1, help="local worker processes (0: one per core)"
-    )
-    parser.add_argument("--runner", choices=("local", "beam"), default="local")
-    parser.add_argument(
-        "--beam-options",
-        default="",
-        help='Beam pipeline flags, e.g. "--runner=DirectRunner --direct_num_workers=2"',
-    )
+    add_runner_arguments(parser, "local worker processes (0: one per core)")
     parser.add_argument(
         "--splits",
         type=int,
         default=64,
         help="Beam: readers per dump when it is a multistream .bz2 with its index beside it",
-    )
-    parser.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bar (default: when stderr is a terminal)",
     )
     parser.set_defaults(func=run)
 

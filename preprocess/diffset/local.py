@@ -15,7 +15,6 @@ scales with them; any other dump is read by the main process and only the compar
 from __future__ import annotations
 
 import os
-import sqlite3
 import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
@@ -24,6 +23,7 @@ from typing import Any
 from tqdm import tqdm
 
 from tw_jax.io import files
+from tw_jax.io.scratch_db import open_scratch
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.diffset.algorithm import compare
 from tw_jax.preprocess.diffset.outputs import DiffsetWriter, EncodedRecord, encode_records
@@ -75,15 +75,11 @@ class OldIndex:
 
     def __init__(self, path: str, *, create: bool = False) -> None:
         self.path = path
-        if create:
-            self._db = sqlite3.connect(path)
-            self._db.execute("PRAGMA journal_mode=OFF")
-            self._db.execute("PRAGMA synchronous=OFF")
-            self._db.execute(
-                "CREATE TABLE old (id INTEGER PRIMARY KEY, title TEXT, markup TEXT, body BLOB)"
-            )
-        else:
-            self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        self._db = open_scratch(
+            path,
+            create=create,
+            schema="CREATE TABLE old (id INTEGER PRIMARY KEY, title TEXT, markup TEXT, body BLOB)",
+        )
 
     def insert(self, rows: list[OldRow]) -> None:
         self._db.executemany("INSERT INTO old VALUES (?, ?, ?, ?)", rows)

@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import sqlite3
 import zlib
 from collections.abc import Iterator
 
+from tw_jax.io.scratch_db import open_scratch
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.errors import DumpError
 from tw_jax.preprocess.readers import iter_articles, iter_dump_pages, paragraphs_of
@@ -76,26 +76,19 @@ def read_jsonl_texts(path: str) -> Iterator[tuple[int, str]]:
                 raise DumpError(path, f"line {number}", f"not a DiffSet record: {error}") from None
 
 
+_SCHEMA = """
+CREATE TABLE title (side TEXT, title TEXT, id INTEGER, PRIMARY KEY (side, title));
+CREATE TABLE redirect (side TEXT, title TEXT, target TEXT, PRIMARY KEY (side, title));
+CREATE TABLE text (side TEXT, kind TEXT, id INTEGER, body BLOB, PRIMARY KEY (side, kind, id));
+"""
+
+
 class ArticleStore:
     """Titles, redirects and compressed texts of both snapshots, in one SQLite file."""
 
     def __init__(self, path: str, *, create: bool = False) -> None:
         self.path = path
-        if create:
-            self._db = sqlite3.connect(path)
-            self._db.execute("PRAGMA journal_mode=OFF")
-            self._db.execute("PRAGMA synchronous=OFF")
-            self._db.executescript(
-                """
-                CREATE TABLE title (side TEXT, title TEXT, id INTEGER, PRIMARY KEY (side, title));
-                CREATE TABLE redirect (side TEXT, title TEXT, target TEXT,
-                                       PRIMARY KEY (side, title));
-                CREATE TABLE text (side TEXT, kind TEXT, id INTEGER, body BLOB,
-                                   PRIMARY KEY (side, kind, id));
-                """
-            )
-        else:
-            self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+        self._db = open_scratch(path, create=create, schema=_SCHEMA)
 
     # --- building ------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ import sys
 import time
 
 from tw_jax.io import files
+from tw_jax.preprocess.cli_options import add_runner_arguments
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -50,24 +51,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="light-tuning instances per category (TemporalWiki Appendix D)",
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        help="processes for the local runner: the main one reads the dumps, N forked workers "
+    add_runner_arguments(
+        parser,
+        "processes for the local runner: the main one reads the dumps, N forked workers "
         "parse, categorise, align and check (1: all in one process; the output is the same)",
-    )
-    parser.add_argument("--runner", choices=("local", "beam"), default="local")
-    parser.add_argument(
-        "--beam-options",
-        default="",
-        help='Beam pipeline flags, e.g. "--runner=DirectRunner --direct_num_workers=2"',
-    )
-    parser.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="progress bar (default: when stderr is a terminal)",
     )
     parser.set_defaults(func=run)
 

@@ -7,11 +7,11 @@ JSON (never pickled): the store is a scratch file, but JSON keeps it inspectable
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable
 
 import orjson
 
+from tw_jax.io.scratch_db import open_scratch
 from tw_jax.preprocess.probes.facts import Fact, SubjectSide
 
 _BATCH = 5000
@@ -28,16 +28,12 @@ def _decode(text: bytes) -> tuple[Fact, ...]:
 class OldSnapshot:
     def __init__(self, path: str, *, create: bool = False) -> None:
         self.path = path
-        if create:
-            self._db = sqlite3.connect(path)
-            self._db.execute("PRAGMA journal_mode=OFF")
-            self._db.execute("PRAGMA synchronous=OFF")
-            self._db.execute(
-                "CREATE TABLE old (id TEXT PRIMARY KEY, label TEXT, enwiki TEXT, facts BLOB)"
-                " WITHOUT ROWID"
-            )
-        else:
-            self._db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        self._db = open_scratch(
+            path,
+            create=create,
+            schema="CREATE TABLE old (id TEXT PRIMARY KEY, label TEXT, enwiki TEXT, facts BLOB)"
+            " WITHOUT ROWID",
+        )
 
     def add_all(self, sides: Iterable[tuple[str, SubjectSide]]) -> int:
         """Stores every (id, side); the first occurrence of an id wins. Returns the count."""
