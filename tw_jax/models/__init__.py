@@ -1,0 +1,81 @@
+"""Models: the contract later stages (training, evaluation, tools) rely on.
+
+- :func:`load_pretrained` reads a local Hugging Face folder (``config.json`` + safetensors) and
+  dispatches on ``model_type``; only ``gpt2`` exists so far (T5 comes next).
+- :func:`forward_logits` runs one teacher-forced forward pass and returns numpy logits, the same
+  call for decoder-only and (later) encoder-decoder models.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from tw_jax.models.gpt2 import GPT2, GPT2Config
+
+__all__ = ["GPT2", "GPT2Config", "forward_logits", "load_pretrained"]
+
+
+def _load_gpt2(path: Path, overrides: dict[str, Any]) -> tuple[nn.Module, Any]:
+    from tw_jax.models.hf_io import load_gpt2
+
+    config, params = load_gpt2(path, **overrides)
+    return GPT2(config), jax.tree.map(jnp.asarray, params)
+
+
+# model_type (from config.json) -> loader. T5 registers here when it lands.
+LOADERS: dict[str, Callable[[Path, dict[str, Any]], tuple[nn.Module, Any]]] = {
+    "gpt2": _load_gpt2,
+}
+
+
+def load_pretrained(path: str | os.PathLike[str], **overrides: Any) -> tuple[nn.Module, Any]:
+    """``(model, params)`` from a local Hugging Face checkpoint folder; nothing is downloaded.
+
+    ``overrides`` set config fields, e.g. ``dtype="bfloat16"`` or ``remat=True``.
+    """
+    from tw_jax.models.hf_io import read_config
+
+    folder = Path(path)
+    model_type = read_config(folder).get("model_type")
+    if model_type not in LOADERS:
+        raise ValueError(
+            f"{folder / 'config.json'}: model_type {model_type!r} is not supported "
+            f"(supported: {', '.join(sorted(LOADERS))})"
+        )
+    return LOADERS[model_type](folder, overrides)
+
+
+def forward_logits(
+    model: nn.Module,
+    params: Any,
+    input_ids: Any,
+    decoder_input_ids: Any | None = None,
+) -> np.ndarray:
+    """Float32 logits of one teacher-forced pass, as numpy: ``(batch, length, vocab)``.
+
+    Decoder-only models take ``input_ids`` alone; ``decoder_input_ids`` is for encoder-decoder
+    models and is refused for GPT-2 rather than silently ignored.
+    """
+    input_ids = jnp.asarray(input_ids, jnp.int32)
+    if decoder_input_ids is None:
+        logits = _jit_apply(model, params, input_ids)
+    elif isinstance(model, GPT2):
+        raise ValueError("GPT-2 is decoder-only: pass input_ids alone, not decoder_input_ids")
+    else:
+        logits = _jit_apply(model, params, input_ids, jnp.asarray(decoder_input_ids, jnp.int32))
+    return np.asarray(logits)
+
+
+def _apply(model: nn.Module, params: Any, *inputs: jax.Array) -> jax.Array:
+    return model.apply({"params": params}, *inputs)
+
+
+_jit_apply = jax.jit(_apply, static_argnums=0)

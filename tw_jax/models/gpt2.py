@@ -1,0 +1,337 @@
+"""GPT-2 as a Flax linen model, readable top to bottom: config, attention, MLP, block, model.
+
+TemporalWiki continually trains GPT-2 Large. The layout follows MaxText/T5X: the config is a plain
+frozen dataclass (data, not code), every parameter carries logical axis names (see ``sharding.py``),
+the main activations are constrained with logical names, and decoding keeps keys and values in the
+linen ``cache`` collection so that one call runs a whole prefix or a single step.
+
+Query, key and value are separate ``(embed, heads, kv)`` kernels rather than Hugging Face's fused
+``c_attn``: that shards per head and lets LoRA (on W_q and W_v) wrap one projection alone.
+``hf_io.py`` splits and re-fuses ``c_attn`` exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
+    "gelu_new": lambda x: jax.nn.gelu(x, approximate=True),
+    "gelu_pytorch_tanh": lambda x: jax.nn.gelu(x, approximate=True),
+    "gelu": lambda x: jax.nn.gelu(x, approximate=False),
+    "relu": jax.nn.relu,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class GPT2Config:
+    """Everything that fixes a GPT-2's shapes and numerics; hashable so jit can key on it."""
+
+    vocab_size: int = 50257
+    n_positions: int = 1024
+    n_embd: int = 768
+    n_layer: int = 12
+    n_head: int = 12
+    n_inner: int | None = None  # MLP width; None means 4 * n_embd, as in Hugging Face.
+    layer_norm_epsilon: float = 1e-5
+    activation: str = "gelu_new"
+    dropout_rate: float = 0.1
+    initializer_range: float = 0.02
+    dtype: str = "float32"  # compute dtype; "bfloat16" on accelerators.
+    param_dtype: str = "float32"
+    remat: bool = False  # rematerialise each block in the backward pass (saves activation memory).
+    bos_token_id: int = 50256
+    eos_token_id: int = 50256
+
+    model_type = "gpt2"
+
+    @property
+    def head_dim(self) -> int:
+        return self.n_embd // self.n_head
+
+    @property
+    def mlp_dim(self) -> int:
+        return self.n_inner or 4 * self.n_embd
+
+    def __post_init__(self) -> None:
+        if self.n_embd % self.n_head:
+            raise ValueError(f"n_embd={self.n_embd} is not divisible by n_head={self.n_head}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"unsupported activation {self.activation!r}; known: {sorted(ACTIVATIONS)}")
+
+    @classmethod
+    def from_hf_config(cls, hf: dict[str, Any], **overrides: Any) -> GPT2Config:
+        """Read a Hugging Face GPT-2 ``config.json`` (as a dict); refuse options we do not model."""
+        if hf.get("model_type", "gpt2") != "gpt2":
+            raise ValueError(f"not a GPT-2 config: model_type={hf.get('model_type')!r}")
+        unsupported = {
+            "scale_attn_weights": True,
+            "scale_attn_by_inverse_layer_idx": False,
+            "reorder_and_upcast_attn": False,
+        }
+        for key, expected in unsupported.items():
+            if hf.get(key, expected) != expected:
+                raise ValueError(f"GPT-2 option {key}={hf[key]!r} is not supported")
+        eos = hf.get("eos_token_id")
+        eos = 50256 if eos is None else eos
+        bos = hf.get("bos_token_id")
+        fields = dict(
+            vocab_size=hf["vocab_size"],
+            n_positions=hf.get("n_positions", 1024),
+            n_embd=hf.get("n_embd", 768),
+            n_layer=hf.get("n_layer", 12),
+            n_head=hf.get("n_head", 12),
+            n_inner=hf.get("n_inner"),
+            layer_norm_epsilon=hf.get("layer_norm_epsilon", 1e-5),
+            activation=hf.get("activation_function", "gelu_new"),
+            dropout_rate=hf.get("resid_pdrop", 0.1),
+            initializer_range=hf.get("initializer_range", 0.02),
+            bos_token_id=eos if bos is None else bos,
+            eos_token_id=eos,
+        )
+        fields.update(overrides)
+        return cls(**fields)
+
+    def to_hf_config(self) -> dict[str, Any]:
+        """The Hugging Face ``config.json`` that describes this model (for export)."""
+        return {
+            "architectures": ["GPT2LMHeadModel"],
+            "model_type": "gpt2",
+            "vocab_size": self.vocab_size,
+            "n_positions": self.n_positions,
+            "n_embd": self.n_embd,
+            "n_layer": self.n_layer,
+            "n_head": self.n_head,
+            "n_inner": self.n_inner,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "activation_function": self.activation,
+            "resid_pdrop": self.dropout_rate,
+            "embd_pdrop": self.dropout_rate,
+            "attn_pdrop": self.dropout_rate,
+            "initializer_range": self.initializer_range,
+            "bos_token_id": self.bos_token_id,
+            "eos_token_id": self.eos_token_id,
+            "tie_word_embeddings": True,
+            "torch_dtype": "float32",
+        }
+
+
+def _init(config: GPT2Config, axes: tuple[str, ...], scale: float = 1.0) -> Callable:
+    """Normal(0, initializer_range * scale) initialiser carrying logical axis names."""
+    return nn.with_logical_partitioning(nn.initializers.normal(config.initializer_range * scale), axes)
+
+
+def _layer_norm(config: GPT2Config, name: str) -> nn.LayerNorm:
+    return nn.LayerNorm(
+        epsilon=config.layer_norm_epsilon,
+        dtype=jnp.dtype(config.dtype),
+        param_dtype=jnp.dtype(config.param_dtype),
+        scale_init=nn.with_logical_partitioning(nn.initializers.ones, ("norm",)),
+        bias_init=nn.with_logical_partitioning(nn.initializers.zeros, ("norm",)),
+        name=name,
+    )
+
+
+class DenseGeneral(nn.Module):
+    """``x @ kernel + bias`` over the last ``n_axes`` input dimensions, with logical axis names.
+
+    Our own rather than ``nn.DenseGeneral``: that one initialises a flattened kernel and reshapes
+    it, which trips the logical constraint of a boxed multi-dimensional kernel on a mesh.
+    """
+
+    features: tuple[int, ...]
+    kernel_axes: tuple[str, ...]
+    config: GPT2Config
+    n_axes: int = 1
+    init_scale: float = 1.0
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        cfg = self.config
+        dtype, pdtype = jnp.dtype(cfg.dtype), jnp.dtype(cfg.param_dtype)
+        in_shape = x.shape[x.ndim - self.n_axes:]
+        kernel = self.param(
+            "kernel", _init(cfg, self.kernel_axes, self.init_scale), (*in_shape, *self.features),
+            pdtype,
+        )
+        bias = self.param(
+            "bias", nn.with_logical_partitioning(nn.initializers.zeros, self.kernel_axes[self.n_axes:]),
+            self.features, pdtype,
+        )
+        contract = (tuple(range(x.ndim - self.n_axes, x.ndim)), tuple(range(self.n_axes)))
+        y = jax.lax.dot_general(x.astype(dtype), kernel.astype(dtype), (contract, ((), ())))
+        return y + bias.astype(dtype)
+
+
+class Attention(nn.Module):
+    """Causal multi-head self-attention; in decode mode keys/values go to the ``cache`` collection.
+
+    ``mask`` is ``(batch, 1, q_len, kv_len)`` booleans made once by the model; ``cache_index`` is where
+    this call's keys are written (decode mode only). The cache holds ``max_length`` positions, fixed
+    by the first (initialising) call, so the decode loop has static shapes.
+    """
+
+    config: GPT2Config
+
+    @nn.compact
+    def __call__(
+        self, x: jax.Array, mask: jax.Array, cache_index: jax.Array | None, decode: bool,
+        deterministic: bool,
+    ) -> jax.Array:
+        cfg = self.config
+        dtype = jnp.dtype(cfg.dtype)
+
+        def projection(name: str) -> DenseGeneral:
+            return DenseGeneral((cfg.n_head, cfg.head_dim), ("embed", "heads", "kv"), cfg, name=name)
+
+        heads_axes = ("batch", "length", "activation_heads", "activation_kv")
+        query = nn.with_logical_constraint(projection("query")(x), heads_axes)
+        key = nn.with_logical_constraint(projection("key")(x), heads_axes)
+        value = nn.with_logical_constraint(projection("value")(x), heads_axes)
+
+        if decode:
+            initialised = self.has_variable("cache", "cached_key")
+            cached_key = self.variable("cache", "cached_key", jnp.zeros, key.shape, key.dtype)
+            cached_value = self.variable("cache", "cached_value", jnp.zeros, value.shape, value.dtype)
+            if initialised:
+                start = (0, cache_index, 0, 0)
+                cached_key.value = jax.lax.dynamic_update_slice(cached_key.value, key, start)
+                cached_value.value = jax.lax.dynamic_update_slice(cached_value.value, value, start)
+                key, value = cached_key.value, cached_value.value
+
+        scores = jnp.einsum("bqhd,bkhd->bhqk", query, key, preferred_element_type=jnp.float32)
+        scores = scores / jnp.sqrt(jnp.float32(cfg.head_dim))
+        scores = jnp.where(mask, scores, jnp.finfo(jnp.float32).min)
+        probs = jax.nn.softmax(scores, axis=-1).astype(dtype)
+        probs = nn.Dropout(cfg.dropout_rate)(probs, deterministic=deterministic)
+        out = jnp.einsum("bhqk,bkhd->bqhd", probs, value)
+        out = nn.with_logical_constraint(out, heads_axes)
+        return DenseGeneral(
+            (cfg.n_embd,), ("heads", "kv", "embed"), cfg, n_axes=2,
+            init_scale=(2 * cfg.n_layer) ** -0.5, name="out",
+        )(out)
+
+
+class MLP(nn.Module):
+    """The position-wise feed-forward network: ``c_proj(act(c_fc(x)))``."""
+
+    config: GPT2Config
+
+    @nn.compact
+    def __call__(self, x: jax.Array, deterministic: bool) -> jax.Array:
+        cfg = self.config
+        h = DenseGeneral((cfg.mlp_dim,), ("embed", "mlp"), cfg, name="c_fc")(x)
+        h = ACTIVATIONS[cfg.activation](h)
+        h = nn.with_logical_constraint(h, ("batch", "length", "activation_mlp"))
+        return DenseGeneral(
+            (cfg.n_embd,), ("mlp", "embed"), cfg, init_scale=(2 * cfg.n_layer) ** -0.5, name="c_proj"
+        )(h)
+
+
+class Block(nn.Module):
+    """One pre-LayerNorm transformer block: ``x + attn(ln_1(x))``, then ``x + mlp(ln_2(x))``."""
+
+    config: GPT2Config
+
+    @nn.compact
+    def __call__(
+        self, x: jax.Array, mask: jax.Array, cache_index: jax.Array | None, decode: bool,
+        deterministic: bool,
+    ) -> jax.Array:
+        cfg = self.config
+        embed_axes = ("batch", "length", "activation_embed")
+        h = Attention(cfg, name="attn")(
+            _layer_norm(cfg, "ln_1")(x), mask, cache_index, decode, deterministic
+        )
+        x = x + nn.Dropout(cfg.dropout_rate)(h, deterministic=deterministic)
+        x = nn.with_logical_constraint(x, embed_axes)
+        h = MLP(cfg, name="mlp")(_layer_norm(cfg, "ln_2")(x), deterministic)
+        x = x + nn.Dropout(cfg.dropout_rate)(h, deterministic=deterministic)
+        return nn.with_logical_constraint(x, embed_axes)
+
+
+class GPT2(nn.Module):
+    """GPT-2 language model with learned positions and an LM head tied to the token embedding.
+
+    Call with ``input_ids`` ``(batch, length)``; returns float32 logits ``(batch, length, vocab)``.
+    ``attention_mask`` (1 = real token) hides padding keys; ``positions`` default to ``0..length-1``
+    (or, in decode mode, continue from the cache index). With ``decode=True`` the first call
+    creates an empty cache sized by its input (see ``decoding.init_cache``); later calls append a prefix
+    or one step to it.
+    """
+
+    config: GPT2Config
+
+    @nn.compact
+    def __call__(
+        self,
+        input_ids: jax.Array,
+        positions: jax.Array | None = None,
+        attention_mask: jax.Array | None = None,
+        decode: bool = False,
+        deterministic: bool = True,
+    ) -> jax.Array:
+        cfg = self.config
+        batch, length = input_ids.shape
+        if attention_mask is None:
+            attention_mask = jnp.ones((batch, length), dtype=bool)
+        attention_mask = attention_mask.astype(bool)
+
+        cache_index = None
+        query_pos = jnp.arange(length)
+        if decode:
+            initialised = self.has_variable("cache", "cache_index")
+            index = self.variable("cache", "cache_index", lambda: jnp.zeros((), jnp.int32))
+            key_mask = self.variable("cache", "key_mask", jnp.zeros, (batch, length), bool)
+            if initialised:
+                cache_index = index.value
+                key_mask.value = jax.lax.dynamic_update_slice(
+                    key_mask.value, attention_mask, (0, cache_index)
+                )
+                index.value = cache_index + length
+                attention_mask = key_mask.value
+                query_pos = query_pos + cache_index
+        key_pos = jnp.arange(attention_mask.shape[1])
+        causal = key_pos[None, :] <= query_pos[:, None]
+        mask = causal[None, None, :, :] & attention_mask[:, None, None, :]
+        if positions is None:
+            positions = jnp.broadcast_to(query_pos, (batch, length))
+
+        dtype, pdtype = jnp.dtype(cfg.dtype), jnp.dtype(cfg.param_dtype)
+        wte = nn.Embed(
+            cfg.vocab_size, cfg.n_embd, dtype=dtype, param_dtype=pdtype,
+            embedding_init=_init(cfg, ("vocab", "embed")), name="wte",
+        )
+        wpe = nn.Embed(
+            cfg.n_positions, cfg.n_embd, dtype=dtype, param_dtype=pdtype,
+            embedding_init=_init(cfg, ("position", "embed")), name="wpe",
+        )
+        x = wte(input_ids) + wpe(positions)
+        x = nn.Dropout(cfg.dropout_rate)(x, deterministic=deterministic)
+        x = nn.with_logical_constraint(x, ("batch", "length", "activation_embed"))
+
+        block = nn.remat(Block, static_argnums=(4, 5)) if cfg.remat else Block
+        for i in range(cfg.n_layer):
+            x = block(cfg, name=f"h_{i}")(x, mask, cache_index, decode, deterministic)
+
+        x = _layer_norm(cfg, "ln_f")(x)
+        logits = wte.attend(x).astype(jnp.float32)
+        return nn.with_logical_constraint(logits, ("batch", "length", "activation_vocab"))
+
+
+def abstract_variables(config: GPT2Config, batch_size: int = 1, length: int = 8) -> Any:
+    """Shapes, dtypes and logical axes of every variable, from ``jax.eval_shape`` (no allocation)."""
+    model = GPT2(config)
+    dummy = jnp.zeros((batch_size, length), jnp.int32)
+    return jax.eval_shape(lambda rng: model.init(rng, dummy), jax.random.key(0))
+
+
+def param_count(config: GPT2Config) -> int:
+    """Number of parameters (tied LM head counted once), computed from shapes alone."""
+    params = nn.unbox(abstract_variables(config)["params"])
+    return sum(int(leaf.size) for leaf in jax.tree.leaves(params))

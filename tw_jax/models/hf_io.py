@@ -1,0 +1,215 @@
+"""Hugging Face GPT-2 checkpoints (``config.json`` + safetensors) to and from our parameter tree.
+
+Only ``safetensors.numpy`` is used: no PyTorch is needed and nothing is unpickled, so a checkpoint
+from disk cannot run code. Hugging Face GPT-2 stores ``c_attn``/``c_proj``/``c_fc`` as ``Conv1D``
+weights laid out ``(in, out)``; ``c_attn`` fuses query, key and value along ``out``. We keep
+separate ``(embed, heads, kv)`` kernels, so import splits and reshapes and export concatenates and
+reshapes back — both exact, so a round trip reproduces every array bit for bit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from safetensors.numpy import load_file, save_file
+
+from tw_jax.io.atomic import commit, discard, temporary_sibling, write_json
+from tw_jax.models.gpt2 import GPT2Config
+
+SINGLE_FILE = "model.safetensors"
+INDEX_FILE = "model.safetensors.index.json"
+# Buffers older GPT-2 checkpoints carry; they are recomputed, never learned.
+_IGNORED_SUFFIXES = (".attn.bias", ".attn.masked_bias")
+
+
+def read_config(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The parsed ``config.json`` of a checkpoint folder, with a clear error when it is missing."""
+    config_path = Path(path) / "config.json"
+    if not config_path.is_file():
+        raise FileNotFoundError(f"no config.json in {Path(path)}")
+    return json.loads(config_path.read_text())
+
+
+def read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """Every tensor of a checkpoint folder: ``model.safetensors`` or the shards its index names."""
+    folder = Path(path)
+    if (folder / SINGLE_FILE).is_file():
+        return load_file(folder / SINGLE_FILE)
+    if (folder / INDEX_FILE).is_file():
+        weight_map = json.loads((folder / INDEX_FILE).read_text())["weight_map"]
+        tensors: dict[str, np.ndarray] = {}
+        for shard in sorted(set(weight_map.values())):
+            tensors.update(load_file(folder / shard))
+        missing = sorted(set(weight_map) - set(tensors))
+        if missing:
+            raise ValueError(f"{folder / INDEX_FILE} names tensors absent from its shards: {missing[:5]}")
+        return tensors
+    raise FileNotFoundError(
+        f"no {SINGLE_FILE} or {INDEX_FILE} in {folder} (only safetensors are read; "
+        "convert pytorch_model.bin with Hugging Face tools first)"
+    )
+
+
+def _strip(tensors: dict[str, np.ndarray], source: Path) -> dict[str, np.ndarray]:
+    """Drop the ``transformer.`` prefix, buffers, and a tied ``lm_head`` (refuse an untied one)."""
+    out: dict[str, np.ndarray] = {}
+    lm_head = None
+    for name, array in tensors.items():
+        if name == "lm_head.weight":
+            lm_head = array
+            continue
+        name = name.removeprefix("transformer.")
+        if name.endswith(_IGNORED_SUFFIXES):
+            continue
+        out[name] = array
+    if lm_head is not None and not np.array_equal(lm_head, out.get("wte.weight")):
+        raise ValueError(f"{source}: lm_head.weight differs from wte.weight; only tied heads are supported")
+    return out
+
+
+def gpt2_params_from_hf(
+    tensors: dict[str, np.ndarray], config: GPT2Config, source: str | os.PathLike[str] = "<tensors>"
+) -> dict[str, Any]:
+    """Our ``params`` tree from Hugging Face GPT-2 tensors (names as saved by ``save_pretrained``)."""
+    source = Path(source)
+    flat = _strip(tensors, source)
+    used: set[str] = set()
+    dtype = np.dtype(config.param_dtype)
+    e, h, d = config.n_embd, config.n_head, config.head_dim
+
+    def take(name: str, shape: tuple[int, ...]) -> np.ndarray:
+        if name not in flat:
+            raise KeyError(f"{source}: tensor {name!r} is missing")
+        array = flat[name]
+        if array.size != int(np.prod(shape)):
+            raise ValueError(f"{source}: {name!r} has shape {array.shape}, expected {shape}")
+        used.add(name)
+        return np.asarray(array, dtype=dtype).reshape(shape)
+
+    def norm(prefix: str) -> dict[str, np.ndarray]:
+        return {"scale": take(f"{prefix}.weight", (e,)), "bias": take(f"{prefix}.bias", (e,))}
+
+    params: dict[str, Any] = {
+        "wte": {"embedding": take("wte.weight", (config.vocab_size, e))},
+        "wpe": {"embedding": take("wpe.weight", (config.n_positions, e))},
+        "ln_f": norm("ln_f"),
+    }
+    for i in range(config.n_layer):
+        p = f"h.{i}"
+        qkv_kernel = take(f"{p}.attn.c_attn.weight", (e, 3, h, d))
+        qkv_bias = take(f"{p}.attn.c_attn.bias", (3, h, d))
+        attn = {
+            name: {"kernel": np.ascontiguousarray(qkv_kernel[:, j]), "bias": qkv_bias[j].copy()}
+            for j, name in enumerate(("query", "key", "value"))
+        }
+        attn["out"] = {
+            "kernel": take(f"{p}.attn.c_proj.weight", (h, d, e)),
+            "bias": take(f"{p}.attn.c_proj.bias", (e,)),
+        }
+        mlp = {
+            "c_fc": {
+                "kernel": take(f"{p}.mlp.c_fc.weight", (e, config.mlp_dim)),
+                "bias": take(f"{p}.mlp.c_fc.bias", (config.mlp_dim,)),
+            },
+            "c_proj": {
+                "kernel": take(f"{p}.mlp.c_proj.weight", (config.mlp_dim, e)),
+                "bias": take(f"{p}.mlp.c_proj.bias", (e,)),
+            },
+        }
+        params[f"h_{i}"] = {"ln_1": norm(f"{p}.ln_1"), "attn": attn, "ln_2": norm(f"{p}.ln_2"), "mlp": mlp}
+    unused = sorted(set(flat) - used)
+    if unused:
+        raise ValueError(f"{source}: tensors not part of a GPT-2 of this config: {unused[:5]}")
+    return params
+
+
+def gpt2_params_to_hf(params: dict[str, Any], config: GPT2Config) -> dict[str, np.ndarray]:
+    """Hugging Face GPT-2 tensors (``GPT2LMHeadModel`` names, Conv1D layout) from our tree."""
+    e = config.n_embd
+
+    def arr(x: Any, shape: tuple[int, ...] | None = None) -> np.ndarray:
+        a = np.asarray(x)
+        return np.ascontiguousarray(a if shape is None else a.reshape(shape))
+
+    out = {
+        "transformer.wte.weight": arr(params["wte"]["embedding"]),
+        "transformer.wpe.weight": arr(params["wpe"]["embedding"]),
+        "transformer.ln_f.weight": arr(params["ln_f"]["scale"]),
+        "transformer.ln_f.bias": arr(params["ln_f"]["bias"]),
+    }
+    for i in range(config.n_layer):
+        layer, p = params[f"h_{i}"], f"transformer.h.{i}"
+        attn, mlp = layer["attn"], layer["mlp"]
+        names = ("query", "key", "value")
+        kernel = np.stack([np.asarray(attn[n]["kernel"]) for n in names], axis=1)
+        bias = np.stack([np.asarray(attn[n]["bias"]) for n in names], axis=0)
+        out.update({
+            f"{p}.ln_1.weight": arr(layer["ln_1"]["scale"]),
+            f"{p}.ln_1.bias": arr(layer["ln_1"]["bias"]),
+            f"{p}.attn.c_attn.weight": arr(kernel, (e, 3 * e)),
+            f"{p}.attn.c_attn.bias": arr(bias, (3 * e,)),
+            f"{p}.attn.c_proj.weight": arr(attn["out"]["kernel"], (e, e)),
+            f"{p}.attn.c_proj.bias": arr(attn["out"]["bias"]),
+            f"{p}.ln_2.weight": arr(layer["ln_2"]["scale"]),
+            f"{p}.ln_2.bias": arr(layer["ln_2"]["bias"]),
+            f"{p}.mlp.c_fc.weight": arr(mlp["c_fc"]["kernel"]),
+            f"{p}.mlp.c_fc.bias": arr(mlp["c_fc"]["bias"]),
+            f"{p}.mlp.c_proj.weight": arr(mlp["c_proj"]["kernel"]),
+            f"{p}.mlp.c_proj.bias": arr(mlp["c_proj"]["bias"]),
+        })
+    return out
+
+
+def load_gpt2(path: str | os.PathLike[str], **overrides: Any) -> tuple[GPT2Config, dict[str, Any]]:
+    """Config and numpy ``params`` of a Hugging Face GPT-2 folder; ``overrides`` set config fields."""
+    config = GPT2Config.from_hf_config(read_config(path), **overrides)
+    return config, gpt2_params_from_hf(read_safetensors(path), config, source=path)
+
+
+def _save_tensors(tensors: dict[str, np.ndarray], path: Path) -> None:
+    temporary = temporary_sibling(path)
+    try:
+        save_file(tensors, str(temporary), metadata={"format": "pt"})
+        commit(temporary, path)
+    except BaseException:
+        discard(temporary)
+        raise
+
+
+def save_gpt2(
+    path: str | os.PathLike[str],
+    config: GPT2Config,
+    params: dict[str, Any],
+    max_shard_bytes: int | None = None,
+) -> None:
+    """Write ``config.json`` and ``model.safetensors`` (or shards + index) that Hugging Face loads.
+
+    With ``max_shard_bytes`` the tensors are split, in name order, into
+    ``model-0000k-of-0000n.safetensors`` files plus ``model.safetensors.index.json``.
+    """
+    folder = Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    tensors = gpt2_params_to_hf(params, config)
+    write_json(folder / "config.json", config.to_hf_config())
+    if max_shard_bytes is None:
+        _save_tensors(tensors, folder / SINGLE_FILE)
+        return
+    shards: list[dict[str, np.ndarray]] = [{}]
+    size = 0
+    for name in sorted(tensors):
+        if shards[-1] and size + tensors[name].nbytes > max_shard_bytes:
+            shards.append({})
+            size = 0
+        shards[-1][name] = tensors[name]
+        size += tensors[name].nbytes
+    weight_map = {}
+    for k, shard in enumerate(shards, start=1):
+        file_name = f"model-{k:05d}-of-{len(shards):05d}.safetensors"
+        _save_tensors(shard, folder / file_name)
+        weight_map.update(dict.fromkeys(shard, file_name))
+    total = sum(t.nbytes for t in tensors.values())
+    write_json(folder / INDEX_FILE, {"metadata": {"total_size": total}, "weight_map": weight_map})

@@ -1,0 +1,116 @@
+"""Logical axis names and the one table that maps them onto a ``(data, fsdp, model)`` mesh.
+
+Every parameter is created with logical axis names (``nn.with_logical_partitioning``) and every
+main activation is constrained with them (``nn.with_logical_constraint``). Which mesh axis a logical
+name lands on is decided here, in :data:`LOGICAL_AXIS_RULES`, and nowhere else: a 1-device CPU mesh,
+an 8-device forced-host CPU mesh and a TPU pod run the same model code with the same table.
+
+Flax resolves a tensor's names rule by rule, in table order, and never uses a mesh axis twice in one
+tensor; so ``batch`` comes first, and activations use their own ``activation_*`` names so that
+e.g. the hidden size of an activation stays unsharded while the same dimension of a weight is
+sharded over ``fsdp``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import flax.linen as nn
+import jax
+import numpy as np
+from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
+
+MESH_AXES: tuple[str, str, str] = ("data", "fsdp", "model")
+
+# (logical name, mesh axis or axes or None). Order matters: earlier rules win.
+LOGICAL_AXIS_RULES: tuple[tuple[str, str | tuple[str, ...] | None], ...] = (
+    # Activations.
+    ("batch", ("data", "fsdp")),
+    ("length", None),
+    ("activation_embed", None),
+    ("activation_mlp", "model"),
+    ("activation_heads", "model"),
+    ("activation_kv", None),
+    ("activation_vocab", "model"),
+    # Parameters.
+    ("vocab", "model"),
+    ("embed", "fsdp"),
+    ("mlp", "model"),
+    ("heads", "model"),
+    ("kv", None),
+    ("joined_kv", "model"),
+    ("position", None),
+    ("norm", None),
+    ("layers", None),
+)
+
+LogicalRules = Sequence[tuple[str, str | tuple[str, ...] | None]]
+
+
+def make_mesh(
+    shape: Sequence[int] = (-1, 1, 1),
+    axis_names: Sequence[str] = MESH_AXES,
+    devices: Sequence[jax.Device] | None = None,
+) -> Mesh:
+    """Build a mesh over the available devices; one ``-1`` in ``shape`` takes what is left.
+
+    ``make_mesh((-1, 1, 1))`` is pure data parallelism over every device, ``make_mesh((1, -1, 2))``
+    FSDP with two-way tensor parallelism. The axes are ``Auto`` so that the compiler propagates
+    shardings between the constraints the model states.
+    """
+    devices = list(jax.devices() if devices is None else devices)
+    shape = list(shape)
+    if len(shape) != len(axis_names):
+        raise ValueError(f"mesh shape {shape} does not match axis names {tuple(axis_names)}")
+    if shape.count(-1) > 1:
+        raise ValueError(f"at most one -1 in mesh shape {shape}")
+    if -1 in shape:
+        known = math.prod(s for s in shape if s != -1)
+        if len(devices) % known:
+            raise ValueError(f"{len(devices)} devices do not divide into mesh shape {shape}")
+        shape[shape.index(-1)] = len(devices) // known
+    if math.prod(shape) != len(devices):
+        raise ValueError(f"mesh shape {shape} needs {math.prod(shape)} devices, have {len(devices)}")
+    grid = np.asarray(devices, dtype=object).reshape(shape)
+    return Mesh(grid, tuple(axis_names), axis_types=(AxisType.Auto,) * len(axis_names))
+
+
+@contextlib.contextmanager
+def activate(mesh: Mesh, rules: LogicalRules = LOGICAL_AXIS_RULES) -> Iterator[Mesh]:
+    """Make ``mesh`` and ``rules`` current, so logical constraints inside the model take effect.
+
+    Outside this context ``nn.with_logical_constraint`` is a no-op, which is what single-device
+    tests and tools want.
+    """
+    with jax.set_mesh(mesh), nn.logical_axis_rules(tuple(rules)):
+        yield mesh
+
+
+def logical_specs(abstract_variables: Any) -> Any:
+    """Logical ``PartitionSpec`` of every leaf of a (boxed) variable tree, e.g. from eval_shape."""
+    return nn.get_partition_spec(abstract_variables)
+
+
+def mesh_shardings(
+    abstract_variables: Any, mesh: Mesh, rules: LogicalRules = LOGICAL_AXIS_RULES
+) -> Any:
+    """``NamedSharding`` of every leaf of a boxed variable tree, through the rules table.
+
+    ``abstract_variables`` is typically ``jax.eval_shape(model.init, ...)``: nothing is allocated
+    to learn where each parameter will live.
+    """
+    return nn.logical_to_mesh_sharding(logical_specs(abstract_variables), mesh, tuple(rules))
+
+
+def replicated(mesh: Mesh) -> NamedSharding:
+    """A sharding that keeps a full copy on every device (scalars, small inputs)."""
+    return NamedSharding(mesh, PartitionSpec())
+
+
+def batch_sharding(mesh: Mesh, ndim: int, rules: LogicalRules = LOGICAL_AXIS_RULES) -> NamedSharding:
+    """Sharding of a ``(batch, ...)`` input array: batch split as the rules say, the rest whole."""
+    logical = PartitionSpec("batch", *([None] * (ndim - 1)))
+    return nn.logical_to_mesh_sharding(logical, mesh, tuple(rules))
