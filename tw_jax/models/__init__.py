@@ -1,9 +1,9 @@
 """Models: the contract later stages (training, evaluation, tools) rely on.
 
 - :func:`load_pretrained` reads a local Hugging Face folder (``config.json`` + safetensors) and
-  dispatches on ``model_type``; only ``gpt2`` exists so far (T5 comes next).
+  dispatches on ``model_type``: ``gpt2`` and ``t5``.
 - :func:`forward_logits` runs one teacher-forced forward pass and returns numpy logits, the same
-  call for decoder-only and (later) encoder-decoder models.
+  call for decoder-only and encoder-decoder models.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from tw_jax.models.gpt2 import GPT2, GPT2Config
+from tw_jax.models.t5 import T5, T5Config
 
-__all__ = ["GPT2", "GPT2Config", "forward_logits", "load_pretrained"]
+__all__ = ["GPT2", "GPT2Config", "T5", "T5Config", "forward_logits", "load_pretrained"]
 
 
 def _load_gpt2(path: Path, overrides: dict[str, Any]) -> tuple[nn.Module, Any]:
@@ -30,9 +31,17 @@ def _load_gpt2(path: Path, overrides: dict[str, Any]) -> tuple[nn.Module, Any]:
     return GPT2(config), jax.tree.map(jnp.asarray, params)
 
 
-# model_type (from config.json) -> loader. T5 registers here when it lands.
+def _load_t5(path: Path, overrides: dict[str, Any]) -> tuple[nn.Module, Any]:
+    from tw_jax.models.t5_io import load_t5
+
+    config, params = load_t5(path, **overrides)
+    return T5(config), jax.tree.map(jnp.asarray, params)
+
+
+# model_type (from config.json) -> loader.
 LOADERS: dict[str, Callable[[Path, dict[str, Any]], tuple[nn.Module, Any]]] = {
     "gpt2": _load_gpt2,
+    "t5": _load_t5,
 }
 
 
@@ -62,9 +71,11 @@ def forward_logits(
     """Float32 logits of one teacher-forced pass, as numpy: ``(batch, length, vocab)``.
 
     Decoder-only models take ``input_ids`` alone; ``decoder_input_ids`` is for encoder-decoder
-    models and is refused for GPT-2 rather than silently ignored.
+    models (required by T5) and is refused for GPT-2 rather than silently ignored.
     """
     input_ids = jnp.asarray(input_ids, jnp.int32)
+    if decoder_input_ids is None and isinstance(model, T5):
+        raise ValueError("T5 is an encoder-decoder: pass decoder_input_ids too")
     if decoder_input_ids is None:
         logits = _jit_apply(model, params, input_ids)
     elif isinstance(model, GPT2):

@@ -195,6 +195,13 @@ def save_gpt2(
     folder.mkdir(parents=True, exist_ok=True)
     tensors = gpt2_params_to_hf(params, config)
     write_json(folder / "config.json", config.to_hf_config())
+    write_tensors(folder, tensors, max_shard_bytes)
+
+
+def write_tensors(
+    folder: Path, tensors: dict[str, np.ndarray], max_shard_bytes: int | None = None
+) -> None:
+    """``model.safetensors``, or with ``max_shard_bytes`` shards in name order plus their index."""
     if max_shard_bytes is None:
         _save_tensors(tensors, folder / SINGLE_FILE)
         return
