@@ -50,10 +50,10 @@ def test_sharded_export_loads_the_same(tmp_path, tiny_config, tiny_model):
 
 def test_clear_errors(tmp_path, tiny_config, tiny_model):
     _, params = tiny_model
-    (tmp_path / "t5").mkdir()
-    (tmp_path / "t5" / "config.json").write_text(json.dumps({"model_type": "t5"}))
-    with pytest.raises(ValueError, match=r"t5[/\\]config\.json.*'t5'"):
-        load_pretrained(tmp_path / "t5")
+    (tmp_path / "bert").mkdir()
+    (tmp_path / "bert" / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    with pytest.raises(ValueError, match=r"bert[/\\]config\.json.*'bert'"):
+        load_pretrained(tmp_path / "bert")
     with pytest.raises(FileNotFoundError, match="config.json"):
         load_pretrained(tmp_path / "nowhere")
     save_gpt2(tmp_path / "m", tiny_config, params)

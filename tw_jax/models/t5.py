@@ -1,0 +1,617 @@
+"""T5 as a Flax linen model, readable top to bottom: config, layers, encoder, decoder, model, decoding.
+
+CKL and EvolvingQA continually train T5-large-ssm: the original T5 recipe (ReLU feed-forward, LM head
+tied to the token embedding with the decoder output rescaled by ``d_model ** -0.5``). T5 v1.1
+(gated GELU, a separate ``lm_head``, no rescale) is the same code under other config values.
+
+The layout follows ``gpt2.py``: a frozen hashable config, logical axis names on every parameter and
+main activation, and the decoder's self-attention keys/values in the linen ``cache`` collection.
+In decode mode the cross-attention keys/values are cached as well: the first call after the cache
+is made passes the encoder output and fills them, later single-step calls pass ``encoded=None``.
+T5 specifics: relative position buckets (bidirectional in the encoder, causal in the decoder),
+one bias table per stack, owned by the stack and added in every layer (Hugging Face keeps it in
+the first layer and passes it on: the same numbers); RMS layer norm without bias or mean; no
+``1/sqrt(d)`` in attention (T5 folds it into the initialisation); no biases anywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
+    "relu": jax.nn.relu,
+    "gelu": lambda x: jax.nn.gelu(x, approximate=False),
+    "gelu_new": lambda x: jax.nn.gelu(x, approximate=True),
+    "gelu_pytorch_tanh": lambda x: jax.nn.gelu(x, approximate=True),
+    "silu": jax.nn.silu,
+}
+
+EMBED_AXES = ("batch", "length", "activation_embed")
+HEADS_AXES = ("batch", "length", "activation_heads", "activation_kv")
+
+
+@dataclasses.dataclass(frozen=True)
+class T5Config:
+    """Everything that fixes a T5's shapes and numerics; hashable so jit can key on it."""
+
+    vocab_size: int = 32128
+    d_model: int = 512
+    d_kv: int = 64
+    d_ff: int = 2048
+    num_layers: int = 6
+    num_decoder_layers: int | None = None  # None means num_layers, as in Hugging Face.
+    num_heads: int = 8
+    relative_attention_num_buckets: int = 32
+    relative_attention_max_distance: int = 128
+    dropout_rate: float = 0.1
+    layer_norm_epsilon: float = 1e-6
+    initializer_factor: float = 1.0
+    feed_forward_proj: str = "relu"  # "relu" (original T5) or "gated-gelu" (v1.1).
+    tie_word_embeddings: bool = True  # False: a separate lm_head kernel (v1.1 checkpoints).
+    scale_decoder_outputs: bool = True  # multiply the decoder output by d_model ** -0.5 (original).
+    dtype: str = "float32"  # compute dtype; "bfloat16" on accelerators.
+    param_dtype: str = "float32"
+    remat: bool = False  # rematerialise each block in the backward pass (saves activation memory).
+    pad_token_id: int = 0
+    eos_token_id: int = 1
+    decoder_start_token_id: int = 0
+
+    model_type = "t5"
+
+    @property
+    def decoder_layers(self) -> int:
+        return self.num_layers if self.num_decoder_layers is None else self.num_decoder_layers
+
+    @property
+    def is_gated(self) -> bool:
+        return self.feed_forward_proj.startswith("gated-")
+
+    @property
+    def activation(self) -> str:
+        """Hugging Face's name of the feed-forward activation ("gated-gelu" means tanh GELU)."""
+        if self.feed_forward_proj == "gated-gelu":
+            return "gelu_new"
+        return self.feed_forward_proj.removeprefix("gated-")
+
+    def __post_init__(self) -> None:
+        parts = self.feed_forward_proj.split("-")
+        if len(parts) > 2 or (len(parts) == 2 and parts[0] != "gated"):
+            raise ValueError(f"feed_forward_proj={self.feed_forward_proj!r} is not 'ACT' or 'gated-ACT'")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"unsupported activation {self.activation!r}; known: {sorted(ACTIVATIONS)}")
+
+    @classmethod
+    def from_hf_config(cls, hf: dict[str, Any], **overrides: Any) -> T5Config:
+        """Read a Hugging Face T5 ``config.json`` (as a dict).
+
+        ``tie_word_embeddings`` (default True) says whether the LM head is the token embedding;
+        ``scale_decoder_outputs`` (written by transformers 5, which always ties) says whether the
+        decoder output is rescaled, and defaults to ``tie_word_embeddings`` as older versions did.
+        """
+        if hf.get("model_type", "t5") != "t5":
+            raise ValueError(f"not a T5 config: model_type={hf.get('model_type')!r}")
+        tie = hf.get("tie_word_embeddings", True)
+        tie = True if tie is None else bool(tie)
+        eos = hf.get("eos_token_id", 1)
+        fields = dict(
+            vocab_size=hf["vocab_size"],
+            d_model=hf.get("d_model", 512),
+            d_kv=hf.get("d_kv", 64),
+            d_ff=hf.get("d_ff", 2048),
+            num_layers=hf.get("num_layers", 6),
+            num_decoder_layers=hf.get("num_decoder_layers"),
+            num_heads=hf.get("num_heads", 8),
+            relative_attention_num_buckets=hf.get("relative_attention_num_buckets", 32),
+            relative_attention_max_distance=hf.get("relative_attention_max_distance", 128),
+            dropout_rate=hf.get("dropout_rate", 0.1),
+            layer_norm_epsilon=hf.get("layer_norm_epsilon", 1e-6),
+            initializer_factor=hf.get("initializer_factor", 1.0),
+            feed_forward_proj=hf.get("feed_forward_proj", "relu"),
+            tie_word_embeddings=tie,
+            scale_decoder_outputs=bool(hf.get("scale_decoder_outputs", tie)),
+            pad_token_id=hf.get("pad_token_id", 0) or 0,
+            eos_token_id=(eos[0] if isinstance(eos, list) else eos) if eos is not None else 1,
+            decoder_start_token_id=hf.get("decoder_start_token_id", 0) or 0,
+        )
+        if fields["num_decoder_layers"] == fields["num_layers"]:
+            fields["num_decoder_layers"] = None
+        fields.update(overrides)
+        return cls(**fields)
+
+    def to_hf_config(self) -> dict[str, Any]:
+        """The Hugging Face ``config.json`` that describes this model (for export)."""
+        return {
+            "architectures": ["T5ForConditionalGeneration"],
+            "model_type": "t5",
+            "vocab_size": self.vocab_size,
+            "d_model": self.d_model,
+            "d_kv": self.d_kv,
+            "d_ff": self.d_ff,
+            "num_layers": self.num_layers,
+            "num_decoder_layers": self.decoder_layers,
+            "num_heads": self.num_heads,
+            "relative_attention_num_buckets": self.relative_attention_num_buckets,
+            "relative_attention_max_distance": self.relative_attention_max_distance,
+            "dropout_rate": self.dropout_rate,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "initializer_factor": self.initializer_factor,
+            "feed_forward_proj": self.feed_forward_proj,
+            "tie_word_embeddings": self.tie_word_embeddings,
+            "scale_decoder_outputs": self.scale_decoder_outputs,
+            "is_encoder_decoder": True,
+            "pad_token_id": self.pad_token_id,
+            "eos_token_id": self.eos_token_id,
+            "decoder_start_token_id": self.decoder_start_token_id,
+            "torch_dtype": "float32",
+        }
+
+
+def _init(stddev: float, axes: tuple[str, ...]) -> Callable:
+    """Normal(0, stddev) initialiser carrying logical axis names."""
+    return nn.with_logical_partitioning(nn.initializers.normal(stddev), axes)
+
+
+def _rms_norm(config: T5Config, name: str) -> nn.RMSNorm:
+    """T5's layer norm: ``x / rms(x) * scale`` (statistics in float32), no bias, no mean."""
+    return nn.RMSNorm(
+        epsilon=config.layer_norm_epsilon,
+        dtype=jnp.dtype(config.dtype),
+        param_dtype=jnp.dtype(config.param_dtype),
+        scale_init=nn.with_logical_partitioning(nn.initializers.ones, ("norm",)),
+        name=name,
+    )
+
+
+class DenseGeneral(nn.Module):
+    """``x @ kernel`` over the last ``n_axes`` input dimensions, with logical axis names; no bias.
+
+    The bias-free sibling of ``gpt2.DenseGeneral`` (same reason to exist: a multi-dimensional
+    boxed kernel created in its final shape). ``stddev`` is T5's per-projection initialiser scale.
+    """
+
+    features: tuple[int, ...]
+    kernel_axes: tuple[str, ...]
+    config: T5Config
+    stddev: float
+    n_axes: int = 1
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        cfg = self.config
+        dtype, pdtype = jnp.dtype(cfg.dtype), jnp.dtype(cfg.param_dtype)
+        in_shape = x.shape[x.ndim - self.n_axes:]
+        kernel = self.param(
+            "kernel", _init(self.stddev, self.kernel_axes), (*in_shape, *self.features), pdtype
+        )
+        contract = (tuple(range(x.ndim - self.n_axes, x.ndim)), tuple(range(self.n_axes)))
+        return jax.lax.dot_general(x.astype(dtype), kernel.astype(dtype), (contract, ((), ())))
+
+
+def relative_position_bucket(
+    relative_position: jax.Array, bidirectional: bool, num_buckets: int, max_distance: int
+) -> jax.Array:
+    """T5's bucket of ``key_position - query_position``: exact for small distances, log-spaced up
+    to ``max_distance``; the encoder tells the two directions apart, the decoder sees only the past.
+    """
+    buckets = jnp.zeros_like(relative_position)
+    if bidirectional:
+        num_buckets //= 2
+        buckets = buckets + (relative_position > 0).astype(relative_position.dtype) * num_buckets
+        distance = jnp.abs(relative_position)
+    else:
+        distance = -jnp.minimum(relative_position, 0)
+    max_exact = num_buckets // 2
+    is_small = distance < max_exact
+    # The float32 log, then truncation towards zero, as Hugging Face and Mesh TensorFlow do.
+    large = max_exact + (
+        jnp.log(jnp.maximum(distance, 1).astype(jnp.float32) / max_exact)
+        / math.log(max_distance / max_exact)
+        * (num_buckets - max_exact)
+    ).astype(relative_position.dtype)
+    large = jnp.minimum(large, num_buckets - 1)
+    return buckets + jnp.where(is_small, distance, large)
+
+
+class RelativePositionBias(nn.Module):
+    """The ``(1, heads, q_len, kv_len)`` additive attention bias of one stack."""
+
+    config: T5Config
+    bidirectional: bool
+
+    @nn.compact
+    def __call__(self, query_pos: jax.Array, key_pos: jax.Array) -> jax.Array:
+        cfg = self.config
+        table = self.param(
+            "embedding", _init(cfg.initializer_factor * cfg.d_model**-0.5, ("position", "heads")),
+            (cfg.relative_attention_num_buckets, cfg.num_heads), jnp.dtype(cfg.param_dtype),
+        )
+        bucket = relative_position_bucket(
+            key_pos[None, :] - query_pos[:, None], self.bidirectional,
+            cfg.relative_attention_num_buckets, cfg.relative_attention_max_distance,
+        )
+        values = jnp.take(table, bucket, axis=0).astype(jnp.float32)  # (q, k, heads)
+        return jnp.transpose(values, (2, 0, 1))[None]
+
+
+class Attention(nn.Module):
+    """Multi-head attention without scaling; self-attention (``kv is None``) or cross-attention.
+
+    ``mask`` is ``(batch, 1, q_len, kv_len)`` booleans and ``bias`` the relative position bias (or
+    None for cross-attention). In decode mode self-attention appends its keys/values to the cache at
+    ``cache_index``; cross-attention stores the keys/values of ``kv`` and reuses them when ``kv``
+    is None.
+    """
+
+    config: T5Config
+    cross: bool = False
+
+    @nn.compact
+    def __call__(
+        self, x: jax.Array, kv: jax.Array | None, mask: jax.Array, bias: jax.Array | None,
+        cache_index: jax.Array | None, decode: bool, deterministic: bool,
+    ) -> jax.Array:
+        cfg = self.config
+        dtype = jnp.dtype(cfg.dtype)
+        f, h, dk = cfg.initializer_factor, cfg.num_heads, cfg.d_kv
+
+        def projection(name: str, stddev: float) -> DenseGeneral:
+            return DenseGeneral((h, dk), ("embed", "heads", "kv"), cfg, stddev, name=name)
+
+        query = nn.with_logical_constraint(
+            projection("query", f * (cfg.d_model * dk) ** -0.5)(x), HEADS_AXES
+        )
+        if self.cross:
+            if kv is not None:
+                key = nn.with_logical_constraint(projection("key", f * cfg.d_model**-0.5)(kv), HEADS_AXES)
+                value = nn.with_logical_constraint(
+                    projection("value", f * cfg.d_model**-0.5)(kv), HEADS_AXES
+                )
+            if decode:
+                if kv is None:
+                    key = self.get_variable("cache", "cached_key")
+                    value = self.get_variable("cache", "cached_value")
+                else:
+                    self.put_variable("cache", "cached_key", key)
+                    self.put_variable("cache", "cached_value", value)
+            elif kv is None:
+                raise ValueError("cross-attention needs the encoder output outside decode mode")
+        else:
+            key = nn.with_logical_constraint(projection("key", f * cfg.d_model**-0.5)(x), HEADS_AXES)
+            value = nn.with_logical_constraint(projection("value", f * cfg.d_model**-0.5)(x), HEADS_AXES)
+            if decode:
+                initialised = self.has_variable("cache", "cached_key")
+                cached_key = self.variable("cache", "cached_key", jnp.zeros, key.shape, key.dtype)
+                cached_value = self.variable("cache", "cached_value", jnp.zeros, value.shape, value.dtype)
+                if initialised:
+                    start = (0, cache_index, 0, 0)
+                    cached_key.value = jax.lax.dynamic_update_slice(cached_key.value, key, start)
+                    cached_value.value = jax.lax.dynamic_update_slice(cached_value.value, value, start)
+                    key, value = cached_key.value, cached_value.value
+
+        scores = jnp.einsum("bqhd,bkhd->bhqk", query, key, preferred_element_type=jnp.float32)
+        if bias is not None:
+            scores = scores + bias
+        scores = jnp.where(mask, scores, jnp.finfo(jnp.float32).min)
+        probs = jax.nn.softmax(scores, axis=-1).astype(dtype)
+        probs = nn.Dropout(cfg.dropout_rate)(probs, deterministic=deterministic)
+        out = nn.with_logical_constraint(jnp.einsum("bhqk,bkhd->bqhd", probs, value), HEADS_AXES)
+        return DenseGeneral(
+            (cfg.d_model,), ("heads", "kv", "embed"), cfg, f * (h * dk) ** -0.5, n_axes=2, name="out"
+        )(out)
+
+
+class MLP(nn.Module):
+    """``wo(act(wi(x)))``, or gated ``wo(act(wi_0(x)) * wi_1(x))`` for T5 v1.1."""
+
+    config: T5Config
+
+    @nn.compact
+    def __call__(self, x: jax.Array, deterministic: bool) -> jax.Array:
+        cfg = self.config
+        f = cfg.initializer_factor
+        act = ACTIVATIONS[cfg.activation]
+
+        def dense_in(name: str) -> DenseGeneral:
+            return DenseGeneral((cfg.d_ff,), ("embed", "mlp"), cfg, f * cfg.d_model**-0.5, name=name)
+
+        if cfg.is_gated:
+            h = act(dense_in("wi_0")(x)) * dense_in("wi_1")(x)
+        else:
+            h = act(dense_in("wi")(x))
+        h = nn.with_logical_constraint(h, ("batch", "length", "activation_mlp"))
+        h = nn.Dropout(cfg.dropout_rate)(h, deterministic=deterministic)
+        return DenseGeneral((cfg.d_model,), ("mlp", "embed"), cfg, f * cfg.d_ff**-0.5, name="wo")(h)
+
+
+class EncoderBlock(nn.Module):
+    """``x + attn(norm(x))``, then ``x + mlp(norm(x))``."""
+
+    config: T5Config
+
+    @nn.compact
+    def __call__(
+        self, x: jax.Array, mask: jax.Array, bias: jax.Array, deterministic: bool
+    ) -> jax.Array:
+        cfg = self.config
+        drop = nn.Dropout(cfg.dropout_rate)
+        h = Attention(cfg, name="self_attn")(
+            _rms_norm(cfg, "self_attn_norm")(x), None, mask, bias, None, False, deterministic
+        )
+        x = nn.with_logical_constraint(x + drop(h, deterministic=deterministic), EMBED_AXES)
+        h = MLP(cfg, name="mlp")(_rms_norm(cfg, "mlp_norm")(x), deterministic)
+        return nn.with_logical_constraint(x + drop(h, deterministic=deterministic), EMBED_AXES)
+
+
+class DecoderBlock(nn.Module):
+    """Causal self-attention, cross-attention over the encoder output, then the MLP; pre-norm."""
+
+    config: T5Config
+
+    @nn.compact
+    def __call__(
+        self, x: jax.Array, encoded: jax.Array | None, self_mask: jax.Array, bias: jax.Array,
+        cross_mask: jax.Array, cache_index: jax.Array | None, decode: bool, deterministic: bool,
+    ) -> jax.Array:
+        cfg = self.config
+        drop = nn.Dropout(cfg.dropout_rate)
+        h = Attention(cfg, name="self_attn")(
+            _rms_norm(cfg, "self_attn_norm")(x), None, self_mask, bias, cache_index, decode,
+            deterministic,
+        )
+        x = nn.with_logical_constraint(x + drop(h, deterministic=deterministic), EMBED_AXES)
+        h = Attention(cfg, cross=True, name="cross_attn")(
+            _rms_norm(cfg, "cross_attn_norm")(x), encoded, cross_mask, None, None, decode,
+            deterministic,
+        )
+        x = nn.with_logical_constraint(x + drop(h, deterministic=deterministic), EMBED_AXES)
+        h = MLP(cfg, name="mlp")(_rms_norm(cfg, "mlp_norm")(x), deterministic)
+        return nn.with_logical_constraint(x + drop(h, deterministic=deterministic), EMBED_AXES)
+
+
+class Encoder(nn.Module):
+    """Embedded inputs ``(batch, length, d_model)`` to the normalised encoder output."""
+
+    config: T5Config
+
+    @nn.compact
+    def __call__(self, x: jax.Array, attention_mask: jax.Array, deterministic: bool) -> jax.Array:
+        cfg = self.config
+        length = x.shape[1]
+        positions = jnp.arange(length)
+        bias = RelativePositionBias(cfg, bidirectional=True, name="relative_attention_bias")(
+            positions, positions
+        )
+        mask = jnp.broadcast_to(attention_mask[:, None, None, :], (x.shape[0], 1, length, length))
+        x = nn.Dropout(cfg.dropout_rate)(x, deterministic=deterministic)
+        x = nn.with_logical_constraint(x, EMBED_AXES)
+        block = nn.remat(EncoderBlock, static_argnums=(4,)) if cfg.remat else EncoderBlock
+        for i in range(cfg.num_layers):
+            x = block(cfg, name=f"block_{i}")(x, mask, bias, deterministic)
+        x = _rms_norm(cfg, "final_norm")(x)
+        return nn.Dropout(cfg.dropout_rate)(x, deterministic=deterministic)
+
+
+class Decoder(nn.Module):
+    """Embedded decoder inputs and the encoder output to the (normalised) decoder output.
+
+    In decode mode the first call (from :func:`init_cache`) sizes the cache; then each call appends
+    a prefix or one step at the cache index. ``encoded`` may be None after the first filling call:
+    cross-attention then reuses its cached keys/values and the cached encoder mask.
+    """
+
+    config: T5Config
+
+    @nn.compact
+    def __call__(
+        self, y: jax.Array, encoded: jax.Array | None, encoder_mask: jax.Array | None,
+        attention_mask: jax.Array | None, decode: bool, deterministic: bool,
+    ) -> jax.Array:
+        cfg = self.config
+        batch, length = y.shape[:2]
+        if attention_mask is None:
+            attention_mask = jnp.ones((batch, length), bool)
+        attention_mask = attention_mask.astype(bool)
+        if encoded is not None and encoder_mask is None:
+            encoder_mask = jnp.ones(encoded.shape[:2], bool)
+
+        cache_index = None
+        query_pos = jnp.arange(length)
+        if decode:
+            initialised = self.has_variable("cache", "cache_index")
+            index = self.variable("cache", "cache_index", lambda: jnp.zeros((), jnp.int32))
+            key_mask = self.variable("cache", "key_mask", jnp.zeros, (batch, length), bool)
+            if encoded is not None:
+                self.put_variable("cache", "encoder_mask", encoder_mask.astype(bool))
+            encoder_mask = self.get_variable("cache", "encoder_mask")
+            if initialised:
+                cache_index = index.value
+                key_mask.value = jax.lax.dynamic_update_slice(
+                    key_mask.value, attention_mask, (0, cache_index)
+                )
+                index.value = cache_index + length
+                attention_mask = key_mask.value
+                query_pos = query_pos + cache_index
+        key_pos = jnp.arange(attention_mask.shape[1])
+        causal = key_pos[None, :] <= query_pos[:, None]
+        self_mask = causal[None, None, :, :] & attention_mask[:, None, None, :]
+        cross_mask = encoder_mask.astype(bool)[:, None, None, :]
+        bias = RelativePositionBias(cfg, bidirectional=False, name="relative_attention_bias")(
+            query_pos, key_pos
+        )
+
+        y = nn.Dropout(cfg.dropout_rate)(y, deterministic=deterministic)
+        y = nn.with_logical_constraint(y, EMBED_AXES)
+        block = nn.remat(DecoderBlock, static_argnums=(7, 8)) if cfg.remat else DecoderBlock
+        for i in range(cfg.decoder_layers):
+            y = block(cfg, name=f"block_{i}")(
+                y, encoded, self_mask, bias, cross_mask, cache_index, decode, deterministic
+            )
+        y = _rms_norm(cfg, "final_norm")(y)
+        return nn.Dropout(cfg.dropout_rate)(y, deterministic=deterministic)
+
+
+class T5(nn.Module):
+    """T5 encoder-decoder with a shared token embedding and an LM head (tied or separate).
+
+    ``__call__(input_ids, decoder_input_ids)`` returns float32 logits ``(batch, dec_len, vocab)``;
+    ``encode`` and ``decode`` are the two halves, for decoding step by step or scoring many targets
+    against one encoding. Masks are 1 for real tokens.
+    """
+
+    config: T5Config
+
+    def setup(self) -> None:
+        cfg = self.config
+        self.shared = nn.Embed(
+            cfg.vocab_size, cfg.d_model, dtype=jnp.dtype(cfg.dtype),
+            param_dtype=jnp.dtype(cfg.param_dtype),
+            embedding_init=_init(cfg.initializer_factor, ("vocab", "embed")),
+        )
+        self.encoder = Encoder(cfg)
+        self.decoder = Decoder(cfg)
+        if not cfg.tie_word_embeddings:
+            self.lm_head = DenseGeneral(
+                (cfg.vocab_size,), ("embed", "vocab"), cfg, cfg.initializer_factor
+            )
+
+    def encode(
+        self, input_ids: jax.Array, attention_mask: jax.Array | None = None,
+        deterministic: bool = True,
+    ) -> jax.Array:
+        """Encoder output ``(batch, length, d_model)``."""
+        if attention_mask is None:
+            attention_mask = jnp.ones(input_ids.shape, bool)
+        return self.encoder(self.shared(input_ids), attention_mask.astype(bool), deterministic)
+
+    def decode(
+        self,
+        decoder_input_ids: jax.Array,
+        encoded: jax.Array | None,
+        encoder_mask: jax.Array | None = None,
+        decoder_attention_mask: jax.Array | None = None,
+        decode: bool = False,
+        deterministic: bool = True,
+    ) -> jax.Array:
+        """Float32 logits of the decoder given the encoder output (None: cached, decode mode)."""
+        cfg = self.config
+        y = self.decoder(
+            self.shared(decoder_input_ids), encoded, encoder_mask, decoder_attention_mask, decode,
+            deterministic,
+        )
+        if cfg.scale_decoder_outputs:
+            y = y * jnp.asarray(cfg.d_model**-0.5, y.dtype)
+        logits = self.shared.attend(y) if cfg.tie_word_embeddings else self.lm_head(y)
+        return nn.with_logical_constraint(
+            logits.astype(jnp.float32), ("batch", "length", "activation_vocab")
+        )
+
+    def __call__(
+        self,
+        input_ids: jax.Array,
+        decoder_input_ids: jax.Array,
+        attention_mask: jax.Array | None = None,
+        decoder_attention_mask: jax.Array | None = None,
+        deterministic: bool = True,
+    ) -> jax.Array:
+        if attention_mask is None:
+            attention_mask = jnp.ones(input_ids.shape, bool)
+        encoded = self.encode(input_ids, attention_mask, deterministic)
+        return self.decode(
+            decoder_input_ids, encoded, attention_mask, decoder_attention_mask,
+            deterministic=deterministic,
+        )
+
+
+def abstract_variables(config: T5Config, batch_size: int = 1, length: int = 8) -> Any:
+    """Shapes, dtypes and logical axes of every variable, from ``jax.eval_shape`` (no allocation)."""
+    model = T5(config)
+    dummy = jnp.zeros((batch_size, length), jnp.int32)
+    return jax.eval_shape(lambda rng: model.init(rng, dummy, dummy), jax.random.key(0))
+
+
+def param_count(config: T5Config) -> int:
+    """Number of parameters (a tied LM head counted once), computed from shapes alone."""
+    params = nn.unbox(abstract_variables(config)["params"])
+    return sum(int(leaf.size) for leaf in jax.tree.leaves(params))
+
+
+def init_cache(
+    model: T5, params: Any, batch_size: int, max_length: int, source_length: int
+) -> Any:
+    """An empty decode cache: ``max_length`` decoder positions over ``source_length`` encoder ones."""
+
+    def shapes(p: Any) -> Any:
+        cfg = model.config
+        dummy = jnp.zeros((batch_size, max_length), jnp.int32)
+        encoded = jnp.zeros((batch_size, source_length, cfg.d_model), jnp.dtype(cfg.dtype))
+        _, variables = model.apply(
+            {"params": p}, dummy, encoded, decode=True, method=T5.decode, mutable=["cache"]
+        )
+        return variables["cache"]
+
+    abstract = jax.eval_shape(shapes, params)
+    return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), abstract)
+
+
+def decode_step(
+    model: T5, params: Any, cache: Any, tokens: jax.Array, encoded: jax.Array | None = None,
+    encoder_mask: jax.Array | None = None,
+) -> tuple[jax.Array, Any]:
+    """Run decoder ``tokens`` through the cache; the first step passes the encoder output."""
+    logits, variables = model.apply(
+        {"params": params, "cache": cache}, tokens, encoded, encoder_mask, decode=True,
+        method=T5.decode, mutable=["cache"],
+    )
+    return logits, variables["cache"]
+
+
+@functools.partial(jax.jit, static_argnames=("model", "max_new_tokens", "eos_id", "pad_id"))
+def greedy_decode(
+    model: T5,
+    params: Any,
+    input_ids: jax.Array,
+    attention_mask: jax.Array | None = None,
+    *,
+    max_new_tokens: int,
+    eos_id: int | None,
+    pad_id: int = 0,
+) -> jax.Array:
+    """Argmax decoding from ``decoder_start_token_id``: ``(batch, max_new_tokens)`` new tokens,
+    ``pad_id`` after each row's EOS. The input is encoded once; the loop stops once every row is
+    done.
+    """
+    batch, source_length = input_ids.shape
+    if attention_mask is None:
+        attention_mask = jnp.ones(input_ids.shape, jnp.int32)
+    encoded = model.apply({"params": params}, input_ids, attention_mask, method=T5.encode)
+    # One slot for the start token and one per new token (the last one's logits go unused).
+    cache = init_cache(model, params, batch, max_new_tokens + 1, source_length)
+    start = jnp.full((batch, 1), model.config.decoder_start_token_id, jnp.int32)
+    logits, cache = decode_step(model, params, cache, start, encoded, attention_mask)
+    eos = -1 if eos_id is None else eos_id
+    out = jnp.full((batch, max_new_tokens), pad_id, jnp.int32)
+    done = jnp.zeros((batch,), bool)
+
+    def cond(state: tuple) -> jax.Array:
+        i, _, _, _, done = state
+        return (i < max_new_tokens) & ~jnp.all(done)
+
+    def body(state: tuple) -> tuple:
+        i, out, logits, cache, done = state
+        token = jnp.where(done, pad_id, jnp.argmax(logits, axis=-1).astype(jnp.int32))
+        out = out.at[:, i].set(token)
+        done = done | (token == eos)
+        logits, cache = decode_step(model, params, cache, token[:, None])
+        logits = logits[:, -1]
+        return i + 1, out, logits, cache, done
+
+    state = (jnp.int32(0), out, logits[:, -1], cache, done)
+    return jax.lax.while_loop(cond, body, state)[1]
