@@ -20,6 +20,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from tw_jax.models.layers import cached_key_value
+
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "gelu_new": lambda x: jax.nn.gelu(x, approximate=True),
     "gelu_pytorch_tanh": lambda x: jax.nn.gelu(x, approximate=True),
@@ -195,14 +197,7 @@ class Attention(nn.Module):
         value = nn.with_logical_constraint(projection("value")(x), heads_axes)
 
         if decode:
-            initialised = self.has_variable("cache", "cached_key")
-            cached_key = self.variable("cache", "cached_key", jnp.zeros, key.shape, key.dtype)
-            cached_value = self.variable("cache", "cached_value", jnp.zeros, value.shape, value.dtype)
-            if initialised:
-                start = (0, cache_index, 0, 0)
-                cached_key.value = jax.lax.dynamic_update_slice(cached_key.value, key, start)
-                cached_value.value = jax.lax.dynamic_update_slice(cached_value.value, value, start)
-                key, value = cached_key.value, cached_value.value
+            key, value = cached_key_value(self, key, value, cache_index)
 
         scores = jnp.einsum("bqhd,bkhd->bhqk", query, key, preferred_element_type=jnp.float32)
         scores = scores / jnp.sqrt(jnp.float32(cfg.head_dim))

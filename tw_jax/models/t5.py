@@ -26,6 +26,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from tw_jax.models.layers import cached_key_value
+
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "relu": jax.nn.relu,
     "gelu": lambda x: jax.nn.gelu(x, approximate=False),
@@ -287,14 +289,7 @@ class Attention(nn.Module):
             key = nn.with_logical_constraint(projection("key", f * cfg.d_model**-0.5)(x), HEADS_AXES)
             value = nn.with_logical_constraint(projection("value", f * cfg.d_model**-0.5)(x), HEADS_AXES)
             if decode:
-                initialised = self.has_variable("cache", "cached_key")
-                cached_key = self.variable("cache", "cached_key", jnp.zeros, key.shape, key.dtype)
-                cached_value = self.variable("cache", "cached_value", jnp.zeros, value.shape, value.dtype)
-                if initialised:
-                    start = (0, cache_index, 0, 0)
-                    cached_key.value = jax.lax.dynamic_update_slice(cached_key.value, key, start)
-                    cached_value.value = jax.lax.dynamic_update_slice(cached_value.value, value, start)
-                    key, value = cached_key.value, cached_value.value
+                key, value = cached_key_value(self, key, value, cache_index)
 
         scores = jnp.einsum("bqhd,bkhd->bhqk", query, key, preferred_element_type=jnp.float32)
         if bias is not None:
