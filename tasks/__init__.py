@@ -1,4 +1,87 @@
-"""SeqIO task and mixture registrations (installed as ``tw_jax.tasks``).
+"""SeqIO tasks and mixtures of TemporalWiki (installed as ``tw_jax.tasks``).
 
-Importing this module registers every task; see the tasks issue. Nothing is registered yet.
+Importing this package registers every task of ``$TW_JAX_DATA_DIR`` (when it is set); call
+:func:`register_all` for another folder (gin: ``tw_jax.tasks.register_all.data_dir``) and
+:func:`register_published` for the released TemporalWiki files. Calling either again replaces
+what it registered before.
+
+- Data layout and discovery: :mod:`tw_jax.tasks.layout`.
+- Corpus tasks (``twiki_diffset_MMMM_{ssm,lm}``, ``twiki_full_MM_{ssm,lm}``,
+  ``twiki_nondiff_MMMM_lm``): :mod:`tw_jax.tasks.twiki`.
+- Mix-Review mixtures (``twiki_mixreview_MMMM_{ssm,lm}``): :mod:`tw_jax.tasks.mixreview`.
+- Probes and light-tuning (``twiki_probes_MMMM_{category}``, ``twiki_lighttuning_MMMM_…``):
+  :mod:`tw_jax.tasks.probes`; metrics: :mod:`tw_jax.tasks.metrics`.
+- The released files: :mod:`tw_jax.tasks.published`.
+- Vocabularies (``TW_JAX_T5_VOCAB``, ``TW_JAX_GPT2_VOCAB``, loaded lazily): :mod:`tw_jax.tasks.vocab`.
 """
+
+from __future__ import annotations
+
+import os
+
+import gin
+
+from tw_jax.tasks.layout import DATA_DIR_ENV, discover, resolve_data_dir
+from tw_jax.tasks.mixreview import TEMPORALWIKI, MixReviewMixture, MixReviewSchedule
+from tw_jax.tasks.registration import Registrar, registered
+from tw_jax.tasks.vocab import LazyVocabulary, VocabularyNotFoundError, gpt2_path, t5_path
+
+__all__ = [
+    "TEMPORALWIKI",
+    "LazyVocabulary",
+    "MixReviewMixture",
+    "MixReviewSchedule",
+    "VocabularyNotFoundError",
+    "register_all",
+    "register_published",
+    "registered",
+]
+
+
+def _vocabularies(
+    data_dir: str | None, t5_vocab: str | None, gpt2_vocab: str | None
+) -> dict[str, LazyVocabulary]:
+    return {
+        "t5": LazyVocabulary("t5", t5_path(data_dir, t5_vocab)),
+        "gpt2": LazyVocabulary("gpt2", gpt2_path(data_dir, gpt2_vocab)),
+    }
+
+
+@gin.configurable(module="tw_jax.tasks")
+def register_all(
+    data_dir: str | os.PathLike[str] | None = None,
+    t5_vocab: str | None = None,
+    gpt2_vocab: str | None = None,
+) -> list[str]:
+    """Registers the tasks and mixtures of ``data_dir`` (default ``$TW_JAX_DATA_DIR``).
+
+    Replaces whatever an earlier call registered; with no data folder configured it only
+    removes those. Returns the registered names.
+    """
+    from tw_jax.tasks.twiki import register_layout
+
+    registrar = Registrar("data_dir")
+    resolved = resolve_data_dir(data_dir)
+    if resolved is None:
+        return []
+    return register_layout(
+        registrar, discover(resolved), _vocabularies(resolved, t5_vocab, gpt2_vocab)
+    )
+
+
+@gin.configurable(module="tw_jax.tasks")
+def register_published(
+    folder_or_zip: str | os.PathLike[str],
+    t5_vocab: str | None = None,
+    gpt2_vocab: str | None = None,
+) -> list[str]:
+    """Registers the released TemporalWiki files (:mod:`tw_jax.tasks.published`)."""
+    from tw_jax.tasks.published import register_release
+
+    registrar = Registrar("published")
+    vocabularies = _vocabularies(resolve_data_dir(None), t5_vocab, gpt2_vocab)
+    return register_release(registrar, folder_or_zip, vocabularies)
+
+
+if os.environ.get(DATA_DIR_ENV):
+    register_all()

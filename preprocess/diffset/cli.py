@@ -23,7 +23,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "it exists)."
         ),
     )
-    parser.add_argument("--old", required=True, help="the earlier snapshot's dump")
+    parser.add_argument(
+        "--old",
+        help="the earlier snapshot's dump; omit it to export one snapshot (e.g. the initial month, "
+        "DATA_DIR/08/full): every article is then new and full.* holds the whole snapshot",
+    )
     parser.add_argument("--new", required=True, help="the later snapshot's dump")
     parser.add_argument("--out", required=True, help="output folder, e.g. DATA_DIR/0809/diffset")
     parser.add_argument(
@@ -44,8 +48,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.old is None and args.runner == "beam":
+        print("tw-jax diffset: error: --runner beam needs --old", file=sys.stderr)
+        return 2
     for flag in ("old", "new"):
         path = getattr(args, flag)
+        if path is None:
+            continue
         if not files.is_url(path) and not os.path.isfile(path):
             print(f"tw-jax diffset: error: --{flag} {path}: no such file", file=sys.stderr)
             return 2

@@ -173,7 +173,7 @@ def _byte_ranges(path: str, workers: int) -> list[tuple[int, int]] | None:
 
 
 def build_diffset(
-    old_path: str | os.PathLike[str],
+    old_path: str | os.PathLike[str] | None,
     new_path: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
     *,
@@ -184,9 +184,12 @@ def build_diffset(
 ) -> dict[str, Any]:
     """Writes the DiffSet folder for ``old_path`` → ``new_path`` and returns its stats.
 
+    ``old_path=None`` compares against an empty snapshot: every article is new, so the folder
+    exports one snapshot (``full.*``), as the initial month's ``DATA_DIR/<MM>/full`` needs.
+
     ``progress=None`` shows a progress bar only when stderr is a terminal.
     """
-    old_path, new_path = str(old_path), str(new_path)
+    old_path, new_path = (None if old_path is None else str(old_path)), str(new_path)
     stats = DiffsetStats()
     writer = DiffsetWriter(out_dir, max_shard_bytes=max_shard_bytes)
     quiet = None if progress is None else not progress
@@ -198,8 +201,11 @@ def build_diffset(
             if workers > 1:
                 pool = fork_pool(workers, _set_index_path, (index_path,))
             try:
-                with tqdm(desc="indexing old dump", unit=" articles", disable=quiet) as bar:
-                    _index_old(old_path, index_path, stats, pool, workers, bar)
+                if old_path is None:
+                    OldIndex(index_path, create=True).close()
+                else:
+                    with tqdm(desc="indexing old dump", unit=" articles", disable=quiet) as bar:
+                        _index_old(old_path, index_path, stats, pool, workers, bar)
                 with tqdm(desc="comparing", unit=" articles", disable=quiet) as bar:
                     _compare_new(new_path, min_changed_chars, stats, writer, pool, workers, bar)
             finally:

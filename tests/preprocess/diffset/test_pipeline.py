@@ -281,3 +281,21 @@ def test_beam_output_equals_local_output(built, sample_world, tmp_path):
         assert beam_records == local_records, name
     assert not (tmp_path / ".beam-stats.json").exists()
     shutil.rmtree(tmp_path)
+
+
+def test_without_old_dump_the_folder_exports_one_snapshot(sample_world, tmp_path):
+    """The initial month has no pair ending in it: ``--old`` omitted gives its ``full.*``."""
+    root, _ = sample_world
+    out = tmp_path / "08" / "full"
+    done = _cli("diffset", "--new", str(wikipedia_dump(root, "2021-08")), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    truth = {r["id"]: r for r in read_jsonl(root / "truth" / "articles-2021-08.jsonl")}
+    full = {r["id"]: r for r in read_jsonl(out / "full.jsonl")}
+    assert full.keys() == truth.keys()
+    for page_id, record in full.items():
+        assert record["text"] == "\n".join(" ".join(p) for p in truth[page_id]["paragraphs"])
+    kinds = {r["kind"] for r in read_jsonl(out / "diffset.jsonl")}
+    assert kinds == {"new"} and read_jsonl(out / "unchanged.jsonl") == []
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["old"] is None and stats["accounting"]["balanced"]
+    assert len(list(read_records(next(out.glob("full.tfrecord-*"))))) == len(full)

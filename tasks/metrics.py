@@ -1,0 +1,156 @@
+"""Metrics of the probe and corpus tasks, as seqio metric functions.
+
+- :func:`squad` — exact match and token F1 after SQuAD normalisation (lower-case, punctuation
+  and the articles a/an/the removed, whitespace collapsed), the best over a probe's answers,
+  in percent. TemporalWiki, CKL and EvolvingQA all score generated objects this way.
+- :func:`perplexity` — from per-example scores (summed natural-log likelihoods of the target
+  tokens, what a scorer returns): the mean of per-example perplexities ``exp(-score / tokens)``
+  (TemporalWiki footnote 6: "per-instance perplexity averaged over instances") and the
+  token-level ``exp(-Σ score / Σ tokens)``.
+
+The tasks' postprocessor (:func:`probe_postprocessor`, :func:`token_count_postprocessor`) turns
+each target into a :class:`Target` carrying the answers and the target's token count, so both
+kinds of metric read what they need from seqio's ``targets`` argument.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import re
+import string
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = set(string.punctuation)
+_SENTINEL = re.compile(r"<extra_id_\d+>")
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD v1.1 normalisation: lower-case, no punctuation, no articles, single spaces."""
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def exact_match(prediction: str, answer: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(answer))
+
+
+def token_f1(prediction: str, answer: str) -> float:
+    """Harmonic mean of token precision and recall; two empty answers agree (1.0)."""
+    predicted = normalize_answer(prediction).split()
+    gold = normalize_answer(answer).split()
+    if not predicted or not gold:
+        return float(predicted == gold)
+    common = collections.Counter(predicted) & collections.Counter(gold)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(predicted), same / len(gold)
+    return 2 * precision * recall / (precision + recall)
+
+
+class Target(dict):
+    """A postprocessed target: ``answers`` (list of strings) and ``num_tokens`` (int or None)."""
+
+    @property
+    def answers(self) -> list[str]:
+        return self["answers"]
+
+    @property
+    def num_tokens(self) -> int | None:
+        return self["num_tokens"]
+
+
+def _answers(target: Any) -> list[str]:
+    if isinstance(target, Mapping):
+        return list(target["answers"])
+    if isinstance(target, str):
+        return [target]
+    return list(target)
+
+
+def squad(targets: Sequence[Any], predictions: Sequence[str]) -> dict[str, float]:
+    """``{"em": …, "f1": …}`` in percent, each the best over the target's answers.
+
+    A target is a string, a list of acceptable strings, or a :class:`Target`.
+    """
+    if len(targets) != len(predictions):
+        raise ValueError(f"{len(targets)} targets but {len(predictions)} predictions")
+    if not targets:
+        return {"em": 0.0, "f1": 0.0}
+    em = f1 = 0.0
+    for target, prediction in zip(targets, predictions, strict=True):
+        answers = _answers(target)
+        em += max((exact_match(prediction, a) for a in answers), default=0.0)
+        f1 += max((token_f1(prediction, a) for a in answers), default=0.0)
+    return {"em": 100 * em / len(targets), "f1": 100 * f1 / len(targets)}
+
+
+def perplexity(targets: Sequence[Any], scores: Sequence[float]) -> dict[str, float]:
+    """Perplexities from summed log-likelihoods; a target gives its token count.
+
+    A target is an ``int`` (its token count) or a :class:`Target`/mapping with ``num_tokens``.
+    """
+    if len(targets) != len(scores):
+        raise ValueError(f"{len(targets)} targets but {len(scores)} scores")
+    counts = [int(t["num_tokens"] if isinstance(t, Mapping) else t) for t in targets]
+    if any(n <= 0 for n in counts):
+        raise ValueError("every scored target needs at least one token")
+    if not counts:
+        return {"perplexity": math.nan, "token_perplexity": math.nan}
+    per_example = [math.exp(-float(s) / n) for s, n in zip(scores, counts, strict=True)]
+    return {
+        "perplexity": sum(per_example) / len(per_example),
+        "token_perplexity": math.exp(-sum(float(s) for s in scores) / sum(counts)),
+    }
+
+
+# --- postprocessors (seqio calls them with example=…, is_target=…) --------------------------
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def _token_count(example: Mapping[str, Any] | None) -> int | None:
+    if example is None or "targets" not in example:
+        return None
+    return len(example["targets"])
+
+
+def answer_from_t5(prediction: str) -> str:
+    """The first span of a T5 sentinel answer: ``<extra_id_0> Paris <extra_id_1>`` → ``Paris``."""
+    parts = [p.strip() for p in _SENTINEL.split(prediction)]
+    spans = [p for p in parts if p]
+    return spans[0] if spans else ""
+
+
+def answer_from_gpt2(prediction: str) -> str:
+    """A GPT-2 continuation up to its first line break."""
+    return prediction.strip().split("\n", 1)[0].strip()
+
+
+def probe_postprocessor(
+    output: Any, example: Mapping[str, Any] | None = None, is_target: bool = False
+) -> Any:
+    """Targets → :class:`Target` (the probe's object, its token count); predictions → the
+    answer text (sentinels stripped)."""
+    if is_target:
+        answer = _text(example["object"]) if example and "object" in example else _text(output)
+        return Target(answers=[answer], num_tokens=_token_count(example))
+    prediction = _text(output)
+    if _SENTINEL.search(prediction):
+        return answer_from_t5(prediction)
+    return answer_from_gpt2(prediction)
+
+
+def token_count_postprocessor(
+    output: Any, example: Mapping[str, Any] | None = None, is_target: bool = False
+) -> Any:
+    """Targets of a corpus task → :class:`Target` with the block's token count."""
+    if is_target:
+        return Target(answers=[_text(output)], num_tokens=_token_count(example))
+    return output

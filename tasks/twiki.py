@@ -1,0 +1,150 @@
+"""The TemporalWiki corpus tasks of a data folder (layout: :mod:`tw_jax.tasks.layout`).
+
+Per month pair MMMM:
+
+- ``twiki_diffset_MMMM_ssm`` (T5): ``ssm/diffset.*``, features ``inputs``/``targets`` with EOS.
+- ``twiki_diffset_MMMM_lm`` (GPT-2): ``diffset/diffset.*`` packed into blocks of the sequence
+  length (:func:`tw_jax.tasks.preprocessors.pack_lm`).
+- ``twiki_nondiff_MMMM_lm`` (GPT-2): ``diffset/unchanged.*``, the articles of the new snapshot
+  that did not change, for intrinsic evaluation.
+- ``twiki_mixreview_MMMM_{ssm,lm}``: the DiffSet mixed with the initial snapshot
+  (:mod:`tw_jax.tasks.mixreview`).
+- probe and light-tuning tasks (:mod:`tw_jax.tasks.probes`).
+
+Per month MM with a full snapshot: ``twiki_full_MM_ssm`` and ``twiki_full_MM_lm`` (FULL training
+and the initial pretraining). Corpus tasks have a ``train`` and a ``validation`` split over the
+same files (TemporalWiki evaluates intrinsic perplexity on whole sets, there is no held-out
+part), and a perplexity metric from scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import seqio
+import tensorflow as tf
+
+from tw_jax.tasks import metrics
+from tw_jax.tasks.layout import Layout, shards
+from tw_jax.tasks.mixreview import MixReviewMixture
+from tw_jax.tasks.preprocessors import pack_lm, text_to_targets, tokenize_only
+from tw_jax.tasks.probes import register_probe_folder
+from tw_jax.tasks.registration import Registrar
+from tw_jax.tasks.sources import TFRecordSource
+from tw_jax.tasks.vocab import load_vocabularies
+
+CORPUS_SPLITS = ("train", "validation")
+
+
+def lm_features(vocabulary: seqio.Vocabulary) -> dict[str, seqio.Feature]:
+    # Blocks are already exactly the sequence length, EOS between documents included.
+    return {"targets": seqio.Feature(vocabulary, add_eos=False)}
+
+
+def ssm_features(vocabulary: seqio.Vocabulary) -> dict[str, seqio.Feature]:
+    return {k: seqio.Feature(vocabulary, add_eos=True) for k in ("inputs", "targets")}
+
+
+def register_lm_task(
+    registrar: Registrar, name: str, source: seqio.DataSource, vocabulary: seqio.Vocabulary
+) -> seqio.Task:
+    """A GPT-2 corpus task over any source of ``{"text": …}`` examples."""
+    return registrar.task(
+        name,
+        source=source,
+        output_features=lm_features(vocabulary),
+        preprocessors=[load_vocabularies, text_to_targets, tokenize_only, pack_lm],
+        postprocess_fn=metrics.token_count_postprocessor,
+        metric_fns=[metrics.perplexity],
+    )
+
+
+def register_ssm_task(
+    registrar: Registrar, name: str, pattern: str, stage: str, vocabulary: seqio.Vocabulary
+) -> seqio.Task:
+    """A T5 task over SSM TFRecords (``inputs``/``targets`` text with sentinel markers)."""
+    source = TFRecordSource(
+        {split: pattern for split in CORPUS_SPLITS}, ("inputs", "targets"), stage
+    )
+    return registrar.task(
+        name,
+        source=source,
+        output_features=ssm_features(vocabulary),
+        preprocessors=[
+            load_vocabularies,
+            tokenize_only,
+            seqio.preprocessors.append_eos_after_trim,
+        ],
+        postprocess_fn=metrics.token_count_postprocessor,
+        metric_fns=[metrics.perplexity],
+    )
+
+
+def text_source(pattern: str, stage: str) -> TFRecordSource:
+    return TFRecordSource({split: pattern for split in CORPUS_SPLITS}, ("text",), stage)
+
+
+def register_layout(
+    registrar: Registrar, layout: Layout, vocabularies: Mapping[str, seqio.Vocabulary]
+) -> list[str]:
+    """Every task and mixture the folders of ``layout`` support; returns their names."""
+    t5, gpt2 = vocabularies["t5"], vocabularies["gpt2"]
+    diffset_stage = "tw-jax diffset --out DATA_DIR/<MMMM>/diffset"
+    ssm_stage = "tw-jax ssm --in DATA_DIR/<MMMM>/diffset --out DATA_DIR/<MMMM>/ssm"
+    snapshot_stage = "tw-jax diffset (DATA_DIR/<PPMM>/diffset/full.*) or, for the initial month, "
+    snapshot_stage += "the snapshot written to DATA_DIR/<MM>/full/"
+    lm_tasks: dict[str, str] = {}
+    ssm_tasks: dict[str, str] = {}
+    for name, pair in layout.pairs.items():
+        if layout.has(pair.diffset):
+            lm_tasks[name] = f"twiki_diffset_{name}_lm"
+            register_lm_task(
+                registrar,
+                lm_tasks[name],
+                text_source(shards(pair.diffset, "diffset"), diffset_stage),
+                gpt2,
+            )
+            register_lm_task(
+                registrar,
+                f"twiki_nondiff_{name}_lm",
+                text_source(shards(pair.diffset, "unchanged"), diffset_stage),
+                gpt2,
+            )
+        if layout.has(pair.ssm):
+            ssm_tasks[name] = f"twiki_diffset_{name}_ssm"
+            register_ssm_task(
+                registrar, ssm_tasks[name], shards(pair.ssm, "diffset"), ssm_stage, t5
+            )
+        if layout.has(pair.probes):
+            register_probe_folder(registrar, name, pair.probes, vocabularies, tf.io.gfile.exists)
+    for month, snapshot in layout.snapshots.items():
+        if snapshot.text_pattern:
+            register_lm_task(
+                registrar,
+                f"twiki_full_{month}_lm",
+                text_source(snapshot.text_pattern, snapshot_stage),
+                gpt2,
+            )
+        if snapshot.ssm_pattern:
+            register_ssm_task(
+                registrar, f"twiki_full_{month}_ssm", snapshot.ssm_pattern, ssm_stage, t5
+            )
+    for name, pair in layout.pairs.items():
+        snapshot = layout.snapshots.get(layout.initial_month(pair))
+        if snapshot is None:
+            continue
+        if name in lm_tasks and snapshot.text_pattern:
+            registrar.mixture(
+                MixReviewMixture(
+                    f"twiki_mixreview_{name}_lm", lm_tasks[name], f"twiki_full_{snapshot.month}_lm"
+                )
+            )
+        if name in ssm_tasks and snapshot.ssm_pattern:
+            registrar.mixture(
+                MixReviewMixture(
+                    f"twiki_mixreview_{name}_ssm",
+                    ssm_tasks[name],
+                    f"twiki_full_{snapshot.month}_ssm",
+                )
+            )
+    return list(registrar.names)

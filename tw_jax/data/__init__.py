@@ -1,0 +1,1 @@
+"""Vocabularies and text transforms shared by tasks, preprocessing and evaluation."""
