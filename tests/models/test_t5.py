@@ -18,7 +18,7 @@ import pytest
 from jax.sharding import PartitionSpec
 from safetensors.numpy import load_file, save_file
 
-from tw_jax.models import T5, T5Config, forward_logits, load_pretrained, t5
+from tw_jax.models import T5, T5Config, decoding, forward_logits, load_pretrained, scoring, t5
 from tw_jax.models.sharding import make_mesh, mesh_shardings
 from tw_jax.models.t5_io import load_t5, save_t5
 
@@ -95,10 +95,35 @@ def test_cached_step_by_step_decoding_equals_the_full_forward(config):
 def test_greedy_decode_follows_the_teacher_forced_argmax():
     model, params = _init(ORIGINAL)
     ids = _ids(2, (3, 9))
-    out = np.asarray(t5.greedy_decode(model, params, ids, max_new_tokens=6, eos_id=None))
+    out = np.asarray(decoding.greedy_decode(model, params, ids, max_new_tokens=6, eos_id=None))
     dec = np.concatenate([np.zeros((3, 1), int), out[:, :-1]], axis=1)
     expected = forward_logits(model, params, ids, dec).argmax(-1)
     np.testing.assert_array_equal(out, expected)
+
+
+def test_scoring_is_the_teacher_forced_log_softmax_and_beams_score_what_they_return():
+    model, params = _init(ORIGINAL)
+    ids, targets = _ids(5, (3, 9)), _ids(6, (3, 5))
+    mask = np.ones_like(ids)
+    mask[2, 6:] = 0
+    scores = np.asarray(scoring.seq2seq_log_likelihoods(model, params, ids, targets, mask))
+    dec = np.concatenate([np.zeros((3, 1), int), targets[:, :-1]], axis=1)
+    logits = model.apply({"params": params}, ids, dec, attention_mask=mask)
+    expected = np.take_along_axis(np.asarray(jax.nn.log_softmax(logits)), targets[..., None], -1)
+    np.testing.assert_allclose(scores, expected[..., 0], atol=1e-5)
+
+    beams, beam_scores = decoding.beam_search(model, params, ids, mask, beam_size=3,
+                                              max_new_tokens=5, eos_id=None)
+    greedy = decoding.greedy_decode(model, params, ids, mask, max_new_tokens=5, eos_id=None)
+    for b in range(3):
+        rescored = np.asarray(scoring.seq2seq_log_likelihoods(
+            model, params, ids, np.asarray(beams[:, b]), mask)).sum(-1)
+        np.testing.assert_allclose(rescored, np.asarray(beam_scores[:, b]), atol=1e-4)
+    greedy_score = np.asarray(
+        scoring.seq2seq_log_likelihoods(model, params, ids, np.asarray(greedy), mask)
+    ).sum(-1)
+    assert (np.asarray(beam_scores[:, 0]) >= greedy_score - 1e-5).all()
+    assert (np.diff(np.asarray(beam_scores), axis=1) <= 1e-6).all()  # best first
 
 
 def test_dropout_only_when_not_deterministic_and_remat_changes_nothing():

@@ -19,7 +19,7 @@ transformers = pytest.importorskip("transformers")
 
 from safetensors.numpy import load_file  # noqa: E402
 
-from tw_jax.models import T5, forward_logits, load_pretrained, t5  # noqa: E402
+from tw_jax.models import T5, decoding, forward_logits, load_pretrained  # noqa: E402
 from tw_jax.models.t5_io import save_t5  # noqa: E402
 
 TINY = dict(vocab_size=100, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
@@ -109,11 +109,11 @@ def test_greedy_decodes_match_hugging_face(decoding_reference):
     ids = np.random.RandomState(1).randint(2, 100, (3, 12))
     mask = np.ones_like(ids)
     mask[2, 8:] = 0
-    ours = np.asarray(t5.greedy_decode(model, params, ids, mask, max_new_tokens=8, eos_id=None))
+    ours = np.asarray(decoding.greedy_decode(model, params, ids, mask, max_new_tokens=8, eos_id=None))
     assert len(np.unique(ours)) > 3  # not a degenerate constant decode
     np.testing.assert_array_equal(ours, _hf_greedy(hf, ids, mask, 8, None))
     eos = int(ours[1, 3])  # a token row 1 emits: EOS then ends it early
-    ours = np.asarray(t5.greedy_decode(model, params, ids, mask, max_new_tokens=8, eos_id=eos))
+    ours = np.asarray(decoding.greedy_decode(model, params, ids, mask, max_new_tokens=8, eos_id=eos))
     first = ours[1].tolist().index(eos)
     assert first <= 3 and ours[1, first + 1:].tolist() == [0] * (7 - first)
     np.testing.assert_array_equal(ours, _hf_greedy(hf, ids, mask, 8, eos))

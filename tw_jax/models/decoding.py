@@ -1,17 +1,21 @@
 """Greedy decoding and beam search over the key/value cache, jit-compiled with static lengths.
 
-The prompt runs once through the model in decode mode (a "prefill" that fills the cache); each
-further token costs one single-step call. Shapes never change inside the loop: the cache holds
-``prompt_length + max_new_tokens`` positions from the start, so XLA compiles the loop once.
+One API for both architectures: for GPT-2 the input is the prompt, continued; for T5 it is the
+encoder input, and decoding starts from ``decoder_start_token_id``. A "start" runs the input once
+(GPT-2: a prefill that fills the cache; T5: the encoder, then the start token) and returns the first
+logits and a decode state; each further token costs one single-step call. Shapes never change inside
+the loop: the cache holds every position from the start, so XLA compiles the loop once. The model
+is the same module as in training, so LoRA, K-Adapter and Modular act here exactly as there.
 
-Prompts are left-padded (``prompt_mask`` 0 on the left); positions then count real tokens only,
-as Hugging Face ``generate`` does, so a padded row decodes exactly as it would alone. Outputs hold
-only the new tokens; after EOS a row holds ``pad_id``.
+GPT-2 prompts are left-padded (``prompt_mask`` 0 on the left); positions then count real tokens
+only, as Hugging Face ``generate`` does, so a padded row decodes exactly as it would alone. Outputs
+hold only the new tokens; after EOS a row holds ``pad_id``.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import flax.linen as nn
@@ -63,6 +67,58 @@ def _prefill(
     return logits[:, -1], cache, positions[:, -1] + 1
 
 
+def _t5_start(
+    model: nn.Module, params: Any, input_ids: jax.Array, input_mask: jax.Array | None,
+    max_new_tokens: int, repeats: int,
+) -> tuple[jax.Array, Any]:
+    """Encode once, repeat per beam, fill the cross-attention cache with the start token."""
+    from tw_jax.models import t5
+
+    if input_mask is None:
+        input_mask = jnp.ones(input_ids.shape, jnp.int32)
+    encoded = model.apply({"params": params}, input_ids, input_mask, method=t5.T5.encode)
+    encoded = jnp.repeat(encoded, repeats, axis=0)
+    input_mask = jnp.repeat(input_mask, repeats, axis=0)
+    rows, source_length = input_mask.shape
+    # One slot for the start token and one per new token (the last one's logits go unused).
+    cache = t5.init_cache(model, params, rows, max_new_tokens + 1, source_length)
+    start = jnp.full((rows, 1), model.config.decoder_start_token_id, jnp.int32)
+    logits, cache = t5.decode_step(model, params, cache, start, encoded, input_mask)
+    return logits[:, -1], cache
+
+
+def _start(
+    model: nn.Module, params: Any, input_ids: jax.Array, input_mask: jax.Array | None,
+    max_new_tokens: int, repeats: int = 1,
+) -> tuple[jax.Array, Any, Callable[[Any, jax.Array], tuple[jax.Array, Any]]]:
+    """First logits ``(rows, vocab)``, the decode state and the step function of ``model``.
+
+    The state is a pytree whose non-scalar leaves all have ``rows`` leading entries, so beam
+    search can reorder it by gathering rows.
+    """
+    if getattr(model.config, "model_type", None) == "t5":
+        from tw_jax.models import t5
+
+        logits, cache = _t5_start(model, params, input_ids, input_mask, max_new_tokens, repeats)
+
+        def t5_step(state: Any, tokens: jax.Array) -> tuple[jax.Array, Any]:
+            logits, cache = t5.decode_step(model, params, state, tokens)
+            return logits[:, -1], cache
+
+        return logits, cache, t5_step
+
+    expand = functools.partial(jnp.repeat, repeats=repeats, axis=0)
+    mask = None if input_mask is None else expand(input_mask)
+    logits, cache, next_pos = _prefill(model, params, expand(input_ids), mask, max_new_tokens)
+
+    def gpt_step(state: Any, tokens: jax.Array) -> tuple[jax.Array, Any]:
+        cache, next_pos = state
+        logits, cache = decode_step(model, params, cache, tokens, next_pos[:, None])
+        return logits[:, -1], (cache, next_pos + 1)
+
+    return logits, (cache, next_pos), gpt_step
+
+
 @functools.partial(
     jax.jit, static_argnames=("model", "max_new_tokens", "eos_id", "pad_id")
 )
@@ -78,28 +134,29 @@ def greedy_decode(
 ) -> jax.Array:
     """Argmax decoding: ``(batch, max_new_tokens)`` new tokens, ``pad_id`` after each row's EOS.
 
-    The loop stops early once every row has produced EOS.
+    ``prompt_ids`` is GPT-2's prompt or T5's encoder input. The loop stops early once every row
+    has produced EOS.
     """
     batch = prompt_ids.shape[0]
-    logits, cache, next_pos = _prefill(model, params, prompt_ids, prompt_mask, max_new_tokens)
+    logits, state, step = _start(model, params, prompt_ids, prompt_mask, max_new_tokens)
     eos = -1 if eos_id is None else eos_id
     out = jnp.full((batch, max_new_tokens), pad_id, jnp.int32)
     done = jnp.zeros((batch,), bool)
 
-    def cond(state: tuple) -> jax.Array:
-        i, _, _, _, done, _ = state
+    def cond(carry: tuple) -> jax.Array:
+        i, _, _, _, done = carry
         return (i < max_new_tokens) & ~jnp.all(done)
 
-    def body(state: tuple) -> tuple:
-        i, out, logits, cache, done, next_pos = state
+    def body(carry: tuple) -> tuple:
+        i, out, logits, state, done = carry
         token = jnp.where(done, pad_id, jnp.argmax(logits, axis=-1).astype(jnp.int32))
         out = out.at[:, i].set(token)
         done = done | (token == eos)
-        logits, cache = decode_step(model, params, cache, token[:, None], next_pos[:, None])
-        return i + 1, out, logits[:, -1], cache, done, next_pos + 1
+        logits, state = step(state, token[:, None])
+        return i + 1, out, logits, state, done
 
-    state = (jnp.int32(0), out, logits, cache, done, next_pos)
-    return jax.lax.while_loop(cond, body, state)[1]
+    carry = (jnp.int32(0), out, logits, state, done)
+    return jax.lax.while_loop(cond, body, carry)[1]
 
 
 def _gather_beams(x: jax.Array, index: jax.Array) -> jax.Array:
@@ -131,9 +188,7 @@ def beam_search(
     stops once no unfinished hypothesis can still beat the worst finished one.
     """
     batch, k, steps = prompt_ids.shape[0], beam_size, max_new_tokens
-    expand = functools.partial(jnp.repeat, repeats=k, axis=0)
-    mask = None if prompt_mask is None else expand(prompt_mask)
-    logits, cache, next_pos = _prefill(model, params, expand(prompt_ids), mask, steps)
+    logits, state, step = _start(model, params, prompt_ids, prompt_mask, steps, repeats=k)
     eos = -1 if eos_id is None else eos_id
 
     def penalty(length: jax.Array) -> jax.Array:
@@ -143,15 +198,15 @@ def beam_search(
     alive_logp = jnp.tile(jnp.array([0.0] + [NEG_INF] * (k - 1), jnp.float32), (batch, 1))
     finished_scores = jnp.full((batch, k), NEG_INF, jnp.float32)
 
-    def cond(state: tuple) -> jax.Array:
-        i, _, alive_logp, _, finished_scores, _, _, _ = state
+    def cond(carry: tuple) -> jax.Array:
+        i, _, alive_logp, _, finished_scores, _, _ = carry
         best_alive = jnp.max(alive_logp, axis=-1)
         bound = jnp.maximum(best_alive / penalty(jnp.int32(steps)), best_alive / penalty(i))
         done = jnp.min(finished_scores, axis=-1) > bound
         return (i < steps) & ~jnp.all(done)
 
-    def body(state: tuple) -> tuple:
-        i, alive_seqs, alive_logp, finished_seqs, finished_scores, logits, cache, next_pos = state
+    def body(carry: tuple) -> tuple:
+        i, alive_seqs, alive_logp, finished_seqs, finished_scores, logits, state = carry
         vocab = logits.shape[-1]
         log_probs = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1).reshape(batch, k, vocab)
         candidates = (alive_logp[:, :, None] + log_probs).reshape(batch, k * vocab)
@@ -169,15 +224,13 @@ def beam_search(
         finished_seqs = _gather_beams(jnp.concatenate([finished_seqs, top_seqs], 1), best)
 
         flat = (jnp.arange(batch)[:, None] * k + parent).reshape(-1)
-        cache = jax.tree.map(lambda x: x[flat] if x.ndim else x, cache)
-        next_pos = next_pos[flat]
-        logits, cache = decode_step(model, params, cache, token.reshape(-1, 1), next_pos[:, None])
-        return (i + 1, alive_seqs, alive_logp, finished_seqs, finished_scores, logits[:, -1],
-                cache, next_pos + 1)
+        state = jax.tree.map(lambda x: x[flat] if x.ndim else x, state)
+        logits, state = step(state, token.reshape(-1, 1))
+        return i + 1, alive_seqs, alive_logp, finished_seqs, finished_scores, logits, state
 
-    state = (jnp.int32(0), seqs, alive_logp, seqs, finished_scores, logits, cache, next_pos)
+    carry = (jnp.int32(0), seqs, alive_logp, seqs, finished_scores, logits, state)
     _, alive_seqs, alive_logp, finished_seqs, finished_scores, *_ = jax.lax.while_loop(
-        cond, body, state
+        cond, body, carry
     )
     # Unfinished hypotheses compete with finished ones at full length; finished win ties.
     scores = jnp.concatenate([finished_scores, alive_logp / penalty(jnp.int32(steps))], axis=1)

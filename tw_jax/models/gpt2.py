@@ -20,7 +20,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from tw_jax.models.layers import cached_key_value
+from tw_jax.models.layers import DenseGeneral, cached_key_value, layer_norm, normal_init
+from tw_jax.models.variants import KAdapterConfig, LoRAConfig
 
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "gelu_new": lambda x: jax.nn.gelu(x, approximate=True),
@@ -49,6 +50,10 @@ class GPT2Config:
     remat: bool = False  # rematerialise each block in the backward pass (saves activation memory).
     bos_token_id: int = 50256
     eos_token_id: int = 50256
+    # Continual-learning variants (see variants.py) and which base parameters train.
+    lora: LoRAConfig | None = None
+    kadapter: KAdapterConfig | None = None
+    freeze: str | None = None  # "none" | "base"; None: "base" with a variant, else "none".
 
     model_type = "gpt2"
 
@@ -125,49 +130,26 @@ class GPT2Config:
 
 def _init(config: GPT2Config, axes: tuple[str, ...], scale: float = 1.0) -> Callable:
     """Normal(0, initializer_range * scale) initialiser carrying logical axis names."""
-    return nn.with_logical_partitioning(nn.initializers.normal(config.initializer_range * scale), axes)
+    return normal_init(config.initializer_range * scale, axes)
 
 
 def _layer_norm(config: GPT2Config, name: str) -> nn.LayerNorm:
-    return nn.LayerNorm(
-        epsilon=config.layer_norm_epsilon,
-        dtype=jnp.dtype(config.dtype),
-        param_dtype=jnp.dtype(config.param_dtype),
-        scale_init=nn.with_logical_partitioning(nn.initializers.ones, ("norm",)),
-        bias_init=nn.with_logical_partitioning(nn.initializers.zeros, ("norm",)),
-        name=name,
+    return layer_norm(
+        config.layer_norm_epsilon, jnp.dtype(config.dtype), jnp.dtype(config.param_dtype), name
     )
 
 
-class DenseGeneral(nn.Module):
-    """``x @ kernel + bias`` over the last ``n_axes`` input dimensions, with logical axis names.
-
-    Our own rather than ``nn.DenseGeneral``: that one initialises a flattened kernel and reshapes
-    it, which trips the logical constraint of a boxed multi-dimensional kernel on a mesh.
-    """
-
-    features: tuple[int, ...]
-    kernel_axes: tuple[str, ...]
-    config: GPT2Config
-    n_axes: int = 1
-    init_scale: float = 1.0
-
-    @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
-        cfg = self.config
-        dtype, pdtype = jnp.dtype(cfg.dtype), jnp.dtype(cfg.param_dtype)
-        in_shape = x.shape[x.ndim - self.n_axes:]
-        kernel = self.param(
-            "kernel", _init(cfg, self.kernel_axes, self.init_scale), (*in_shape, *self.features),
-            pdtype,
-        )
-        bias = self.param(
-            "bias", nn.with_logical_partitioning(nn.initializers.zeros, self.kernel_axes[self.n_axes:]),
-            self.features, pdtype,
-        )
-        contract = (tuple(range(x.ndim - self.n_axes, x.ndim)), tuple(range(self.n_axes)))
-        y = jax.lax.dot_general(x.astype(dtype), kernel.astype(dtype), (contract, ((), ())))
-        return y + bias.astype(dtype)
+def _dense(
+    config: GPT2Config, features: tuple[int, ...], axes: tuple[str, ...], name: str,
+    n_axes: int = 1, init_scale: float = 1.0,
+) -> DenseGeneral:
+    """A biased projection; LoRA wraps it when the config's LoRA targets its name."""
+    lora = config.lora if config.lora is not None and config.lora.applies_to(name) else None
+    return DenseGeneral(
+        features, axes, config.initializer_range * init_scale, n_axes=n_axes, use_bias=True,
+        dtype=jnp.dtype(config.dtype), param_dtype=jnp.dtype(config.param_dtype), lora=lora,
+        name=name,
+    )
 
 
 class Attention(nn.Module):
@@ -189,7 +171,7 @@ class Attention(nn.Module):
         dtype = jnp.dtype(cfg.dtype)
 
         def projection(name: str) -> DenseGeneral:
-            return DenseGeneral((cfg.n_head, cfg.head_dim), ("embed", "heads", "kv"), cfg, name=name)
+            return _dense(cfg, (cfg.n_head, cfg.head_dim), ("embed", "heads", "kv"), name)
 
         heads_axes = ("batch", "length", "activation_heads", "activation_kv")
         query = nn.with_logical_constraint(projection("query")(x), heads_axes)
@@ -206,9 +188,9 @@ class Attention(nn.Module):
         probs = nn.Dropout(cfg.dropout_rate)(probs, deterministic=deterministic)
         out = jnp.einsum("bhqk,bkhd->bqhd", probs, value)
         out = nn.with_logical_constraint(out, heads_axes)
-        return DenseGeneral(
-            (cfg.n_embd,), ("heads", "kv", "embed"), cfg, n_axes=2,
-            init_scale=(2 * cfg.n_layer) ** -0.5, name="out",
+        return _dense(
+            cfg, (cfg.n_embd,), ("heads", "kv", "embed"), "out", n_axes=2,
+            init_scale=(2 * cfg.n_layer) ** -0.5,
         )(out)
 
 
@@ -220,11 +202,11 @@ class MLP(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array, deterministic: bool) -> jax.Array:
         cfg = self.config
-        h = DenseGeneral((cfg.mlp_dim,), ("embed", "mlp"), cfg, name="c_fc")(x)
+        h = _dense(cfg, (cfg.mlp_dim,), ("embed", "mlp"), "c_fc")(x)
         h = ACTIVATIONS[cfg.activation](h)
         h = nn.with_logical_constraint(h, ("batch", "length", "activation_mlp"))
-        return DenseGeneral(
-            (cfg.n_embd,), ("mlp", "embed"), cfg, init_scale=(2 * cfg.n_layer) ** -0.5, name="c_proj"
+        return _dense(
+            cfg, (cfg.n_embd,), ("mlp", "embed"), "c_proj", init_scale=(2 * cfg.n_layer) ** -0.5
         )(h)
 
 
@@ -248,6 +230,34 @@ class Block(nn.Module):
         h = MLP(cfg, name="mlp")(_layer_norm(cfg, "ln_2")(x), deterministic)
         x = x + nn.Dropout(cfg.dropout_rate)(h, deterministic=deterministic)
         return nn.with_logical_constraint(x, embed_axes)
+
+
+class KAdapter(nn.Module):
+    """K-Adapter on the decoder stack: GPT-2 blocks fed from tapped hidden states, chained.
+
+    Adapter ``i`` reads ``tapped[i] + previous adapter output``; the result is added to the base
+    model's final hidden state as ``0.1 * LayerNorm(adapter output)``. The adapter blocks are full
+    causal GPT-2 blocks with their own key/value caches, so decoding runs them step by step too.
+    """
+
+    config: GPT2Config
+
+    @nn.compact
+    def __call__(
+        self, base: jax.Array, tapped: list[jax.Array], mask: jax.Array,
+        cache_index: jax.Array | None, decode: bool, deterministic: bool,
+    ) -> jax.Array:
+        cfg = self.config
+        block = nn.remat(Block, static_argnums=(4, 5)) if cfg.remat else Block
+        h = None
+        for i, tap in enumerate(tapped):
+            h = tap if h is None else tap + h
+            h = block(cfg, name=f"adapter_{i}")(h, mask, cache_index, decode, deterministic)
+        norm = layer_norm(
+            cfg.kadapter.norm_epsilon, jnp.dtype(cfg.dtype), jnp.dtype(cfg.param_dtype), "output_norm"
+        )
+        out = base + jnp.asarray(cfg.kadapter.output_scale, base.dtype) * norm(h)
+        return nn.with_logical_constraint(out, ("batch", "length", "activation_embed"))
 
 
 class GPT2(nn.Module):
@@ -311,10 +321,16 @@ class GPT2(nn.Module):
         x = nn.with_logical_constraint(x, ("batch", "length", "activation_embed"))
 
         block = nn.remat(Block, static_argnums=(4, 5)) if cfg.remat else Block
+        taps = cfg.kadapter.tap_layers(cfg.n_layer) if cfg.kadapter is not None else ()
+        tapped = []
         for i in range(cfg.n_layer):
             x = block(cfg, name=f"h_{i}")(x, mask, cache_index, decode, deterministic)
+            if i in taps:
+                tapped.append(x)
 
         x = _layer_norm(cfg, "ln_f")(x)
+        if cfg.kadapter is not None:
+            x = KAdapter(cfg, name="kadapter")(x, tapped, mask, cache_index, decode, deterministic)
         logits = wte.attend(x).astype(jnp.float32)
         return nn.with_logical_constraint(logits, ("batch", "length", "activation_vocab"))
 

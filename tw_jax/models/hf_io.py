@@ -19,6 +19,7 @@ from safetensors.numpy import load_file, save_file
 
 from tw_jax.io.atomic import commit, discard, temporary_sibling, write_json
 from tw_jax.models.gpt2 import GPT2Config
+from tw_jax.models.variants import export_params
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
@@ -188,12 +189,14 @@ def save_gpt2(
 ) -> None:
     """Write ``config.json`` and ``model.safetensors`` (or shards + index) that Hugging Face loads.
 
+    LoRA weights are folded into the kernels; K-Adapter and Modular models are refused.
+
     With ``max_shard_bytes`` the tensors are split, in name order, into
     ``model-0000k-of-0000n.safetensors`` files plus ``model.safetensors.index.json``.
     """
     folder = Path(path)
     folder.mkdir(parents=True, exist_ok=True)
-    tensors = gpt2_params_to_hf(params, config)
+    tensors = gpt2_params_to_hf(export_params(params, config), config)
     write_json(folder / "config.json", config.to_hf_config())
     write_tensors(folder, tensors, max_shard_bytes)
 

@@ -33,6 +33,36 @@ def token_log_likelihoods(
     return jnp.take_along_axis(log_probs, targets[..., None].astype(jnp.int32), axis=-1)[..., 0]
 
 
+def shift_right(targets: jax.Array, start_id: int) -> jax.Array:
+    """Decoder inputs for teacher forcing: ``start_id`` followed by ``targets[:, :-1]``."""
+    start = jnp.full((targets.shape[0], 1), start_id, targets.dtype)
+    return jnp.concatenate([start, targets[:, :-1]], axis=1)
+
+
+@functools.partial(jax.jit, static_argnames=("model",))
+def seq2seq_log_likelihoods(
+    model: nn.Module,
+    params: Any,
+    input_ids: jax.Array,
+    targets: jax.Array,
+    input_mask: jax.Array | None = None,
+    target_mask: jax.Array | None = None,
+) -> jax.Array:
+    """``log p(targets[b, t] | input_ids[b], targets[b, :t])`` of an encoder-decoder: ``(batch, len)``.
+
+    Targets are right-padded (``target_mask`` 1 on real tokens); the decoder input is the targets
+    shifted right after ``decoder_start_token_id``, as in training. Padded positions get values
+    that the caller's weights must zero out.
+    """
+    decoder_input_ids = shift_right(targets.astype(jnp.int32), model.config.decoder_start_token_id)
+    logits = model.apply(
+        {"params": params}, input_ids, decoder_input_ids, attention_mask=input_mask,
+        decoder_attention_mask=target_mask,
+    )
+    log_probs = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)
+    return jnp.take_along_axis(log_probs, targets[..., None].astype(jnp.int32), axis=-1)[..., 0]
+
+
 def causal_lm_log_likelihoods(
     model: nn.Module, params: Any, tokens: jax.Array, attention_mask: jax.Array | None = None
 ) -> jax.Array:

@@ -45,6 +45,8 @@ LOGICAL_AXIS_RULES: tuple[tuple[str, str | tuple[str, ...] | None], ...] = (
     ("position", None),
     ("norm", None),
     ("layers", None),
+    ("lora_rank", None),
+    ("modular_embed", None),
 )
 
 LogicalRules = Sequence[tuple[str, str | tuple[str, ...] | None]]

@@ -17,7 +17,6 @@ the first layer and passes it on: the same numbers); RMS layer norm without bias
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -26,7 +25,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from tw_jax.models.layers import cached_key_value
+from tw_jax.models.layers import DenseGeneral, cached_key_value, layer_norm, normal_init
+from tw_jax.models.variants import KAdapterConfig, LoRAConfig, ModularConfig
 
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "relu": jax.nn.relu,
@@ -65,12 +65,27 @@ class T5Config:
     pad_token_id: int = 0
     eos_token_id: int = 1
     decoder_start_token_id: int = 0
+    # Continual-learning variants (see variants.py) and which base parameters train.
+    lora: LoRAConfig | None = None
+    kadapter: KAdapterConfig | None = None  # adapters on the encoder
+    modular: ModularConfig | None = None
+    freeze: str | None = None  # "none" | "encoder" | "base"; None: "encoder" with a variant.
 
     model_type = "t5"
 
     @property
     def decoder_layers(self) -> int:
         return self.num_layers if self.num_decoder_layers is None else self.num_decoder_layers
+
+    @property
+    def modular_encoder_config(self) -> T5Config:
+        """The config of Modular's small encoder: the Modular dimensions, no variants of its own."""
+        m = self.modular or ModularConfig()
+        return dataclasses.replace(
+            self, d_model=m.d_model, d_kv=m.d_kv, d_ff=m.d_ff, num_layers=m.num_layers,
+            num_decoder_layers=None, num_heads=m.num_heads, lora=None, kadapter=None, modular=None,
+            freeze=None,
+        )
 
     @property
     def is_gated(self) -> bool:
@@ -156,9 +171,7 @@ class T5Config:
         }
 
 
-def _init(stddev: float, axes: tuple[str, ...]) -> Callable:
-    """Normal(0, stddev) initialiser carrying logical axis names."""
-    return nn.with_logical_partitioning(nn.initializers.normal(stddev), axes)
+_init = normal_init
 
 
 def _rms_norm(config: T5Config, name: str) -> nn.RMSNorm:
@@ -172,29 +185,16 @@ def _rms_norm(config: T5Config, name: str) -> nn.RMSNorm:
     )
 
 
-class DenseGeneral(nn.Module):
-    """``x @ kernel`` over the last ``n_axes`` input dimensions, with logical axis names; no bias.
-
-    The bias-free sibling of ``gpt2.DenseGeneral`` (same reason to exist: a multi-dimensional
-    boxed kernel created in its final shape). ``stddev`` is T5's per-projection initialiser scale.
-    """
-
-    features: tuple[int, ...]
-    kernel_axes: tuple[str, ...]
-    config: T5Config
-    stddev: float
-    n_axes: int = 1
-
-    @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
-        cfg = self.config
-        dtype, pdtype = jnp.dtype(cfg.dtype), jnp.dtype(cfg.param_dtype)
-        in_shape = x.shape[x.ndim - self.n_axes:]
-        kernel = self.param(
-            "kernel", _init(self.stddev, self.kernel_axes), (*in_shape, *self.features), pdtype
-        )
-        contract = (tuple(range(x.ndim - self.n_axes, x.ndim)), tuple(range(self.n_axes)))
-        return jax.lax.dot_general(x.astype(dtype), kernel.astype(dtype), (contract, ((), ())))
+def _dense(
+    config: T5Config, features: tuple[int, ...], axes: tuple[str, ...], stddev: float, name: str,
+    n_axes: int = 1,
+) -> DenseGeneral:
+    """A bias-free projection; LoRA wraps it when the config's LoRA targets its name."""
+    lora = config.lora if config.lora is not None and config.lora.applies_to(name) else None
+    return DenseGeneral(
+        features, axes, stddev, n_axes=n_axes, dtype=jnp.dtype(config.dtype),
+        param_dtype=jnp.dtype(config.param_dtype), lora=lora, name=name,
+    )
 
 
 def relative_position_bucket(
@@ -265,7 +265,7 @@ class Attention(nn.Module):
         f, h, dk = cfg.initializer_factor, cfg.num_heads, cfg.d_kv
 
         def projection(name: str, stddev: float) -> DenseGeneral:
-            return DenseGeneral((h, dk), ("embed", "heads", "kv"), cfg, stddev, name=name)
+            return _dense(cfg, (h, dk), ("embed", "heads", "kv"), stddev, name)
 
         query = nn.with_logical_constraint(
             projection("query", f * (cfg.d_model * dk) ** -0.5)(x), HEADS_AXES
@@ -298,8 +298,8 @@ class Attention(nn.Module):
         probs = jax.nn.softmax(scores, axis=-1).astype(dtype)
         probs = nn.Dropout(cfg.dropout_rate)(probs, deterministic=deterministic)
         out = nn.with_logical_constraint(jnp.einsum("bhqk,bkhd->bqhd", probs, value), HEADS_AXES)
-        return DenseGeneral(
-            (cfg.d_model,), ("heads", "kv", "embed"), cfg, f * (h * dk) ** -0.5, n_axes=2, name="out"
+        return _dense(
+            cfg, (cfg.d_model,), ("heads", "kv", "embed"), f * (h * dk) ** -0.5, "out", n_axes=2
         )(out)
 
 
@@ -315,7 +315,7 @@ class MLP(nn.Module):
         act = ACTIVATIONS[cfg.activation]
 
         def dense_in(name: str) -> DenseGeneral:
-            return DenseGeneral((cfg.d_ff,), ("embed", "mlp"), cfg, f * cfg.d_model**-0.5, name=name)
+            return _dense(cfg, (cfg.d_ff,), ("embed", "mlp"), f * cfg.d_model**-0.5, name)
 
         if cfg.is_gated:
             h = act(dense_in("wi_0")(x)) * dense_in("wi_1")(x)
@@ -323,7 +323,7 @@ class MLP(nn.Module):
             h = act(dense_in("wi")(x))
         h = nn.with_logical_constraint(h, ("batch", "length", "activation_mlp"))
         h = nn.Dropout(cfg.dropout_rate)(h, deterministic=deterministic)
-        return DenseGeneral((cfg.d_model,), ("mlp", "embed"), cfg, f * cfg.d_ff**-0.5, name="wo")(h)
+        return _dense(cfg, (cfg.d_model,), ("mlp", "embed"), f * cfg.d_ff**-0.5, "wo")(h)
 
 
 class EncoderBlock(nn.Module):
@@ -388,10 +388,74 @@ class Encoder(nn.Module):
         x = nn.Dropout(cfg.dropout_rate)(x, deterministic=deterministic)
         x = nn.with_logical_constraint(x, EMBED_AXES)
         block = nn.remat(EncoderBlock, static_argnums=(4,)) if cfg.remat else EncoderBlock
+        taps = cfg.kadapter.tap_layers(cfg.num_layers) if cfg.kadapter is not None else ()
+        tapped = []
         for i in range(cfg.num_layers):
             x = block(cfg, name=f"block_{i}")(x, mask, bias, deterministic)
+            if i in taps:
+                tapped.append(x)
         x = _rms_norm(cfg, "final_norm")(x)
-        return nn.Dropout(cfg.dropout_rate)(x, deterministic=deterministic)
+        x = nn.Dropout(cfg.dropout_rate)(x, deterministic=deterministic)
+        if cfg.kadapter is not None:
+            x = KAdapter(cfg, name="kadapter")(x, tapped, mask, bias, deterministic)
+        return x
+
+
+class KAdapter(nn.Module):
+    """K-Adapter on the encoder: T5 encoder blocks fed from tapped hidden states, chained.
+
+    Adapter ``i`` reads ``tapped[i] + previous adapter output`` (with the encoder's relative
+    position bias and mask); the result is added to the encoder output as
+    ``0.1 * LayerNorm(adapter output)`` (a LayerNorm with bias, as in the K-Adapter code).
+    """
+
+    config: T5Config
+
+    @nn.compact
+    def __call__(
+        self, base: jax.Array, tapped: list[jax.Array], mask: jax.Array, bias: jax.Array,
+        deterministic: bool,
+    ) -> jax.Array:
+        cfg = self.config
+        block = nn.remat(EncoderBlock, static_argnums=(4,)) if cfg.remat else EncoderBlock
+        h = None
+        for i, tap in enumerate(tapped):
+            h = tap if h is None else tap + h
+            h = block(cfg, name=f"adapter_{i}")(h, mask, bias, deterministic)
+        norm = layer_norm(
+            cfg.kadapter.norm_epsilon, jnp.dtype(cfg.dtype), jnp.dtype(cfg.param_dtype), "output_norm"
+        )
+        out = base + jnp.asarray(cfg.kadapter.output_scale, base.dtype) * norm(h)
+        return nn.with_logical_constraint(out, EMBED_AXES)
+
+
+class ModularEncoder(nn.Module):
+    """CKL's Modular: a smaller encoder with its own embedding, projected to the main width.
+
+    Returns ``0.05 * Linear(small_encoder(input_ids))``, which :class:`T5` adds to the main encoder
+    output. The small encoder is a plain T5 encoder of the Modular dimensions (T5-small by default).
+    """
+
+    config: T5Config
+
+    @nn.compact
+    def __call__(
+        self, input_ids: jax.Array, attention_mask: jax.Array, deterministic: bool
+    ) -> jax.Array:
+        cfg = self.config
+        small = cfg.modular_encoder_config
+        embed = nn.Embed(
+            cfg.vocab_size, small.d_model, dtype=jnp.dtype(cfg.dtype),
+            param_dtype=jnp.dtype(cfg.param_dtype),
+            embedding_init=_init(cfg.initializer_factor, ("vocab", "embed")), name="shared",
+        )
+        encoded = Encoder(small, name="encoder")(embed(input_ids), attention_mask, deterministic)
+        projected = DenseGeneral(
+            (cfg.d_model,), ("modular_embed", "embed"), cfg.initializer_factor * small.d_model**-0.5,
+            use_bias=True, dtype=jnp.dtype(cfg.dtype), param_dtype=jnp.dtype(cfg.param_dtype),
+            name="projection",
+        )(encoded)
+        return jnp.asarray(cfg.modular.output_scale, projected.dtype) * projected
 
 
 class Decoder(nn.Module):
@@ -472,9 +536,12 @@ class T5(nn.Module):
         )
         self.encoder = Encoder(cfg)
         self.decoder = Decoder(cfg)
+        if cfg.modular is not None:
+            self.modular = ModularEncoder(cfg)
         if not cfg.tie_word_embeddings:
             self.lm_head = DenseGeneral(
-                (cfg.vocab_size,), ("embed", "vocab"), cfg, cfg.initializer_factor
+                (cfg.vocab_size,), ("embed", "vocab"), cfg.initializer_factor,
+                dtype=jnp.dtype(cfg.dtype), param_dtype=jnp.dtype(cfg.param_dtype),
             )
 
     def encode(
@@ -484,7 +551,11 @@ class T5(nn.Module):
         """Encoder output ``(batch, length, d_model)``."""
         if attention_mask is None:
             attention_mask = jnp.ones(input_ids.shape, bool)
-        return self.encoder(self.shared(input_ids), attention_mask.astype(bool), deterministic)
+        attention_mask = attention_mask.astype(bool)
+        encoded = self.encoder(self.shared(input_ids), attention_mask, deterministic)
+        if self.config.modular is not None:
+            encoded = encoded + self.modular(input_ids, attention_mask, deterministic)
+        return encoded
 
     def decode(
         self,
@@ -566,47 +637,3 @@ def decode_step(
         method=T5.decode, mutable=["cache"],
     )
     return logits, variables["cache"]
-
-
-@functools.partial(jax.jit, static_argnames=("model", "max_new_tokens", "eos_id", "pad_id"))
-def greedy_decode(
-    model: T5,
-    params: Any,
-    input_ids: jax.Array,
-    attention_mask: jax.Array | None = None,
-    *,
-    max_new_tokens: int,
-    eos_id: int | None,
-    pad_id: int = 0,
-) -> jax.Array:
-    """Argmax decoding from ``decoder_start_token_id``: ``(batch, max_new_tokens)`` new tokens,
-    ``pad_id`` after each row's EOS. The input is encoded once; the loop stops once every row is
-    done.
-    """
-    batch, source_length = input_ids.shape
-    if attention_mask is None:
-        attention_mask = jnp.ones(input_ids.shape, jnp.int32)
-    encoded = model.apply({"params": params}, input_ids, attention_mask, method=T5.encode)
-    # One slot for the start token and one per new token (the last one's logits go unused).
-    cache = init_cache(model, params, batch, max_new_tokens + 1, source_length)
-    start = jnp.full((batch, 1), model.config.decoder_start_token_id, jnp.int32)
-    logits, cache = decode_step(model, params, cache, start, encoded, attention_mask)
-    eos = -1 if eos_id is None else eos_id
-    out = jnp.full((batch, max_new_tokens), pad_id, jnp.int32)
-    done = jnp.zeros((batch,), bool)
-
-    def cond(state: tuple) -> jax.Array:
-        i, _, _, _, done = state
-        return (i < max_new_tokens) & ~jnp.all(done)
-
-    def body(state: tuple) -> tuple:
-        i, out, logits, cache, done = state
-        token = jnp.where(done, pad_id, jnp.argmax(logits, axis=-1).astype(jnp.int32))
-        out = out.at[:, i].set(token)
-        done = done | (token == eos)
-        logits, cache = decode_step(model, params, cache, token[:, None])
-        logits = logits[:, -1]
-        return i + 1, out, logits, cache, done
-
-    state = (jnp.int32(0), out, logits[:, -1], cache, done)
-    return jax.lax.while_loop(cond, body, state)[1]

@@ -17,6 +17,7 @@ import numpy as np
 from tw_jax.io.atomic import write_json
 from tw_jax.models.hf_io import read_config, read_safetensors, write_tensors
 from tw_jax.models.t5 import T5Config
+from tw_jax.models.variants import export_params
 
 # Copies of ``shared.weight`` that some checkpoints carry; accepted only when equal to it.
 _EMBEDDING_COPIES = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight")
@@ -171,6 +172,6 @@ def save_t5(
     """Write ``config.json`` and ``model.safetensors`` (or shards + index) that Hugging Face loads."""
     folder = Path(path)
     folder.mkdir(parents=True, exist_ok=True)
-    tensors = t5_params_to_hf(params, config)
+    tensors = t5_params_to_hf(export_params(params, config), config)
     write_json(folder / "config.json", config.to_hf_config())
     write_tensors(folder, tensors, max_shard_bytes)
