@@ -18,3 +18,17 @@ def test_demo_builds_diffsets_and_probes_for_every_pair(tmp_path, capsys):
         assert len(rows) > 100
         assert list(rows[0])[:3] == ["subject", "relation", "object"]
     assert (tmp_path / "sample_world" / "world.json").exists()
+    data = tmp_path / "data"
+    assert (data / "08" / "full" / "stats.json").exists()
+    for folder in ("08", "0809", "0910", "1011"):
+        assert (data / folder / "ssm" / "stats.json").exists()
+    assert (data / "vocab" / "t5" / "spiece.model").exists()
+    assert (data / "vocab" / "gpt2" / "tokenizer.json").exists()
+    # The tasks register from exactly this layout.
+    from tw_jax.tasks import register_all
+
+    names = set(register_all(data))
+    for pair in ("0809", "0910", "1011"):
+        assert {f"twiki_diffset_{pair}_ssm", f"twiki_diffset_{pair}_lm",
+                f"twiki_mixreview_{pair}_lm", f"twiki_probes_{pair}_updated"} <= names
+    assert {"twiki_full_08_lm", "twiki_full_08_ssm", "twiki_full_11_lm"} <= names

@@ -19,6 +19,7 @@ _STAGES: tuple[str, ...] = (
     "tw_jax.sample_world.cli",
     "tw_jax.preprocess.diffset.cli",
     "tw_jax.preprocess.probes.cli",
+    "tw_jax.preprocess.ssm.cli",
     "tw_jax.demo",
 )
 

@@ -3,7 +3,11 @@
 For now the loop is: generate the sample world (four monthly Wikipedia and Wikidata dumps with
 their ground truth), then for every month pair build the TWiki-DiffSet and the TWiki-Probes into
 the data layout the tasks read (``DATA/<MMMM>/diffset``, ``DATA/<MMMM>/probes``), scoring the
-DiffSet against the ground truth. Training and evaluation stages join here as they land.
+DiffSet against the ground truth; export the initial snapshot (``DATA/<MM>/full``); train tiny
+vocabularies on the world's text (``DATA/vocab/{t5,gpt2}``: nothing is downloaded); and write the
+salient-span-masked T5 inputs (``DATA/<MMMM>/ssm``, ``DATA/<MM>/ssm``). ``tw_jax.tasks`` registers
+its tasks from exactly this folder (``TW_JAX_DATA_DIR=DATA``). Training and evaluation stages join
+here as they land.
 
 The sample world is small, so its probes keep every UNCHANGED fact (``--unchanged-rate 1``)
 instead of the 0.1% that suits a full Wikidata dump.
@@ -68,8 +72,49 @@ def run_demo(out: str | Path, seed: int = 0, workers: int = 1) -> dict[str, Any]
             "recall": quality["recall"],
             "probes": {c: v["final"] for c, v in probes["categories"].items()},
         }
+    first = months[0]
+    initial = data_dir / _month_folder(first) / "full"
+    build_diffset(None, wikipedia_dump(world_dir, first), initial, workers=workers, progress=False)
+    summary["vocab"] = {k: str(v) for k, v in _vocabularies(data_dir, months, world["pairs"]).items()}
+    summary["ssm"] = _salient_spans(data_dir, initial, world["pairs"], workers)
     summary["seconds"] = round(time.perf_counter() - started, 2)
     return summary
+
+
+def _month_folder(month: str) -> str:
+    """``2021-08`` → ``08``: the data folder of one snapshot."""
+    return month[-2:]
+
+
+def _vocabularies(data_dir: Path, months: list[str], pairs: list[str]) -> dict[str, Path]:
+    """Tiny T5 and GPT-2 vocabularies trained on every article text of the world."""
+    from tw_jax.data.vocab_training import write_demo_vocabularies
+
+    sources = [data_dir / _month_folder(months[0]) / "full" / "full.jsonl"]
+    sources += [data_dir / pair / "diffset" / "full.jsonl" for pair in pairs]
+
+    def texts():
+        for source in sources:
+            with open(source, encoding="utf-8") as handle:
+                for line in handle:
+                    yield json.loads(line)["text"]
+
+    return write_demo_vocabularies(texts(), data_dir / "vocab")
+
+
+def _salient_spans(
+    data_dir: Path, initial: Path, pairs: list[str], workers: int
+) -> dict[str, int]:
+    """SSM examples for T5: every pair's DiffSet and snapshot, and the initial snapshot."""
+    from tw_jax.preprocess.ssm.local import build_ssm
+
+    counts = {}
+    jobs = [(initial, initial.parent / "ssm", ("full",))]
+    jobs += [(data_dir / p / "diffset", data_dir / p / "ssm", ("diffset", "full")) for p in pairs]
+    for source, target, inputs in jobs:
+        stats = build_ssm(source, target, inputs=inputs, workers=workers, progress=False)
+        counts[str(target.relative_to(data_dir))] = stats["examples"]
+    return counts
 
 
 def run(args: argparse.Namespace) -> int:

