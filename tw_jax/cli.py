@@ -20,6 +20,7 @@ _STAGES: tuple[str, ...] = (
     "tw_jax.preprocess.diffset.cli",
     "tw_jax.preprocess.probes.cli",
     "tw_jax.preprocess.ssm.cli",
+    "tw_jax.evaluate.report_cli",
     "tw_jax.demo",
 )
 

@@ -1,0 +1,270 @@
+"""Tables of the papers from ``results.jsonl`` files: Markdown for reading, CSV for tools.
+
+- :func:`probe_table` — TemporalWiki Tables 3/4/6: methods × months × Un/Up/New/Del (plus Chg
+  and Avg when CHANGED was scored), with each method's mean training time per update. Which
+  table depends on the metric: ``ppl`` (Table 3, zero-shot), ``lt_ppl`` (Table 4, light-tuned),
+  ``lt_f1`` (Table 6), and likewise any other probe metric.
+- :func:`ckl_table` — CKL Table 2: EM on IL/UL/NL/NLE (``unchanged``/``updated``/``new``/
+  ``new_easy``) of each method's latest model, and FUAR over all its phases.
+
+A month column shows each method's model *aligned* with it: trained through that month and
+evaluated on its probes; a method without month-trained models (INITIAL) shows its ``base``
+model. Missing numbers print as ``-``.
+
+FUAR tasks from TemporalWiki-style months ``m_1 < … < m_n`` (phase ``i`` = trained through
+``m_i``, phase 0 = ``base``): ``T^U_i`` = UPDATED of ``m_i``, ``T^A_i`` = NEW of ``m_i``,
+``T^F_j`` = UNCHANGED of ``m_{j+1}`` (facts of snapshot ``j`` that still hold). Phase-0 scores
+come from the method's own ``base`` results, else from ``initial``'s (every method starts from
+INITIAL). A task lacking any needed score is left undefined, as CKL eq. 1 allows.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tw_jax.evaluate.fuar import (
+    Fuar,
+    fuar,
+    stability_plasticity_final,
+    stability_plasticity_preprint,
+)
+from tw_jax.evaluate.results import BASE, METHODS, METRICS, NO_MONTH, Result
+from tw_jax.io.atomic import atomic_open
+
+CATEGORY_LABELS = {"unchanged": "Un", "updated": "Up", "new": "New", "deleted": "Del",
+                   "changed": "Chg"}
+CKL_LABELS = {"unchanged": "IL", "updated": "UL", "new": "NL", "new_easy": "NLE"}
+TABLE_TITLES = {
+    "ppl": "Zero-shot perplexity on TWiki-Probes (TemporalWiki Table 3)",
+    "lt_ppl": "Light-tuning perplexity on TWiki-Probes (TemporalWiki Table 4)",
+    "lt_f1": "F1 on TWiki-Probes after light-tuning (TemporalWiki Table 6)",
+}
+MISSING = "-"
+
+
+class ResultIndex:
+    """Results looked up by (method, trained_through, eval_month, category, metric)."""
+
+    def __init__(self, results: Iterable[Result]) -> None:
+        self.values = {r.key: r.value for r in results}
+
+    def get(self, method: str, trained: str, month: str, category: str, metric: str) -> float | None:
+        return self.values.get((method, trained, month, category, metric))
+
+    def methods(self) -> list[str]:
+        found = {k[0] for k in self.values}
+        return [m for m in METHODS if m in found] + sorted(found - set(METHODS))
+
+    def eval_months(self, metric: str | None = None) -> list[str]:
+        return sorted({k[2] for k in self.values if k[2] != NO_MONTH
+                       and (metric is None or k[4] == metric)})
+
+    def trained_months(self, method: str, metric: str | None = None) -> list[str]:
+        """Months the method's models were trained through (with results for ``metric``)."""
+        return sorted({k[1] for k in self.values if k[0] == method and k[1] != BASE
+                       and (metric is None or k[4] == metric)})
+
+    def metrics(self) -> set[str]:
+        return {k[4] for k in self.values}
+
+    def categories(self, metric: str) -> set[str]:
+        return {k[3] for k in self.values if k[4] == metric}
+
+    def aligned(self, method: str, month: str, category: str, metric: str) -> float | None:
+        """The method's model trained through ``month`` on ``month``'s set, else its base model."""
+        value = self.get(method, month, month, category, metric)
+        if value is None and not self.trained_months(method):
+            value = self.get(method, BASE, month, category, metric)
+        return value
+
+    def train_hours(self, method: str) -> float | None:
+        """Mean wall-clock hours of one update (0 for a method never trained)."""
+        seconds = [v for k, v in self.values.items()
+                   if k[0] == method and k[4] == "train_seconds"]
+        if seconds:
+            return sum(seconds) / len(seconds) / 3600.0
+        return 0.0 if not self.trained_months(method) else None
+
+
+@dataclass
+class Table:
+    """A rendered-to-be table: ``headers`` and rows of cells (already formatted strings)."""
+
+    name: str
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+
+    def markdown(self) -> str:
+        lines = [f"### {self.title}", "", "| " + " | ".join(self.headers) + " |",
+                 "|" + "|".join("---" if i == 0 else "---:" for i in range(len(self.headers))) + "|"]
+        lines += ["| " + " | ".join(row) + " |" for row in self.rows]
+        if self.notes:
+            lines += [""] + [f"- {note}" for note in self.notes]
+        return "\n".join(lines) + "\n"
+
+    def csv(self) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(self.headers)
+        writer.writerows(self.rows)
+        return out.getvalue()
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    return MISSING if value is None else f"{value:.{digits}f}"
+
+
+def fmt_hours(hours: float | None) -> str:
+    if hours is None:
+        return MISSING
+    return "0 h" if hours == 0 else f"{hours:.2f} h"
+
+
+def probe_average(index: ResultIndex, method: str, month: str, metric: str) -> float | None:
+    """Stability-plasticity average: mean(Un, Chg) when CHANGED was scored (final paper), else
+    0.5·Un + 0.25·Up + 0.25·New (preprint)."""
+    get = lambda c: index.aligned(method, month, c, metric)  # noqa: E731
+    un, chg = get("unchanged"), get("changed")
+    if un is not None and chg is not None:
+        return stability_plasticity_final(un, chg)
+    up, new = get("updated"), get("new")
+    if None in (un, up, new):
+        return None
+    return stability_plasticity_preprint(un, up, new)
+
+
+def probe_table(index: ResultIndex, metric: str) -> Table:
+    """Methods × months × categories of one probe metric, with training time."""
+    months = index.eval_months(metric)
+    present = index.categories(metric)
+    categories = [c for c in CATEGORY_LABELS if c in present]
+    with_avg = "unchanged" in present and (
+        "changed" in present or {"updated", "new"} <= present
+    )
+    headers = ["Method", "Time"]
+    for month in months:
+        headers += [f"{month} {CATEGORY_LABELS[c]}" for c in categories]
+        headers += [f"{month} Avg"] if with_avg else []
+    rows = []
+    for method in index.methods():
+        cells = [method.upper(), fmt_hours(index.train_hours(method))]
+        for month in months:
+            cells += [fmt(index.aligned(method, month, c, metric)) for c in categories]
+            if with_avg:
+                cells.append(fmt(probe_average(index, method, month, metric)))
+        if any(c != MISSING for c in cells[2:]):
+            rows.append(cells)
+    spec = METRICS[metric]
+    notes = [f"{metric}: {spec.description}; {'lower' if spec.lower_is_better else 'higher'} "
+             "is better.",
+             "Each month shows the model trained through that month on that month's probes; "
+             "Time is the mean wall-clock time of one update."]
+    if with_avg:
+        notes.append("Avg = mean of Un and Chg when CHANGED was scored (final TemporalWiki), "
+                     "else 0.5 Un + 0.25 Up + 0.25 New (preprint).")
+    title = TABLE_TITLES.get(metric, f"{metric} on TWiki-Probes")
+    return Table(f"table_{metric}", title, headers, rows, notes)
+
+
+def _phase_score(
+    index: ResultIndex, method: str, phase: str, month: str, category: str, metric: str
+) -> float | None:
+    value = index.get(method, phase, month, category, metric)
+    if value is None and phase == BASE:
+        value = index.get("initial", BASE, month, category, metric)
+    return value
+
+
+def method_fuar(index: ResultIndex, method: str, metric: str = "em") -> Fuar | None:
+    """FUAR of a method over its phases (tasks as in the module docstring); None if no phase
+    was trained or no task is defined."""
+    months = index.trained_months(method, metric)
+    if not months:
+        return None
+    phases = [BASE, *months]
+    evaluated = index.eval_months(metric)
+
+    def series(category: str, month: str) -> list[float | None]:
+        return [_phase_score(index, method, p, month, category, metric) for p in phases]
+
+    scores: dict[str, list[float | None]] = {}
+    forget: list[str | None] = []
+    update: list[str | None] = [None]
+    acquire: list[str | None] = [None]
+
+    def define(category: str, month: str | None, needed: Sequence[int]) -> str | None:
+        if month is None or month not in evaluated:
+            return None
+        name = f"{category}@{month}"
+        values = scores.setdefault(name, series(category, month))
+        return name if all(values[p] is not None for p in needed) else None
+
+    last = len(phases) - 1
+    for j in range(len(phases)):
+        next_month = months[j] if j < len(months) else None
+        forget.append(define("unchanged", next_month, range(j, last + 1)) if j < last else None)
+    for i in range(1, len(phases)):
+        update.append(define("updated", months[i - 1], (i - 1, i)))
+        acquire.append(define("new", months[i - 1], (i - 1, i)))
+    used = {t for t in forget + update + acquire if t is not None}
+    if not used:
+        return None
+    filled = {k: [0.0 if v is None else v for v in vals] for k, vals in scores.items() if k in used}
+    return fuar(filled, forget, update, acquire)
+
+
+def ckl_table(index: ResultIndex, metric: str = "em") -> Table:
+    """CKL Table 2: each method's latest model on IL/UL/NL/NLE, and FUAR over its phases."""
+    categories = [c for c in CKL_LABELS if c in index.categories(metric)]
+    headers = ["Method", *[f"{CKL_LABELS[c]} {metric.upper()}" for c in categories], "FUAR"]
+    months = index.eval_months(metric)
+    rows = []
+    for method in index.methods():
+        trained = index.trained_months(method, metric)
+        phase = trained[-1] if trained else BASE
+        month = trained[-1] if trained else (months[-1] if months else None)
+        if month is None:
+            continue
+        cells = [fmt(_phase_score(index, method, phase, month, c, metric)) for c in categories]
+        if all(c == MISSING for c in cells):
+            continue
+        result = method_fuar(index, method, metric)
+        rows.append([method.upper(), *cells, MISSING if result is None else str(result)])
+    notes = [
+        f"Scores of each method's latest model on its last month's sets ({metric}); INITIAL "
+        "is the base model.",
+        "FUAR (CKL eq. 1): forgotten UNCHANGED over gained UPDATED + NEW, over all phases; "
+        "'no gain' when nothing was gained (the worst case); lower is better.",
+    ]
+    return Table(f"table_ckl_{metric}", f"CKL benchmark with FUAR ({metric})", headers, rows,
+                 notes)
+
+
+def all_tables(index: ResultIndex) -> list[Table]:
+    """Every table the results support: one per probe metric present, and CKL's for EM."""
+    present = index.metrics()
+    tables = []
+    for metric in METRICS:
+        if metric in present and not metric.startswith("propn") and metric != "train_seconds":
+            tables.append(probe_table(index, metric))
+    if "em" in present:
+        tables.append(ckl_table(index, "em"))
+    return tables
+
+
+def write_tables(tables: Sequence[Table], out_dir: Path) -> list[Path]:
+    """``{name}.md`` and ``{name}.csv`` per table, written atomically; returns the paths."""
+    paths = []
+    for table in tables:
+        for suffix, text in ((".md", table.markdown()), (".csv", table.csv())):
+            path = out_dir / f"{table.name}{suffix}"
+            with atomic_open(path, "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+            paths.append(path)
+    return paths

@@ -1,0 +1,60 @@
+"""``tw-jax report OUT_DIR [OUT_DIR ...]``: tables and figures from the runs' ``results.jsonl``.
+
+Runs of several methods (one OUT_DIR each, or one with everything) are combined; a later file's
+number replaces an earlier one with the same key. Writes, into ``--out`` (default: the first
+OUT_DIR's ``report/``): ``report.md`` (every table, figures linked), ``table_*.md`` and
+``table_*.csv``, and ``fig3_relative_propn.png``, ``fig4_probe_average.png``,
+``fig5_misalignment.png`` where the results have their numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tw_jax.evaluate.results import read_results, results_path
+from tw_jax.io.atomic import atomic_open
+
+
+def build_report(run_dirs: list[str], out: str | Path) -> dict[str, list[Path]]:
+    """Read the runs, write tables, figures and ``report.md`` into ``out``; returns the paths."""
+    from tw_jax.evaluate.plots import write_plots
+    from tw_jax.evaluate.report import ResultIndex, all_tables, write_tables
+
+    results = read_results(run_dirs)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    index = ResultIndex(results)
+    tables = all_tables(index)
+    table_paths = write_tables(tables, out)
+    figures = write_plots(index, out)
+    sources = ", ".join(f"`{results_path(d)}`" for d in run_dirs)
+    parts = [f"# Evaluation report\n\n{len(results)} results from {sources}.\n"]
+    parts += [table.markdown() for table in tables]
+    parts += [f"![{p.stem}]({p.name})\n" for p in figures]
+    summary = out / "report.md"
+    with atomic_open(summary, "w", encoding="utf-8") as handle:
+        handle.write("\n".join(parts))
+    return {"tables": table_paths, "figures": figures, "report": [summary]}
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="tables (Markdown, CSV) and figures (PNG) from evaluation results",
+        description=__doc__.split("\n\n", 1)[1],
+    )
+    parser.add_argument("run_dirs", nargs="+", metavar="OUT_DIR",
+                        help="a run folder holding results.jsonl (or the .jsonl file itself)")
+    parser.add_argument("--out", default=None,
+                        help="where to write the report (default: FIRST_OUT_DIR/report)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    first = results_path(args.run_dirs[0]).parent
+    out = Path(args.out) if args.out else first / "report"
+    written = build_report(args.run_dirs, out)
+    figures = len(written["figures"])
+    print(f"report: {out / 'report.md'} ({len(written['tables']) // 2} tables, {figures} figures)")
+    return 0

@@ -1,0 +1,225 @@
+"""The results file every evaluation writes and ``tw-jax report`` reads: ``OUT_DIR/results.jsonl``.
+
+One JSON object per line, one measured number each::
+
+    {"method": "diff", "trained_through": "0910", "eval_month": "0910",
+     "category": "updated", "metric": "ppl", "value": 268.58}
+
+- ``method``: lower-case name; the paper's are :data:`METHODS` (others are allowed and sort last).
+- ``trained_through``: the last month pair the model was trained on (``"0910"``), or
+  :data:`BASE` (``"base"``) for a model before any update (INITIAL, or phase 0 of FUAR).
+- ``eval_month``: the month pair whose probes or corpus were scored (``"0910"``), or
+  :data:`NO_MONTH` (``"-"``) for numbers tied to no evaluation set (``train_seconds``).
+- ``category`` and ``metric``: see :data:`METRICS`, which also says which categories each metric
+  takes. Probe categories are the TemporalWiki ones plus ``changed`` (UPDATED then NEW, the final
+  paper's CHANGED, scored as one set so its per-instance average is exact) and ``new_easy`` (CKL's
+  NewLAMA-Easy); for CKL, ``unchanged``/``updated``/``new`` hold InvariantLAMA/UpdatedLAMA/NewLAMA.
+- ``value``: a finite number.
+
+A later line with the same key (method, trained_through, eval_month, category, metric) replaces
+an earlier one, so re-running an evaluation just appends. Month ids are ``MMMM`` strings and sort
+as strings (``0809 < 0910 < 1011 < 1112``), which is the benchmark's order.
+
+Lines are appended whole with one ``write`` on a file opened in append mode and flushed to disk:
+concurrent writers (several evaluation jobs) never interleave inside a line on a local or POSIX
+file system, and an interrupted write leaves at most one torn last line, which the reader reports
+with the file and line number.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tw_jax.preprocess.errors import DumpError
+
+RESULTS_FILE = "results.jsonl"
+BASE = "base"
+NO_MONTH = "-"
+
+METHODS: tuple[str, ...] = (
+    "initial", "full", "diff", "recadam", "mixreview", "lora", "kadapter", "modular",
+)
+PROBE_CATEGORIES: tuple[str, ...] = ("unchanged", "updated", "new", "deleted", "changed")
+CKL_CATEGORIES: tuple[str, ...] = ("unchanged", "updated", "new", "new_easy")
+QA_CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(PROBE_CATEGORIES + CKL_CATEGORIES))
+CORPUS_CATEGORIES: tuple[str, ...] = ("diffset", "nondiff")
+CATEGORIES: tuple[str, ...] = QA_CATEGORIES + CORPUS_CATEGORIES + ("all",)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """What a metric name means and which categories it may carry."""
+
+    description: str
+    categories: tuple[str, ...]
+    lower_is_better: bool
+
+
+# The vocabulary of metric names. Perplexities are per-instance perplexities averaged over
+# instances (TemporalWiki footnote 6); EM/F1/accuracies are percentages (0-100).
+METRICS: dict[str, MetricSpec] = {
+    "ppl": MetricSpec("zero-shot probe perplexity: GPT-2 on the probe text (every token); T5 on "
+                      "the object given 'subject relation <extra_id_0>'", QA_CATEGORIES, True),
+    "ppl_object": MetricSpec("GPT-2 perplexity of the object tokens given 'subject relation'",
+                             QA_CATEGORIES, True),
+    "ppl_cloze": MetricSpec("perplexity of the object in the cloze sentence (GPT-2: object tokens "
+                            "given the sentence before it; T5: object given the masked sentence)",
+                            QA_CATEGORIES, True),
+    "lt_ppl": MetricSpec("probe perplexity after light-tuning (TemporalWiki Table 4)",
+                         QA_CATEGORIES, True),
+    "em": MetricSpec("exact match of the decoded object with the current answer (SQuAD "
+                     "normalisation, %)", QA_CATEGORIES, False),
+    "f1": MetricSpec("token F1 of the decoded object with the current answer (%)",
+                     QA_CATEGORIES, False),
+    "em_previous": MetricSpec("exact match with the previous (outdated) answer (%)",
+                              QA_CATEGORIES, False),
+    "f1_previous": MetricSpec("token F1 with the previous (outdated) answer (%)",
+                              QA_CATEGORIES, False),
+    "lt_em": MetricSpec("exact match after light-tuning (%)", QA_CATEGORIES, False),
+    "lt_f1": MetricSpec("token F1 after light-tuning (TemporalWiki Table 6, %)",
+                        QA_CATEGORIES, False),
+    "rank_acc": MetricSpec("rank classification accuracy, summed log-likelihood (%)",
+                           QA_CATEGORIES, False),
+    "rank_acc_norm": MetricSpec("rank classification accuracy, length-normalised (%)",
+                                QA_CATEGORIES, False),
+    "propn_ppl_diffset": MetricSpec("proper-noun-token perplexity on TWiki-DiffSet blocks",
+                                    ("diffset",), True),
+    "propn_ppl_nondiff": MetricSpec("proper-noun-token perplexity on NON-TWiki-DiffSet blocks",
+                                    ("nondiff",), True),
+    "train_seconds": MetricSpec("wall-clock seconds of the update that produced the model",
+                                ("all",), True),
+}
+
+_NAME = re.compile(r"^[a-z][a-z0-9_\-]*$")
+_MONTH = re.compile(r"^[0-9]{4}$")
+FIELDS: tuple[str, ...] = ("method", "trained_through", "eval_month", "category", "metric", "value")
+
+
+@dataclass(frozen=True)
+class Result:
+    """One measured number; see the module docstring for each field."""
+
+    method: str
+    trained_through: str
+    eval_month: str
+    category: str
+    metric: str
+    value: float
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str]:
+        return (self.method, self.trained_through, self.eval_month, self.category, self.metric)
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` saying what is wrong with this result."""
+        if not isinstance(self.method, str) or not _NAME.match(self.method):
+            raise ValueError(f"method {self.method!r} is not a lower-case name")
+        if self.trained_through != BASE and not _MONTH.match(str(self.trained_through)):
+            raise ValueError(
+                f"trained_through {self.trained_through!r} is neither a MMMM month nor {BASE!r}"
+            )
+        if self.eval_month != NO_MONTH and not _MONTH.match(str(self.eval_month)):
+            raise ValueError(
+                f"eval_month {self.eval_month!r} is neither a MMMM month nor {NO_MONTH!r}"
+            )
+        spec = METRICS.get(self.metric)
+        if spec is None:
+            raise ValueError(f"unknown metric {self.metric!r} (known: {', '.join(METRICS)})")
+        if self.category not in spec.categories:
+            raise ValueError(
+                f"metric {self.metric!r} takes category {' / '.join(spec.categories)}, "
+                f"not {self.category!r}"
+            )
+        value = self.value
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
+            value
+        ):
+            raise ValueError(f"value {value!r} is not a finite number")
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, allow_nan=False)
+
+
+def results_path(out_dir: str | os.PathLike[str]) -> Path:
+    """``OUT_DIR/results.jsonl``; a path that already names a ``.jsonl`` file is kept."""
+    path = Path(out_dir)
+    return path if path.suffix == ".jsonl" else path / RESULTS_FILE
+
+
+def append_results(out_dir: str | os.PathLike[str], results: Iterable[Result]) -> Path:
+    """Validate, then append ``results`` to ``OUT_DIR/results.jsonl`` in one write; returns the
+    file. Nothing is written when any result is invalid."""
+    results = list(results)
+    for index, result in enumerate(results):
+        try:
+            result.validate()
+        except ValueError as error:
+            raise ValueError(f"result {index} ({result}): {error}") from None
+    path = results_path(out_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = "".join(r.to_json() + "\n" for r in results).encode("utf-8")
+    if not payload:
+        return path
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        written = os.write(fd, payload)
+        if written != len(payload):
+            raise OSError(f"{path}: short append ({written} of {len(payload)} bytes)")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return path
+
+
+def parse_line(line: str, path: str, number: int) -> Result:
+    """One line of a results file; :class:`DumpError` names the file and line when it is bad."""
+    where = f"line {number}"
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise DumpError(path, where, f"not JSON ({error.msg}); a torn last line?") from None
+    if not isinstance(record, Mapping):
+        raise DumpError(path, where, "not a JSON object")
+    missing = [f for f in FIELDS if f not in record]
+    extra = sorted(set(record) - set(FIELDS))
+    if missing or extra:
+        problems = ([f"missing {', '.join(missing)}"] if missing else []) + (
+            [f"unexpected {', '.join(extra)}"] if extra else []
+        )
+        raise DumpError(path, where, "; ".join(problems))
+    texts = [f for f in FIELDS[:-1] if not isinstance(record[f], str)]
+    if texts:
+        raise DumpError(path, where, f"{', '.join(texts)} must be strings")
+    result = Result(**{f: record[f] for f in FIELDS})
+    try:
+        result.validate()
+    except ValueError as error:
+        raise DumpError(path, where, str(error)) from None
+    return result
+
+
+def iter_results(path: str | os.PathLike[str]) -> Iterator[Result]:
+    """Every result of one file in order (blank lines skipped), validated."""
+    path = results_path(path)
+    if not path.exists():
+        raise DumpError(str(path), None, "no results file (evaluations write results.jsonl)")
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                yield parse_line(line, str(path), number)
+
+
+def read_results(paths: Iterable[str | os.PathLike[str]]) -> list[Result]:
+    """Results of several runs; a later line with the same key replaces an earlier one."""
+    latest: dict[tuple[str, ...], Result] = {}
+    for path in paths:
+        for result in iter_results(path):
+            latest.pop(result.key, None)
+            latest[result.key] = result
+    return list(latest.values())
