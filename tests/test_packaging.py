@@ -13,6 +13,9 @@ def _package_folders() -> set[str]:
         for init in (ROOT / top).rglob("__init__.py"):
             relative = init.parent.relative_to(ROOT / top)
             found.add(".".join([dotted, *relative.parts]))
+    # The repository's gin/ folder ships as data (no __init__.py: a top-level `gin` package in the
+    # repository would shadow gin-config), so `--gin_file=kadapter.gin` works from any folder.
+    found.add("tw_jax.gin_files")
     return found
 
 
@@ -39,5 +42,11 @@ def test_console_script_lists_the_stages(capsys):
     except SystemExit as exit_:
         assert exit_.code == 0
     out = capsys.readouterr().out
-    for command in ("diffset", "sample-world", "demo"):
+    for command in ("diffset", "sample-world", "demo", "ssm", "train", "eval", "infer", "report"):
         assert command in out
+
+
+def test_gin_files_ship_with_the_package():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert config["tool"]["setuptools"]["package-dir"]["tw_jax.gin_files"] == "gin"
+    assert (ROOT / "gin" / "kadapter.gin").exists() and not (ROOT / "gin" / "__init__.py").exists()

@@ -1,0 +1,96 @@
+"""Gin: shipped files found from any folder, later files override, clear configuration errors."""
+
+import gin
+import pytest
+
+from tw_jax.train import gin_setup
+
+SMOKE = ["kadapter.gin", "models/t5_tiny.gin", "runs/cpu_smoke.gin"]
+
+
+@pytest.fixture(autouse=True)
+def _elsewhere(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # shipped files must be found from any folder
+    yield
+    gin.clear_config()
+
+
+def test_shipped_files_layering_gives_a_tiny_kadapter_t5():
+    gin_setup.parse(SMOKE, ["MODEL_DIR='/tmp/x'"], required_macros=gin_setup.MACROS_TRAIN)
+    config = gin.query_parameter("%MODEL").scoped_configurable_fn()
+    assert (config.d_model, config.num_layers, config.freeze) == (64, 3, "encoder")
+    assert config.kadapter.num_adapters == 2
+    assert gin.query_parameter("%TRAIN_STEPS") == 12  # runs/cpu_smoke.gin overrides tpu.gin
+    assert gin.query_parameter("%MESH_SHAPE") == (-1, 1, 1)
+    assert gin.query_parameter("%MIXTURE_OR_TASK_NAME") == "twiki_diffset_0809_{objective}"
+
+
+def test_every_shipped_experiment_parses_with_every_tiny_model():
+    for experiment in ("diff", "full", "initial", "kadapter", "lora", "modular", "recadam",
+                       "mixreview", "vanilla"):
+        for model in ("t5_tiny", "gpt2_tiny", "t5_large", "gpt2_large", "t5_small"):
+            files = [f"{experiment}.gin", f"models/{model}.gin", "runs/cpu_smoke.gin"]
+            gin_setup.parse(files, ["MODEL_DIR='m'"], required_macros=gin_setup.MACROS_TRAIN)
+    for run in ("gpu", "tpu", "cpu_smoke"):
+        gin_setup.parse(["lora.gin", f"runs/{run}.gin"], ["MODEL_DIR='m'"])
+
+
+def test_search_paths_and_working_folder_take_precedence(tmp_path):
+    own = tmp_path / "mine"
+    (own / "models").mkdir(parents=True)
+    (own / "models" / "t5_tiny.gin").write_text("include 'models/t5_small.gin'\nBATCH_SIZE = 7\n")
+    assert gin_setup.resolve_gin_file("models/t5_tiny.gin", [str(own)]) == own / "models" / "t5_tiny.gin"
+    shipped = gin_setup.resolve_gin_file("models/t5_tiny.gin")
+    assert shipped == gin_setup.shipped_gin_dir() / "models" / "t5_tiny.gin"
+    gin_setup.parse(["base.gin", "models/t5_tiny.gin"], [], [str(own)])
+    assert gin.query_parameter("%BATCH_SIZE") == 7
+    assert gin.query_parameter("tw_jax.models.T5Config.d_model") == 512  # from t5_small.gin
+
+
+def test_missing_file_names_the_places_tried():
+    with pytest.raises(gin_setup.GinConfigError, match="'nope.gin' not found; looked in"):
+        gin_setup.parse(["nope.gin"])
+
+
+def test_misspelt_binding_is_named():
+    with pytest.raises(gin_setup.GinConfigError, match="doesn't have a parameter named 'trian_steps'"):
+        gin_setup.parse(SMOKE, ["tw_jax.train.train.trian_steps = 3"])
+    with pytest.raises(gin_setup.GinConfigError, match="No configurable matching 'T5Confg'"):
+        gin_setup.parse(SMOKE, ["T5Confg.d_model = 3"])
+
+
+def test_misspelt_binding_in_a_file_names_file_and_line(tmp_path):
+    bad = tmp_path / "bad.gin"
+    bad.write_text("include 'base.gin'\n\ntw_jax.models.T5Config.d_modle = 8\n")
+    with pytest.raises(gin_setup.GinConfigError, match=r"(?s)d_modle.*bad\.gin.*3"):
+        gin_setup.parse([str(bad)])
+
+
+def test_unset_required_macro_is_named():
+    with pytest.raises(gin_setup.GinConfigError, match="MODEL_DIR not set.*--gin.MODEL_DIR="):
+        gin_setup.parse(SMOKE, [], required_macros=gin_setup.MACROS_TRAIN)
+
+
+def test_unquoted_path_binding_is_a_string():
+    gin_setup.parse(SMOKE, ["MODEL_DIR=/tmp/run one", "TRAIN_STEPS=5"])
+    assert gin.query_parameter("%MODEL_DIR") == "/tmp/run one"
+    assert gin.query_parameter("%TRAIN_STEPS") == 5
+
+
+def test_cli_accepts_gin_dot_bindings():
+    from tw_jax.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["train", "--gin_file=lora.gin", "--gin.MODEL_DIR=/tmp/a", "--gin.TRAIN_STEPS", "3",
+         "--gin_bindings", "SEED=2"]
+    )
+    assert args.gin_file == ["lora.gin"]
+    assert args.gin_bindings == ["MODEL_DIR=/tmp/a", "TRAIN_STEPS=3", "SEED=2"]
+
+
+def test_cli_reports_a_config_error_and_exits_2(capsys):
+    from tw_jax.cli import main
+
+    assert main(["train", "--gin_file=lora.gin", "--gin_file=models/t5_tiny.gin"]) == 2
+    # lora.gin is the paper's run: the steps depend on the month's data, so they are required.
+    assert "gin macro(s) MODEL_DIR, TRAIN_STEPS not set" in capsys.readouterr().err

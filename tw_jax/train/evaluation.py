@@ -1,0 +1,224 @@
+"""``evaluate`` and ``infer``: a trained checkpoint on a task, in the trainer's gin style.
+
+- :func:`evaluate` scores every example of a split with teacher forcing (no dropout): token
+  loss, perplexity and accuracy over all loss tokens, plus the task's own score metrics
+  (``seqio.Task.score_metric_fns``, e.g. :func:`tw_jax.tasks.metrics.perplexity`), which get
+  each example's summed log-likelihood as its score and its loss-token count as its target
+  (reported under ``task_metrics``).
+  Results go to ``MODEL_DIR/eval/<task>.<split>.step<N>.json``.
+- :func:`infer` decodes greedily (:func:`tw_jax.models.decoding.greedy_decode`, variants
+  included) and writes one JSON object per example: index, inputs, targets and prediction text.
+
+The parameters are those of the latest checkpoint in MODEL_DIR, or of ``checkpoint_path`` (a
+step folder, a MODEL_DIR or a Hugging Face folder).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import gin
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from tw_jax.models.sharding import activate, batch_sharding, replicated
+from tw_jax.train import checkpoints, data
+from tw_jax.train.state import RunModel, build_run_model
+from tw_jax.train.steps import make_score_step
+
+
+def load_params(
+    run: RunModel, model_dir: str | os.PathLike[str] | None, checkpoint_path: str | None
+) -> tuple[Any, int | None]:
+    """``(params, step)`` from ``checkpoint_path`` or the latest checkpoint of ``model_dir``."""
+    source = checkpoint_path or model_dir
+    if source is None:
+        raise ValueError("pass model_dir or checkpoint_path")
+    step = None
+    folder = Path(source)
+    if not (folder / "config.json").is_file():
+        try:
+            step_folder = checkpoints._step_folder(folder)  # noqa: SLF001
+        except (checkpoints.CheckpointError, OSError) as error:
+            raise checkpoints.CheckpointError(f"{source}: no checkpoint to evaluate") from error
+        step = int(step_folder.name) if step_folder.name.isdigit() else None
+    fresh = jax.device_get(run.init_params(0))
+    merged, missing = checkpoints.initial_params(fresh, source)
+    if missing:
+        raise checkpoints.CheckpointError(
+            f"{source}: the checkpoint lacks {len(missing)} parameters of this model "
+            f"({', '.join(missing[:5])}...); is the gin config the one it was trained with?"
+        )
+    return run.place(merged), step
+
+
+def _padded_batches(
+    stream: Iterator[Mapping[str, np.ndarray]], batch_size: int
+) -> Iterator[tuple[dict[str, np.ndarray], int]]:
+    """Batches padded with all-zero rows to ``batch_size``; yields (batch, real rows)."""
+    for batch in stream:
+        rows = len(next(iter(batch.values())))
+        if rows < batch_size:
+            batch = {
+                k: np.concatenate([v, np.zeros((batch_size - rows, *v.shape[1:]), v.dtype)])
+                for k, v in batch.items()
+            }
+        yield batch, rows
+
+
+@gin.configurable(module="tw_jax.train")
+def evaluate(
+    *,
+    model_config: Any,
+    mixture_or_task_name: str,
+    task_feature_lengths: Mapping[str, int],
+    batch_size: int,
+    model_dir: str | os.PathLike[str],
+    checkpoint_path: str | None = None,
+    split: str = "validation",
+    max_batches: int | None = None,
+    mesh_shape: Sequence[int] = (-1, 1, 1),
+) -> dict[str, Any]:
+    """Metrics of the checkpoint on ``split`` of the task; also written under MODEL_DIR/eval."""
+    from tw_jax.io.atomic import write_json
+    from tw_jax.train.trainer import _ensure_tasks
+
+    mixture_or_task_name = data.task_name(mixture_or_task_name, model_config)
+    _ensure_tasks(mixture_or_task_name)
+    run = build_run_model(model_config, mesh_shape)
+    kind = data.model_kind(model_config)
+    with activate(run.mesh):
+        params, step = load_params(run, model_dir, checkpoint_path)
+        score = jax.jit(make_score_step(run.module), out_shardings=replicated(run.mesh))
+        stream = data.batches(
+            mixture_or_task_name, task_feature_lengths, batch_size, kind, split=split,
+            shuffle=False, num_epochs=1, drop_remainder=False,
+            decoder_start_id=getattr(model_config, "decoder_start_token_id", 0),
+        )
+        scores, counts, correct = [], [], []
+        for index, (batch, rows) in enumerate(_padded_batches(stream, batch_size)):
+            if max_batches is not None and index >= max_batches:
+                break
+            placed = {k: jax.device_put(v, batch_sharding(run.mesh, v.ndim)) for k, v in batch.items()}
+            out = jax.device_get(score(params, placed))
+            scores.extend(out["log_likelihood"][:rows].tolist())
+            counts.extend(out["tokens"][:rows].tolist())
+            correct.extend(out["correct"][:rows].tolist())
+    total = float(sum(counts))
+    if not total:
+        raise ValueError(f"{mixture_or_task_name}/{split}: no tokens to evaluate")
+    loss = -float(sum(scores)) / total
+    metrics: dict[str, Any] = {
+        "step": step,
+        "examples": len(scores),
+        "tokens": total,
+        "loss": loss,
+        "perplexity": math.exp(loss),
+        "accuracy": float(sum(correct)) / total,
+    }
+    metrics["task_metrics"] = _task_score_metrics(mixture_or_task_name, scores, counts)
+    name = f"{mixture_or_task_name}.{split}.step{step if step is not None else 'init'}.json"
+    write_json(Path(model_dir) / "eval" / name, metrics)
+    return metrics
+
+
+def _task_score_metrics(name: str, scores: list[float], counts: list[float]) -> dict[str, Any]:
+    import seqio
+
+    if name not in seqio.TaskRegistry.names():
+        return {}
+    task = seqio.get_mixture_or_task(name)
+    kept = [(s, int(n)) for s, n in zip(scores, counts, strict=True) if n > 0]
+    found: dict[str, Any] = {}
+    for metric_fn in task.score_metric_fns:
+        values = metric_fn([n for _, n in kept], [s for s, _ in kept])
+        found.update({k: float(getattr(v, "value", v)) for k, v in values.items()})
+    return found
+
+
+def _prompt_rows(
+    examples: Sequence[Mapping[str, np.ndarray]], length: int, left: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    ids = np.zeros((len(examples), length), np.int32)
+    mask = np.zeros((len(examples), length), np.int32)
+    for row, example in enumerate(examples):
+        tokens = np.asarray(example.get("inputs", np.zeros([0], np.int32)))[:length]
+        start = length - len(tokens) if left else 0
+        ids[row, start : start + len(tokens)] = tokens
+        mask[row, start : start + len(tokens)] = 1
+    return ids, mask
+
+
+@gin.configurable(module="tw_jax.train")
+def infer(
+    *,
+    model_config: Any,
+    mixture_or_task_name: str,
+    task_feature_lengths: Mapping[str, int],
+    batch_size: int,
+    model_dir: str | os.PathLike[str],
+    output_path: str | os.PathLike[str] | None = None,
+    checkpoint_path: str | None = None,
+    split: str = "validation",
+    max_new_tokens: int | None = None,
+    max_examples: int | None = None,
+    mesh_shape: Sequence[int] = (-1, 1, 1),
+) -> Path:
+    """Greedy predictions for the task's ``inputs``, as JSONL (default MODEL_DIR/infer/...)."""
+    from tw_jax.io.atomic import atomic_open
+    from tw_jax.models.decoding import greedy_decode
+    from tw_jax.train.trainer import _ensure_tasks
+
+    mixture_or_task_name = data.task_name(mixture_or_task_name, model_config)
+    _ensure_tasks(mixture_or_task_name)
+    run = build_run_model(model_config, mesh_shape)
+    vocab = data.vocabulary(mixture_or_task_name)
+    new_tokens = int(max_new_tokens or task_feature_lengths["targets"])
+    prompt_length = int(task_feature_lengths.get("inputs", 1))
+    left = not run.is_encoder_decoder  # GPT-2 continues from the last prompt position
+    dataset = data.task_dataset(
+        mixture_or_task_name, task_feature_lengths, split=split, shuffle=False, num_epochs=1
+    )
+    if max_examples is not None:
+        dataset = dataset.take(max_examples)
+    examples = list(dataset.as_numpy_iterator())
+    output = Path(output_path or Path(model_dir) / "infer" / f"{mixture_or_task_name}.{split}.jsonl")
+    with activate(run.mesh):
+        params, _ = load_params(run, model_dir, checkpoint_path)
+        with atomic_open(output, "w", encoding="utf-8") as handle:
+            for start in range(0, len(examples), batch_size):
+                chunk = examples[start : start + batch_size]
+                padded = chunk + [{}] * (batch_size - len(chunk))
+                ids, mask = _prompt_rows(padded, prompt_length, left)
+                tokens = greedy_decode(
+                    run.module, params, jnp.asarray(ids), jnp.asarray(mask),
+                    max_new_tokens=new_tokens, eos_id=vocab.eos_id, pad_id=0,
+                )
+                for offset, (example, row) in enumerate(
+                    zip(chunk, np.asarray(tokens), strict=False)
+                ):
+                    record = {
+                        "index": start + offset,
+                        "inputs": _text(vocab, example.get("inputs")),
+                        "targets": _text(vocab, example.get("targets")),
+                        "prediction": vocab.decode(_until_eos(row, vocab.eos_id)),
+                    }
+                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return output
+
+
+def _until_eos(row: np.ndarray, eos: int | None) -> list[int]:
+    tokens = [int(t) for t in row]
+    if eos is not None and eos in tokens:
+        tokens = tokens[: tokens.index(eos)]
+    return tokens
+
+
+def _text(vocab: Any, tokens: np.ndarray | None) -> str | None:
+    return None if tokens is None else vocab.decode(_until_eos(np.asarray(tokens), vocab.eos_id))

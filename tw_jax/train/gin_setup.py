@@ -1,0 +1,141 @@
+"""Gin for the trainer: configurables, where ``--gin_file`` is looked up, and clear errors.
+
+Registered configurables: the model configs and variants (``T5Config``, ``GPT2Config``,
+``LoRAConfig``, ``KAdapterConfig``, ``ModularConfig``; frozen dataclasses, so gin builds them by
+keyword), ``make_schedule``, ``make_optimizer``, ``train``, ``evaluate``, ``infer`` and
+``tw_jax.tasks.register_all``.
+
+A ``--gin_file`` is found, in this order, as given (relative to the working folder), below each
+``--gin_search_paths`` folder, and below the gin files shipped with the package (the repository's
+``gin/`` folder, installed as ``tw_jax.gin_files``), so ``--gin_file=kadapter.gin`` and
+``--gin_file=models/t5_tiny.gin`` work from any folder. ``include`` lines inside gin files use the
+same search path. Later files and bindings override earlier ones.
+
+The T5X macros a command needs (``MODEL_DIR``, ``MIXTURE_OR_TASK_NAME`` …) are checked after
+parsing: an unset one is an error naming it, as are gin's own errors for a misspelt configurable
+or parameter (which name the file and line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import gin
+
+MACROS_TRAIN = ("MODEL_DIR", "MIXTURE_OR_TASK_NAME", "TASK_FEATURE_LENGTHS", "TRAIN_STEPS",
+                "BATCH_SIZE")
+MACROS_EVAL = ("MODEL_DIR", "MIXTURE_OR_TASK_NAME", "TASK_FEATURE_LENGTHS", "BATCH_SIZE")
+
+
+class GinConfigError(ValueError):
+    """A gin file that is missing, does not parse, or leaves a needed binding unset."""
+
+
+def shipped_gin_dir() -> Path:
+    """The packaged gin files (``tw_jax.gin_files``), or the repository's ``gin/`` folder."""
+    # No __init__.py there: a top-level ``gin`` package in the repository would shadow
+    # gin-config. Installed, the folder is the namespace package tw_jax.gin_files.
+    try:
+        import tw_jax.gin_files as shipped
+
+        return Path(next(iter(shipped.__path__)))
+    except (ImportError, StopIteration):
+        return Path(__file__).resolve().parents[2] / "gin"
+
+
+_REGISTERED = False
+
+
+def register_configurables() -> None:
+    """Make the model configs, variants, schedule and optimizer known to gin (idempotent)."""
+    global _REGISTERED
+    if _REGISTERED:
+        return
+    import tw_jax.tasks  # noqa: F401  (registers tw_jax.tasks.register_all, MixReviewSchedule)
+    from tw_jax.models import GPT2Config, KAdapterConfig, LoRAConfig, ModularConfig, T5Config
+    from tw_jax.train import evaluation, optimizers, schedules, trainer  # noqa: F401
+
+    for cls in (T5Config, GPT2Config, LoRAConfig, KAdapterConfig, ModularConfig):
+        gin.external_configurable(cls, module="tw_jax.models")
+    gin.external_configurable(schedules.make_schedule, module="tw_jax.train")
+    gin.external_configurable(optimizers.make_optimizer, module="tw_jax.train")
+    _REGISTERED = True
+
+
+def search_paths(extra: Sequence[str] = ()) -> list[Path]:
+    return [Path.cwd(), *(Path(p) for p in extra), shipped_gin_dir()]
+
+
+def resolve_gin_file(name: str, extra: Sequence[str] = ()) -> Path:
+    """The gin file ``name`` (see the module docstring for the order of places tried)."""
+    candidate = Path(name)
+    if candidate.is_absolute():
+        if candidate.is_file():
+            return candidate
+        raise GinConfigError(f"gin file not found: {name}")
+    tried = [folder / name for folder in search_paths(extra)]
+    for path in tried:
+        if path.is_file():
+            return path
+    raise GinConfigError(
+        f"gin file {name!r} not found; looked in: " + ", ".join(str(p.parent) for p in tried)
+    )
+
+
+def _binding(binding: str) -> str:
+    """``KEY=VALUE``; a VALUE that is not a gin literal (an unquoted path) is taken as a string."""
+    if "=" not in binding:
+        raise GinConfigError(f"--gin binding {binding!r} is not KEY=VALUE")
+    key, value = (part.strip() for part in binding.split("=", 1))
+    try:
+        gin.config.parse_value(value)
+    except (SyntaxError, ValueError):
+        value = repr(value)
+    return f"{key} = {value}"
+
+
+def parse(
+    gin_files: Sequence[str],
+    bindings: Sequence[str] = (),
+    gin_search_paths: Sequence[str] = (),
+    required_macros: Sequence[str] = (),
+) -> None:
+    """Clear gin, then parse the files (in order) and the bindings (``KEY=VALUE``) after them."""
+    register_configurables()
+    gin.clear_config()
+    _reset_search_paths()
+    for folder in search_paths(gin_search_paths):
+        gin.add_config_file_search_path(str(folder.absolute()))
+    files = [str(resolve_gin_file(name, gin_search_paths)) for name in gin_files]
+    try:
+        gin.parse_config_files_and_bindings(
+            files, [_binding(b) for b in bindings], finalize_config=False,
+            skip_unknown=False,
+        )
+    except (ValueError, SyntaxError, OSError) as error:
+        raise GinConfigError(f"gin: {error}") from error
+    missing = [name for name in required_macros if not _macro_is_set(name)]
+    if missing:
+        raise GinConfigError(
+            f"gin macro(s) {', '.join(missing)} not set: define them in a gin file or pass "
+            + " ".join(f"--gin.{m}=..." for m in missing)
+        )
+
+
+def _macro_is_set(name: str) -> bool:
+    try:
+        value = gin.query_parameter(f"%{name}")
+    except ValueError:
+        return False
+    return value is not gin.REQUIRED
+
+
+def _reset_search_paths() -> None:
+    """Empty gin's search path list (it outlives ``clear_config``), the default ``''`` too.
+
+    With ``''`` first, gin tries ``models/x.gin`` relative to the working folder and then as a
+    Python package path, which crashes when some folder on ``sys.path`` is called ``models``
+    (a namespace package has no file). Absolute prefixes avoid that lookup.
+    """
+    del gin.config._LOCATION_PREFIXES[:]  # noqa: SLF001

@@ -1,0 +1,135 @@
+"""Training metrics to ``MODEL_DIR/metrics.jsonl``, TensorBoard event files and the console.
+
+One JSON object per logged step, with a ``step`` field; TensorBoard scalars under
+``MODEL_DIR/train/``; a tqdm bar showing the same figures. On resume the lines of steps after the
+restored checkpoint (written by the run that was interrupted) are dropped first, so the file
+reads as one uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+METRICS_FILE = "metrics.jsonl"
+TENSORBOARD_DIR = "train"
+
+
+def truncate_after(path: Path, step: int) -> None:
+    """Keep only the lines of ``path`` whose ``step`` is at most ``step`` (atomic rewrite)."""
+    from tw_jax.io.atomic import atomic_open
+
+    if not path.exists():
+        return
+    kept = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short by a kill
+        if int(record.get("step", 0)) <= step:
+            kept.append(line)
+    with atomic_open(path, "w", encoding="utf-8") as handle:
+        handle.writelines(f"{line}\n" for line in kept)
+
+
+def _finite_or_none(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else value
+    return value
+
+
+class EventWriter:
+    """TensorBoard event files written directly: a TFRecord file of ``Event`` protos.
+
+    ``tf.summary`` needs the tensorboard package for its scalar op; the protos and the TFRecord
+    framing are in TensorFlow itself, and an event file is nothing more.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        import socket
+        import time
+
+        import tensorflow as tf
+        from tensorflow.core.util import event_pb2
+
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"events.out.tfevents.{time.time():.0f}.{socket.gethostname()}.{os.getpid()}"
+        self.path = folder / name
+        self._writer = tf.io.TFRecordWriter(str(self.path))
+        self._event = event_pb2.Event
+        self._writer.write(
+            event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2").SerializeToString()
+        )
+        self._writer.flush()
+
+    def scalars(self, step: int, values: dict[str, float]) -> None:
+        import time
+
+        from tensorflow.core.framework import summary_pb2
+
+        summary = summary_pb2.Summary(
+            value=[summary_pb2.Summary.Value(tag=k, simple_value=float(v)) for k, v in values.items()]
+        )
+        event = self._event(wall_time=time.time(), step=step, summary=summary)
+        self._writer.write(event.SerializeToString())
+        self._writer.flush()
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+class MetricsLogger:
+    """Writes each logged step to JSONL and TensorBoard (process 0 only) and a progress bar."""
+
+    def __init__(
+        self,
+        model_dir: str | os.PathLike[str],
+        *,
+        total_steps: int,
+        start_step: int,
+        enabled: bool = True,
+        progress: bool = True,
+    ) -> None:
+        self.enabled = enabled
+        self.path = Path(model_dir) / METRICS_FILE
+        self._writer = None
+        self._bar = None
+        if not enabled:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        truncate_after(self.path, start_step)
+        self._writer = EventWriter(Path(model_dir) / TENSORBOARD_DIR)
+        if progress:
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=total_steps, initial=start_step, desc="train", unit="step")
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        if not self.enabled:
+            return
+        record = {"step": int(step), **{k: _finite_or_none(v) for k, v in metrics.items()}}
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+        self._writer.scalars(int(step), {k: v for k, v in metrics.items() if v is not None})
+
+    def advance(self, step: int, metrics: dict[str, float] | None = None) -> None:
+        """Move the progress bar to ``step``; show ``metrics`` beside it."""
+        if self._bar is None:
+            return
+        self._bar.update(step - self._bar.n)
+        if metrics:
+            shown = {k: metrics[k] for k in ("loss", "accuracy", "learning_rate", "tokens_per_second")
+                     if metrics.get(k) is not None}
+            self._bar.set_postfix({k: f"{v:.4g}" for k, v in shown.items()}, refresh=False)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        if self._writer is not None:
+            self._writer.close()

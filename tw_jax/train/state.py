@@ -1,0 +1,126 @@
+"""Model, mesh and sharded parameters of a run: what training, evaluation and inference share.
+
+Parameters are created boxed with logical axis names; the boxed abstract tree (``jax.eval_shape``)
+gives each parameter's ``NamedSharding`` through the rules table, and the optimizer sees the
+unboxed arrays. Optimizer-state shardings follow the parameters: a state leaf whose path ends
+with a parameter's path and has that parameter's shape (Adam's moments, RecAdam's anchor,
+accumulators, unfactored second moments) is sharded like it; anything else (step counts,
+Adafactor's factored row/column statistics, 2-D views) is small and replicated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from tw_jax.models import build_model
+from tw_jax.models.sharding import make_mesh, mesh_shardings, replicated
+from tw_jax.models.variants import path_names
+
+log = logging.getLogger(__name__)
+
+DISTRIBUTED_ENV = "TW_JAX_DISTRIBUTED"
+
+
+def maybe_initialize_distributed() -> bool:
+    """``jax.distributed.initialize()`` when the environment says this is a multi-host job.
+
+    That is ``JAX_COORDINATOR_ADDRESS`` set (with ``JAX_NUM_PROCESSES``/``JAX_PROCESS_ID``, or a
+    cluster jax detects by itself) or ``TW_JAX_DISTRIBUTED=1`` (TPU pods, SLURM: jax finds the
+    rest). Returns whether it initialised.
+    """
+    wanted = os.environ.get("JAX_COORDINATOR_ADDRESS") or os.environ.get(DISTRIBUTED_ENV, "") in (
+        "1", "true", "yes",
+    )
+    if not wanted:
+        return False
+    try:
+        jax.distributed.initialize()
+    except RuntimeError as error:  # already initialised by the caller
+        if "already" not in str(error).lower():
+            raise
+        return False
+    log.info("jax.distributed: process %d of %d", jax.process_index(), jax.process_count())
+    return True
+
+
+@dataclasses.dataclass
+class RunModel:
+    """A model with its mesh and the shardings of its parameters."""
+
+    config: Any
+    module: nn.Module
+    mesh: jax.sharding.Mesh
+    param_shardings: Any
+    abstract_params: Any  # unboxed ShapeDtypeStructs with shardings
+
+    @property
+    def is_encoder_decoder(self) -> bool:
+        return self.config.model_type == "t5"
+
+    def dummy_inputs(self) -> tuple[jax.Array, ...]:
+        dummy = jnp.zeros((1, 8), jnp.int32)
+        return (dummy, dummy) if self.is_encoder_decoder else (dummy,)
+
+    def init_params(self, seed: int) -> Any:
+        """Fresh parameters, created directly in their shardings."""
+        from tw_jax.models.sharding import activate
+
+        def init(rng: jax.Array) -> Any:
+            return nn.unbox(self.module.init(rng, *self.dummy_inputs())["params"])
+
+        with activate(self.mesh):
+            return jax.jit(init, out_shardings=self.param_shardings)(jax.random.key(seed))
+
+    def place(self, params: Any) -> Any:
+        """Host or device parameters moved into the run's shardings, in the param dtype."""
+        return jax.tree.map(
+            lambda x, a: jax.device_put(jnp.asarray(x, a.dtype), a.sharding),
+            params, self.abstract_params,
+        )
+
+
+def build_run_model(config: Any, mesh_shape: Sequence[int] = (-1, 1, 1)) -> RunModel:
+    """Model, ``(data, fsdp, model)`` mesh and parameter shardings for ``config``."""
+    from tw_jax.models import abstract_variables
+
+    mesh = make_mesh(tuple(mesh_shape))
+    module = build_model(config)
+    boxed = abstract_variables(config)["params"]
+    shardings = mesh_shardings(boxed, mesh)
+    abstract = jax.tree.map(
+        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), nn.unbox(boxed), shardings
+    )
+    return RunModel(config, module, mesh, shardings, abstract)
+
+
+def opt_state_shardings(abstract_state: Any, run: RunModel) -> Any:
+    """Shardings of an optimizer state: like the parameter it mirrors, else replicated."""
+    by_path: dict[tuple[str, ...], Any] = {}
+    for path, leaf in jax.tree_util.tree_flatten_with_path(run.abstract_params)[0]:
+        by_path[path_names(path)] = leaf
+    longest = max((len(p) for p in by_path), default=0)
+    whole = replicated(run.mesh)
+
+    def choose(path: Any, leaf: Any) -> Any:
+        names = path_names(path)
+        for size in range(min(longest, len(names)), 0, -1):
+            param = by_path.get(names[-size:])
+            if param is not None:
+                return param.sharding if tuple(param.shape) == tuple(leaf.shape) else whole
+        return whole
+
+    return jax.tree_util.tree_map_with_path(choose, abstract_state)
+
+
+def with_shardings(abstract: Any, shardings: Any) -> Any:
+    return jax.tree.map(
+        lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), abstract, shardings
+    )

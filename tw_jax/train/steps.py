@@ -1,0 +1,107 @@
+"""The jitted pieces of training and evaluation: loss, one train step, one scoring step.
+
+The loss is token-level cross-entropy averaged over ``decoder_loss_weights`` (see
+:mod:`tw_jax.train.data`). Frozen parameters enter the forward pass through
+``jax.lax.stop_gradient``, so XLA drops their weight gradients (the optimizer would zero them
+anyway; here the backward pass does not compute them). The dropout key of step ``s`` is
+``fold_in(key(seed), s)``: a pure function of the seed and the step, so a resumed run draws the
+same dropout masks as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import optax
+
+Batch = dict[str, jax.Array]
+
+
+def forward(
+    module: nn.Module, params: Any, batch: Batch, *, deterministic: bool, rng: jax.Array | None
+) -> jax.Array:
+    """Float32 logits ``(batch, length, vocab)`` of the decoder positions."""
+    rngs = None if deterministic else {"dropout": rng}
+    if module.config.model_type == "t5":
+        return module.apply(
+            {"params": params},
+            batch["encoder_input_tokens"],
+            batch["decoder_input_tokens"],
+            attention_mask=batch["encoder_mask"],
+            decoder_attention_mask=batch["decoder_mask"],
+            deterministic=deterministic,
+            rngs=rngs,
+        )
+    return module.apply(
+        {"params": params},
+        batch["decoder_input_tokens"],
+        attention_mask=batch["decoder_mask"],
+        deterministic=deterministic,
+        rngs=rngs,
+    )
+
+
+def token_losses(logits: jax.Array, batch: Batch) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(cross-entropy, correct, weights)`` per position, weights float32."""
+    targets = batch["decoder_target_tokens"]
+    weights = batch["decoder_loss_weights"].astype(jnp.float32)
+    losses = optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), targets)
+    correct = (jnp.argmax(logits, axis=-1) == targets).astype(jnp.float32)
+    return losses * weights, correct * weights, weights
+
+
+def make_train_step(
+    module: nn.Module, tx: optax.GradientTransformation, trainable: Any, seed: int
+) -> Callable[..., tuple[Any, Any, dict[str, jax.Array]]]:
+    """``step_fn(params, opt_state, step, batch) -> (params, opt_state, metrics)`` (not jitted).
+
+    ``trainable`` is a tree of booleans like the params. Metrics: loss, accuracy, tokens (loss
+    tokens), real_tokens (all unmasked input and target tokens), grad_norm (of the trainable
+    gradient, before clipping).
+    """
+    base_key = jax.random.key(seed)
+
+    def step_fn(params: Any, opt_state: Any, step: jax.Array, batch: Batch) -> tuple:
+        rng = jax.random.fold_in(base_key, step)
+
+        def loss_fn(p: Any) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
+            p = jax.tree.map(lambda x, t: x if t else jax.lax.stop_gradient(x), p, trainable)
+            logits = forward(module, p, batch, deterministic=False, rng=rng)
+            losses, correct, weights = token_losses(logits, batch)
+            count = jnp.maximum(jnp.sum(weights), 1.0)
+            return jnp.sum(losses) / count, (jnp.sum(correct) / count, jnp.sum(weights))
+
+        (loss, (accuracy, tokens)), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+        real = jnp.sum(batch["decoder_mask"]) + jnp.sum(batch.get("encoder_mask", 0))
+        metrics = {
+            "loss": loss,
+            "accuracy": accuracy,
+            "tokens": tokens,
+            "real_tokens": real.astype(jnp.float32),
+            "grad_norm": optax.global_norm(grads),
+        }
+        return params, opt_state, metrics
+
+    return step_fn
+
+
+def make_score_step(module: nn.Module) -> Callable[[Any, Batch], dict[str, jax.Array]]:
+    """``score_fn(params, batch)``: per-example summed log-likelihood, loss tokens and correct
+    tokens, deterministic (no dropout)."""
+
+    def score_fn(params: Any, batch: Batch) -> dict[str, jax.Array]:
+        logits = forward(module, params, batch, deterministic=True, rng=None)
+        losses, correct, weights = token_losses(logits, batch)
+        return {
+            "log_likelihood": -jnp.sum(losses, axis=-1),
+            "tokens": jnp.sum(weights, axis=-1),
+            "correct": jnp.sum(correct, axis=-1),
+        }
+
+    return score_fn

@@ -1,0 +1,328 @@
+"""The trainer: ``train(...)``, a gin-configurable function with T5X's arguments.
+
+A run is its arguments: model config (with its variant and freeze fields: the method), the
+seqio task or mixture, feature lengths, steps, batch size, optimizer and schedule (gin-configured
+``make_optimizer`` / ``make_schedule``), mesh shape, checkpoint and log periods, seed, initial
+checkpoint and MODEL_DIR. One jitted ``train_step(params, opt_state, step, batch)`` with in/out
+shardings from the logical rules runs on one CPU device, a forced-host 8-device mesh or a pod.
+
+Steps. ``train_steps`` counts train steps, one batch each. With ``accumulate_steps = k`` the
+optimizer applies an update every ``k`` steps (``optax.MultiSteps``), so schedules get
+``train_steps // k`` updates. Checkpoints are taken every ``checkpoint_period`` steps and at the
+end; a step's checkpoint holds the state after that many steps.
+
+Resume. If MODEL_DIR has a checkpoint, training continues from the latest one: parameters,
+optimizer state (RecAdam's anchor included), the step (hence the dropout key,
+``fold_in(seed, step)``) and the data position (the deterministic stream skips the batches
+already consumed). On CPU a run killed at any point and restarted ends bitwise equal to one that
+was never interrupted (tests/train/test_resume.py kills one with SIGKILL).
+
+Divergence. A NaN or infinite loss stops training with :class:`TrainingDivergedError` before
+anything else is saved; pending asynchronous saves are completed first, so the last good
+checkpoint stays intact and is named in the message.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import gin
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from tw_jax.models.sharding import activate, batch_sharding, replicated
+from tw_jax.models.variants import TRAINABLE, count_params, param_labels
+from tw_jax.train import checkpoints, data
+from tw_jax.train.metrics_log import MetricsLogger
+from tw_jax.train.optimizers import make_optimizer
+from tw_jax.train.schedules import make_schedule
+from tw_jax.train.state import (
+    RunModel,
+    build_run_model,
+    maybe_initialize_distributed,
+    opt_state_shardings,
+    with_shardings,
+)
+from tw_jax.train.steps import make_train_step
+
+log = logging.getLogger(__name__)
+
+# Peak dense bf16 FLOP/s per device, by a substring of ``device_kind`` (for the MFU estimate).
+PEAK_FLOPS: tuple[tuple[str, float], ...] = (
+    ("TPU v6", 918e12),
+    ("TPU v5p", 459e12),
+    ("TPU v5", 197e12),  # v5e / "v5 lite"
+    ("TPU v4", 275e12),
+    ("TPU v3", 123e12),
+    ("H200", 989e12),
+    ("H100", 989e12),
+    ("A100", 312e12),
+)
+
+
+class TrainingDivergedError(RuntimeError):
+    """The loss became NaN or infinite; training stopped without saving the bad state."""
+
+
+def peak_flops_per_device(device: jax.Device) -> float | None:
+    kind = getattr(device, "device_kind", "")
+    return next((peak for name, peak in PEAK_FLOPS if name.lower() in kind.lower()), None)
+
+
+def flops_per_step(config: Any, batch_size: int, lengths: Mapping[str, int]) -> float:
+    """Model FLOPs of one train step (matmuls only): ``(4·N + 2·N_trainable)`` per token.
+
+    Forward 2N, backward through activations 2N, weight gradients 2N of the trainable part only
+    (frozen weights get none). An encoder-decoder's tokens each pass through about half its
+    parameters (the encoder's or the decoder's), so its token count is halved.
+    """
+    counts = count_params(config)
+    tokens = batch_size * sum(data.model_lengths(data.model_kind(config), lengths).values())
+    if data.model_kind(config) == data.ENCDEC:
+        tokens /= 2
+    return float(tokens * (4 * counts.total + 2 * counts.trainable))
+
+
+def _global_batch(batch: Mapping[str, np.ndarray], sharding_of: Callable[[int], Any]) -> dict:
+    return {
+        key: jax.make_array_from_process_local_data(sharding_of(value.ndim), value)
+        for key, value in batch.items()
+    }
+
+
+def write_gin_config(model_dir: Path, name: str) -> None:
+    """The gin config (all bindings, or the operative ones) next to the checkpoints."""
+    from tw_jax.io.atomic import atomic_open
+
+    text = gin.operative_config_str() if name == "operative_config.gin" else gin.config_str()
+    if text.strip() and jax.process_index() == 0:
+        with atomic_open(model_dir / name, "w", encoding="utf-8") as handle:
+            handle.write(text)
+
+
+@gin.configurable(module="tw_jax.train")
+def train(
+    *,
+    model_config: Any,
+    mixture_or_task_name: str,
+    task_feature_lengths: Mapping[str, int],
+    train_steps: int,
+    batch_size: int,
+    model_dir: str | os.PathLike[str],
+    optimizer_fn: Callable[..., optax.GradientTransformation] = make_optimizer,
+    schedule_fn: Callable[..., optax.Schedule] | None = None,
+    accumulate_steps: int = 1,
+    mesh_shape: Sequence[int] = (-1, 1, 1),
+    checkpoint_period: int = 1000,
+    keep_checkpoints: int | None = 3,
+    async_checkpoints: bool = True,
+    log_period: int = 10,
+    seed: int = 0,
+    initial_checkpoint_path: str | None = None,
+    peak_flops: float | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Train ``model_config`` on ``mixture_or_task_name``; returns a summary of the run.
+
+    ``optimizer_fn(schedule, labels=..., accumulate_steps=...)`` is typically the gin-configured
+    ``make_optimizer`` (name, clipping, RecAdam options); ``schedule_fn(total_steps=...)`` the
+    configured ``make_schedule`` (default: constant 1e-3). ``batch_size`` is global; each host
+    reads ``batch_size / process_count`` examples of its own shard. ``peak_flops`` (per device)
+    overrides the table used for the MFU figure; None on CPU leaves MFU out.
+
+    Returns ``{"step", "start_step", "resumed", "params", "last_metrics", "fresh_parameters"}``.
+    """
+    maybe_initialize_distributed()
+    _check_arguments(train_steps, batch_size, accumulate_steps, checkpoint_period, log_period)
+    model_dir = Path(model_dir)
+    model_dir.mkdir(parents=True, exist_ok=True)
+    write_gin_config(model_dir, "config.gin")
+    mixture_or_task_name = data.task_name(mixture_or_task_name, model_config)
+    _ensure_tasks(mixture_or_task_name)
+
+    run = build_run_model(model_config, mesh_shape)
+    kind = data.model_kind(model_config)
+    _check_vocabulary(model_config, mixture_or_task_name)
+    hosts, host = jax.process_count(), jax.process_index()
+    if batch_size % hosts or batch_size % _batch_ways(run):
+        raise ValueError(
+            f"batch_size={batch_size} must divide over {hosts} hosts and the mesh's "
+            f"{_batch_ways(run)} data x fsdp shards"
+        )
+
+    labels = param_labels(model_config, run.abstract_params)
+    trainable = jax.tree.map(lambda label: label == TRAINABLE, labels)
+    updates = max(train_steps // accumulate_steps, 1)
+    schedule = (schedule_fn or (lambda total_steps: make_schedule("constant", 1e-3, total_steps)))(
+        total_steps=updates
+    )
+    frozen_any = not all(jax.tree.leaves(trainable))
+    tx = optimizer_fn(
+        schedule=schedule, labels=labels if frozen_any else None, accumulate_steps=accumulate_steps
+    )
+    abstract_opt = jax.eval_shape(tx.init, run.abstract_params)
+    opt_shardings = opt_state_shardings(abstract_opt, run)
+
+    flops = flops_per_step(model_config, batch_size, task_feature_lengths)  # outside the mesh
+    mngr = checkpoints.manager(model_dir, keep=keep_checkpoints, asynchronous=async_checkpoints)
+    latest = mngr.latest_step()
+    fresh: list[str] = []
+    with activate(run.mesh):
+        if latest is not None:
+            params, opt_state, meta = checkpoints.restore(
+                mngr, latest, run.abstract_params, with_shardings(abstract_opt, opt_shardings)
+            )
+            start_step = int(meta["step"])
+            if int(meta.get("seed", seed)) != seed:
+                raise ValueError(
+                    f"{model_dir}: the checkpoint of step {start_step} was trained with seed "
+                    f"{meta['seed']}, this run has seed {seed}; resume needs the same seed"
+                )
+            log.info("resuming from %s at step %d", model_dir / checkpoints.CHECKPOINTS, start_step)
+        else:
+            start_step = 0
+            params = run.init_params(seed)
+            if initial_checkpoint_path:
+                host_params = jax.device_get(params)
+                merged, fresh = checkpoints.initial_params(host_params, initial_checkpoint_path)
+                params = run.place(merged)
+            opt_state = jax.jit(tx.init, out_shardings=opt_shardings)(params)
+
+        step_fn = make_train_step(run.module, tx, trainable, seed)
+        shard_of = lambda ndim: batch_sharding(run.mesh, ndim)  # noqa: E731
+        batch_spec = {k: shard_of(2) for k in _feature_names(kind)}
+        jitted = jax.jit(
+            step_fn,
+            in_shardings=(run.param_shardings, opt_shardings, replicated(run.mesh), batch_spec),
+            out_shardings=(run.param_shardings, opt_shardings, replicated(run.mesh)),
+            donate_argnums=(0, 1),
+        )
+        stream = data.batches(
+            mixture_or_task_name, task_feature_lengths, batch_size // hosts, kind, seed=seed,
+            start_batch=start_step, shard_index=host, num_shards=hosts,
+            decoder_start_id=getattr(model_config, "decoder_start_token_id", 0),
+        )
+        logger = MetricsLogger(
+            model_dir, total_steps=train_steps, start_step=start_step, enabled=host == 0,
+            progress=progress,
+        )
+        peak = peak_flops if peak_flops is not None else peak_flops_per_device(jax.devices()[0])
+        last_saved = latest
+        metrics: dict[str, float] = {}
+        try:
+            for step in range(start_step, train_steps):
+                started = time.perf_counter()
+                batch = _global_batch(next(stream), shard_of)
+                params, opt_state, out = jitted(params, opt_state, jnp.int32(step), batch)
+                loss = float(out["loss"])
+                elapsed = time.perf_counter() - started
+                if not math.isfinite(loss):
+                    mngr.wait_until_finished()
+                    where = (
+                        f"the last good checkpoint is step {last_saved} in "
+                        f"{model_dir / checkpoints.CHECKPOINTS}" if last_saved is not None
+                        else "no checkpoint was saved"
+                    )
+                    raise TrainingDivergedError(
+                        f"loss is {loss} at step {step + 1}; training stopped, {where}"
+                    )
+                done = step + 1
+                if step == start_step:
+                    write_gin_config(model_dir, "operative_config.gin")
+                if done % log_period == 0 or done == train_steps or step == start_step:
+                    metrics = _host_metrics(out, elapsed, schedule, step, accumulate_steps, flops,
+                                            peak)
+                    logger.log(done, metrics)
+                logger.advance(done, metrics)
+                if done % checkpoint_period == 0 or done == train_steps:
+                    meta = {"step": done, "batches_consumed": done, "seed": seed}
+                    checkpoints.save(mngr, done, params, opt_state, meta)
+                    last_saved = done
+            mngr.wait_until_finished()
+        finally:
+            logger.close()
+            mngr.close()
+    return {
+        "step": max(train_steps, start_step),
+        "start_step": start_step,
+        "resumed": latest is not None,
+        "params": params,
+        "last_metrics": metrics,
+        "fresh_parameters": fresh,
+    }
+
+
+def _host_metrics(
+    out: Mapping[str, jax.Array], elapsed: float, schedule: optax.Schedule, step: int,
+    accumulate_steps: int, flops: float, peak: float | None,
+) -> dict[str, float]:
+    values = {k: float(v) for k, v in jax.device_get(dict(out)).items()}
+    elapsed = max(elapsed, 1e-9)
+    metrics = {
+        "loss": values["loss"],
+        "accuracy": values["accuracy"],
+        "learning_rate": float(schedule(step // accumulate_steps)),
+        "grad_norm": values["grad_norm"],
+        "loss_tokens": values["tokens"],
+        "tokens_per_second": values["real_tokens"] / elapsed,
+        "step_time": elapsed,
+    }
+    if peak:
+        metrics["mfu"] = flops / elapsed / (peak * jax.device_count())
+    return metrics
+
+
+def _feature_names(kind: str) -> tuple[str, ...]:
+    extra = data.ENCODER_FEATURES if kind == data.ENCDEC else ()
+    return (*data.MODEL_FEATURES, *extra)
+
+
+def _batch_ways(run: RunModel) -> int:
+    return int(run.mesh.shape["data"] * run.mesh.shape["fsdp"])
+
+
+def _check_arguments(
+    train_steps: int, batch_size: int, accumulate_steps: int, checkpoint_period: int,
+    log_period: int,
+) -> None:
+    for name, value in (
+        ("train_steps", train_steps), ("batch_size", batch_size),
+        ("accumulate_steps", accumulate_steps), ("checkpoint_period", checkpoint_period),
+        ("log_period", log_period),
+    ):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _ensure_tasks(name: str) -> None:
+    """Register the data folder's tasks (``tw_jax.tasks.register_all``, gin- or env-configured)
+    unless ``name`` is registered already (tests and tools may register their own)."""
+    import seqio
+
+    if name in seqio.TaskRegistry.names() or name in seqio.MixtureRegistry.names():
+        return
+    import tw_jax.tasks
+
+    tw_jax.tasks.register_all()
+    if name not in seqio.TaskRegistry.names() and name not in seqio.MixtureRegistry.names():
+        raise ValueError(
+            f"no seqio task or mixture named {name!r}; set the data folder "
+            f"(tw_jax.tasks.register_all.data_dir or $TW_JAX_DATA_DIR) and check the name"
+        )
+
+
+def _check_vocabulary(config: Any, name: str) -> None:
+    size = data.vocabulary(name).vocab_size
+    if size > config.vocab_size:
+        raise ValueError(
+            f"task {name!r} has a vocabulary of {size} ids but the model's vocab_size is "
+            f"{config.vocab_size}"
+        )
