@@ -18,6 +18,7 @@ or parameter (which name the file and line).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -108,6 +109,8 @@ def parse(
     for folder in search_paths(gin_search_paths):
         gin.add_config_file_search_path(str(folder.absolute()))
     files = [str(resolve_gin_file(name, gin_search_paths)) for name in gin_files]
+    quiet = _QuietIncludeLookups()
+    logging.getLogger().addFilter(quiet)
     try:
         gin.parse_config_files_and_bindings(
             files, [_binding(b) for b in bindings], finalize_config=False,
@@ -115,12 +118,23 @@ def parse(
         )
     except (ValueError, SyntaxError, OSError) as error:
         raise GinConfigError(f"gin: {error}") from error
+    finally:
+        logging.getLogger().removeFilter(quiet)
     missing = [name for name in required_macros if not _macro_is_set(name)]
     if missing:
         raise GinConfigError(
             f"gin macro(s) {', '.join(missing)} not set: define them in a gin file or pass "
             + " ".join(f"--gin.{m}=..." for m in missing)
         )
+
+
+class _QuietIncludeLookups(logging.Filter):
+    """Drops gin's per-prefix include probes ("ERROR Path not found: /cwd/models/x.gin"): gin
+    tries every search path in turn and logs each miss as an error, though one of them matches.
+    A file found nowhere still fails, with gin's own exception."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.pathname.replace("\\", "/").endswith("gin/resource_reader.py")
 
 
 def _macro_is_set(name: str) -> bool:
