@@ -21,6 +21,7 @@ _STAGES: tuple[str, ...] = (
     "tw_jax.preprocess.probes.cli",
     "tw_jax.preprocess.ssm.cli",
     "tw_jax.evaluate.report_cli",
+    "tw_jax.evaluate.lifelong_cli",
     "tw_jax.train.cli",
     "tw_jax.demo",
 )

@@ -63,3 +63,31 @@ def test_smoke_run(model, method, tmp_path, data_bindings):
     assert [m["step"] for m in read_metrics(model_dir)] == list(range(1, 9))
     assert sorted(int(p.name) for p in (model_dir / "checkpoints").iterdir()) == [6, 8]
     assert (model_dir / "operative_config.gin").read_text().count("TRAIN_STEPS = 8") == 1
+
+
+def test_lora_starts_from_a_hugging_face_folder(tmp_path, data_bindings):
+    """INITIAL_CHECKPOINT_PATH may be a Hugging Face folder: base weights load, LoRA starts fresh."""
+    import jax.numpy as jnp
+
+    from tw_jax.models import GPT2, GPT2Config
+    from tw_jax.models.hf_io import save_gpt2
+
+    base = GPT2Config(vocab_size=50257, n_positions=256, n_embd=64, n_layer=3, n_head=4)
+    variables = jax.jit(GPT2(base).init)(jax.random.key(7), jnp.zeros((1, 8), jnp.int32))
+    hf_params = jax.device_get(jax.tree.map(np.asarray, variables["params"]))
+    hf_params = jax.tree.map(np.asarray, __import__("flax").linen.unbox(hf_params))
+    save_gpt2(tmp_path / "hf", base, hf_params)
+
+    bindings = [*data_bindings, f"INITIAL_CHECKPOINT_PATH='{tmp_path / 'hf'}'"]
+    _, run = _train("gpt2_tiny", "lora", tmp_path / "run", bindings, steps=4)
+    expected_fresh = {f"h_{i}/attn/{p}/lora_{m}" for i in range(3) for p in ("query", "value")
+                      for m in "ab"}
+    assert set(run["fresh_parameters"]) == expected_fresh
+    trained = jax.device_get(run["params"])
+    for i in range(3):  # frozen base weights are exactly the Hugging Face ones
+        for name in ("query", "value", "out"):
+            np.testing.assert_array_equal(
+                trained[f"h_{i}"]["attn"][name]["kernel"], hf_params[f"h_{i}"]["attn"][name]["kernel"]
+            )
+        assert np.any(trained[f"h_{i}"]["attn"]["value"]["lora_b"])  # LoRA trained
+    np.testing.assert_array_equal(trained["wte"]["embedding"], hf_params["wte"]["embedding"])

@@ -1,0 +1,248 @@
+"""``tw-jax lifelong`` on the demo data with the tiny GPT-2: two months of DIFF, a rerun that
+does nothing, and ``--eval-matrix`` completing the temporal-misalignment matrix."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from tw_jax.evaluate import lifelong_cli
+from tw_jax.evaluate.lifelong import (
+    LifelongError,
+    LifelongOptions,
+    check_months,
+    default_initial_gin_files,
+    method_name,
+    run_lifelong,
+    training_task,
+)
+
+MONTHS = ("0809", "0910")
+MAX_PROBES = 16
+
+
+def test_months_must_form_a_chain():
+    assert check_months(["0809", " 0910", "1011", ""]) == ["0809", "0910", "1011"]
+    with pytest.raises(LifelongError, match="0809 then 1011"):
+        check_months(["0809", "1011"])
+    with pytest.raises(LifelongError, match="'809'"):
+        check_months(["809"])
+    with pytest.raises(LifelongError, match="no months"):
+        check_months([])
+
+
+def test_method_and_its_training_data():
+    assert method_name(["kadapter.gin", "models/t5_tiny.gin"]) == "kadapter"
+    assert method_name(["/x/y/full.gin"]) == "full"
+    assert method_name(["mine.gin"], method="lora") == "lora"
+    with pytest.raises(LifelongError, match="--method"):
+        method_name(["My Run.gin"])
+    assert training_task("kadapter", "0910") == "twiki_diffset_0910_{objective}"
+    assert training_task("full", "0910") == "twiki_full_10_{objective}"
+    assert training_task("mixreview", "1011") == "twiki_mixreview_1011_{objective}"
+    assert training_task("mine", "0809", train_on="full") == "twiki_full_09_{objective}"
+    with pytest.raises(LifelongError, match="--train-on"):
+        training_task("mine", "0809")
+    assert default_initial_gin_files(["lora.gin", "models/gpt2_tiny.gin"]) == [
+        "initial.gin", "models/gpt2_tiny.gin",
+    ]
+
+
+def _cli(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="tw-jax")
+    lifelong_cli.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def _argv(data: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        "lifelong", "--gin_file=diff.gin", "--gin_file=models/gpt2_tiny.gin",
+        "--gin_file=runs/cpu_smoke.gin", "--gin.TRAIN_STEPS=2", "--gin.BATCH_SIZE=2",
+        "--gin.SCHEDULE=constant", "--gin.tw_jax.train.train.progress=False",
+        "--months", ",".join(MONTHS), "--data", str(data), "--out", str(out),
+        "--max-probes", str(MAX_PROBES), "--eval-batch-size", "16", *extra,
+    ]
+
+
+def _probe_counts(data: Path, month: str) -> dict[str, int]:
+    counts = {}
+    for category in ("unchanged", "updated", "new", "deleted"):
+        with open(data / month / "probes" / f"{category}.csv", encoding="utf-8", newline="") as f:
+            counts[category] = min(len(list(csv.DictReader(f))), MAX_PROBES)
+    return counts
+
+
+def _gin_text(path: Path) -> str:
+    """A written gin config with its continuation lines joined (gin wraps long values)."""
+    text = path.read_text(encoding="utf-8").replace("\\\n", " ")
+    return "\n".join(" ".join(line.split()) for line in text.splitlines())
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def compile_cache(tmp_path_factory):
+    """A persistent XLA cache, so INITIAL and the two updates (one graph) compile once."""
+    import jax
+
+    keys = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
+            "jax_persistent_cache_min_entry_size_bytes")
+    before = {k: getattr(jax.config, k) for k in keys}
+    jax.config.update(keys[0], str(tmp_path_factory.mktemp("lifelong_xla")))
+    jax.config.update(keys[1], 0.0)
+    jax.config.update(keys[2], 0)
+    yield
+    for key, value in before.items():
+        jax.config.update(key, value)
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory, compile_cache) -> dict:
+    from tw_jax.demo import run_demo
+
+    root = tmp_path_factory.mktemp("lifelong")
+    data = Path(run_demo(root / "demo")["data"])
+    out = root / "out"
+    assert _cli(_argv(data, out)) == 0
+    results = out / "results.jsonl"
+    return {"data": data, "out": out, "text": results.read_text(encoding="utf-8")}
+
+
+def test_first_run_writes_every_expected_result(first_run):
+    data, out = first_run["data"], first_run["out"]
+    lines = [json.loads(line) for line in first_run["text"].splitlines()]
+    assert all(set(line) == {"method", "trained_through", "eval_month", "category", "metric",
+                             "value"} for line in lines)
+    counts = {m: _probe_counts(data, m) for m in MONTHS}
+    assert counts["0809"]["deleted"] == 0 and counts["0910"]["deleted"] > 0  # demo data
+
+    def probe_keys(method, trained, month):
+        cats = {c for c, n in counts[month].items() if n} | {"changed"}
+        return {(method, trained, month, c, "ppl") for c in cats}
+
+    expected = (probe_keys("initial", "base", "0809") | probe_keys("initial", "base", "0910")
+                | probe_keys("diff", "0809", "0809") | probe_keys("diff", "0910", "0910"))
+    expected |= {(m, t, "-", "all", "train_seconds")
+                 for m, t in (("initial", "base"), ("diff", "0809"), ("diff", "0910"))}
+    keys = [tuple(line[f] for f in ("method", "trained_through", "eval_month", "category",
+                                    "metric")) for line in lines]
+    assert len(keys) == len(expected) == 21
+    assert set(keys) == expected
+    assert all(line["value"] > 0 for line in lines)
+
+    # changed pools UPDATED and NEW instances: its mean is their count-weighted mean
+    value = {k: line["value"] for k, line in zip(keys, lines, strict=True)}
+    for trained, month in (("0809", "0809"), ("0910", "0910")):
+        up, new = counts[month]["updated"], counts[month]["new"]
+        pooled = (up * value[("diff", trained, month, "updated", "ppl")]
+                  + new * value[("diff", trained, month, "new", "ppl")]) / (up + new)
+        assert value[("diff", trained, month, "changed", "ppl")] == pytest.approx(pooled,
+                                                                                   rel=1e-12)
+    # each update changed the model: its scores differ from INITIAL's
+    assert value[("diff", "0809", "0809", "unchanged", "ppl")] != value[
+        ("initial", "base", "0809", "unchanged", "ppl")]
+
+    # the chain: INITIAL on the 08 snapshot, 0809 from INITIAL, 0910 from 0809
+    checkpoints = out / "checkpoints"
+    initial_gin = _gin_text(checkpoints / "initial" / "08" / "config.gin")
+    assert "MIXTURE_OR_TASK_NAME = 'twiki_full_08_{objective}'" in initial_gin
+    gin_0809 = _gin_text(checkpoints / "diff" / "0809" / "config.gin")
+    gin_0910 = _gin_text(checkpoints / "diff" / "0910" / "config.gin")
+    assert f"INITIAL_CHECKPOINT_PATH = '{checkpoints / 'initial' / '08'}'" in gin_0809
+    assert "MIXTURE_OR_TASK_NAME = 'twiki_diffset_0809_{objective}'" in gin_0809
+    assert f"INITIAL_CHECKPOINT_PATH = '{checkpoints / 'diff' / '0809'}'" in gin_0910
+    assert "MIXTURE_OR_TASK_NAME = 'twiki_diffset_0910_{objective}'" in gin_0910
+
+
+def test_scores_are_those_of_the_month_checkpoint(first_run):
+    """Rescoring the 0910 checkpoint by hand gives the number in results.jsonl."""
+    import gin
+
+    from tw_jax.evaluate.lifelong import read_probes
+    from tw_jax.evaluate.perplexity import mean_perplexity, probe_perplexities
+    from tw_jax.models.sharding import activate
+    from tw_jax.tasks import LazyVocabulary
+    from tw_jax.train import gin_setup
+    from tw_jax.train.evaluation import load_params
+    from tw_jax.train.state import build_run_model
+
+    data, out = first_run["data"], first_run["out"]
+    gin_setup.parse(["diff.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"],
+                    ["MODEL_DIR='unused'"])
+    config = gin.query_parameter("%MODEL").scoped_configurable_fn()
+    run = build_run_model(config)
+    vocabulary = LazyVocabulary("gpt2", str(data / "vocab" / "gpt2")).vocabulary
+    rows = read_probes(str(data), "0910", "unchanged", MAX_PROBES)
+    with activate(run.mesh):
+        params, step = load_params(run, out / "checkpoints" / "diff" / "0910", None)
+        expected = mean_perplexity(probe_perplexities(run.module, params, vocabulary, rows))
+    assert step == 2
+    found = [line["value"] for line in
+             (json.loads(text) for text in first_run["text"].splitlines())
+             if (line["method"], line["trained_through"], line["eval_month"], line["category"])
+             == ("diff", "0910", "0910", "unchanged")]
+    assert found == [pytest.approx(expected, rel=1e-6)]
+
+
+def test_rerun_adds_nothing_then_eval_matrix_completes_the_matrix(first_run):
+    data, out = first_run["data"], first_run["out"]
+    results = out / "results.jsonl"
+    metrics = {p: p.read_bytes() for p in (out / "checkpoints").glob("*/*/metrics.jsonl")}
+    assert len(metrics) == 3
+
+    options = LifelongOptions(
+        gin_files=["diff.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"],
+        gin_bindings=["TRAIN_STEPS=2", "BATCH_SIZE=2", "SCHEDULE='constant'"],
+        months=list(MONTHS), out_dir=out, data_dir=str(data), max_probes=MAX_PROBES,
+    )
+    summary = run_lifelong(options)
+    assert (summary.trained, summary.evaluated, summary.appended) == ([], [], 0)
+    assert results.read_text(encoding="utf-8") == first_run["text"]
+
+    assert _cli(_argv(data, out, "--eval-matrix")) == 0
+    lines = _lines(results)
+    assert len(lines) == 21 + 9  # 0809's checkpoint on 0910 (5), 0910's on 0809 (4)
+    assert {p: p.read_bytes() for p in metrics} == metrics  # nothing was trained
+    pairs = {(line["trained_through"], line["eval_month"]) for line in lines
+             if line["method"] == "diff" and line["metric"] == "ppl"}
+    assert pairs == {(t, e) for t in MONTHS for e in MONTHS}
+    assert sum(line["metric"] == "train_seconds" for line in lines) == 3
+
+    summary = run_lifelong(LifelongOptions(**{**options.__dict__, "eval_matrix": True}))
+    assert (summary.trained, summary.appended) == ([], 0)
+
+
+def test_bad_input_is_reported(first_run, tmp_path, capsys):
+    data = first_run["data"]
+    assert _cli(_argv(data, tmp_path / "o", "--months", "0809,1011")) == 2  # the last wins
+    assert "0809 then 1011" in capsys.readouterr().err
+    options = LifelongOptions(gin_files=["diff.gin", "models/gpt2_tiny.gin",
+                                         "runs/cpu_smoke.gin"],
+                              months=["1112"], out_dir=tmp_path / "o", data_dir=str(data))
+    with pytest.raises(LifelongError, match="no data for month 1112"):
+        run_lifelong(options)
+    assert not (tmp_path / "o" / "results.jsonl").exists()
+
+
+def test_initial_alone_from_a_given_checkpoint(first_run, tmp_path):
+    """``--gin_file=initial.gin`` with ``--initial-checkpoint``: no training, INITIAL scored on
+    every month, with the numbers the first run got from the same checkpoint."""
+    data, out = first_run["data"], tmp_path / "initial_only"
+    given = first_run["out"] / "checkpoints" / "initial" / "08"
+    argv = _argv(data, out, "--initial-checkpoint", str(given))
+    argv[1] = "--gin_file=initial.gin"
+    assert _cli(argv) == 0
+    assert not (out / "checkpoints").exists()
+    lines = _lines(out / "results.jsonl")
+    first = [json.loads(t) for t in first_run["text"].splitlines()]
+    expected = [line for line in first if line["method"] == "initial"
+                and line["metric"] != "train_seconds"]
+    assert len(lines) == len(expected) == 9
+    assert sorted(lines, key=str) == sorted(expected, key=str)

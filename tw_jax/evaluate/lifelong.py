@@ -1,0 +1,427 @@
+"""The lifelong runner: train month after month, evaluate every update on the probes.
+
+For the month pairs ``m_1 < m_2 < …`` (a chain: each pair starts where the previous one ended,
+``0809, 0910, 1011``), one method (named by its gin file, ``kadapter.gin`` → ``kadapter``):
+
+1. INITIAL. The model every method starts from. With ``initial_checkpoint`` it is that checkpoint
+   as is (an orbax MODEL_DIR or step folder, or a Hugging Face folder). Otherwise it is trained
+   once on the full snapshot of ``m_1``'s old month (``twiki_full_08_{objective}``) into
+   ``OUT/checkpoints/initial/<MM>/``, from the gin's ``INITIAL_CHECKPOINT_PATH`` when set (the
+   paper continued GPT-2 Large on the 08 snapshot) or from scratch. Its gin files are
+   ``initial_gin_files``, by default the method's files with the first (the method's experiment
+   file) replaced by ``initial.gin`` so the model and run files still apply. INITIAL is scored
+   on every month's probes as method ``initial`` with ``trained_through="base"``, so relative
+   figures need no separate run.
+2. Each month ``m_i``: train from ``m_{i-1}``'s checkpoint (``m_1``: from INITIAL) on the
+   method's data: the DiffSet ``twiki_diffset_<m_i>_{objective}`` (diff, vanilla, kadapter,
+   lora, modular, recadam), the new month's full snapshot ``twiki_full_<new MM>_{objective}``
+   (full) or the Mix-Review mixture ``twiki_mixreview_<m_i>_{objective}`` (mixreview), into
+   ``OUT/checkpoints/<method>/<m_i>/`` (its MODEL_DIR). Then score the checkpoint on ``m_i``'s
+   probes, or with ``eval_matrix`` on every month's probes (TemporalWiki Fig. 5).
+
+Scores go to ``OUT/results.jsonl`` (:mod:`tw_jax.evaluate.results`): per checkpoint, evaluated
+month, category (``unchanged``, ``updated``, ``new``, ``deleted``, and ``changed`` = UPDATED and
+NEW rows together) and metric (``ppl`` by default: per-instance probe perplexity averaged over
+instances; ``ppl_object``/``ppl_cloze`` on request), plus ``train_seconds`` per update. A
+category whose CSV has no rows is skipped and reported in the summary.
+
+Resuming. ``OUT/state/<method>/<trained_through>.json`` records that an update finished training
+(with its wall-clock seconds) and which months' results were appended; it is rewritten
+atomically after the results. A rerun skips what it records, so it trains and appends nothing
+for finished months; an interrupted training resumes from its latest checkpoint (the trainer
+does that); an interrupted evaluation is redone (a repeated line replaces the earlier one when
+read). ``train_seconds`` counts the training of the invocation that finished the update (time
+spent before an interruption is not included). A rerun with ``eval_matrix`` only adds the
+missing (checkpoint, month) scores.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tw_jax.evaluate.results import BASE, NO_MONTH, Result, append_results, results_path
+from tw_jax.io.atomic import write_json
+
+log = logging.getLogger(__name__)
+
+INITIAL = "initial"
+CATEGORIES: tuple[str, ...] = ("unchanged", "updated", "new", "deleted")
+CHANGED = "changed"
+CHANGED_PARTS: tuple[str, ...] = ("updated", "new")
+# results metric -> perplexity variant of tw_jax.evaluate.perplexity
+METRIC_VARIANTS: dict[str, str] = {"ppl": "text", "ppl_object": "object", "ppl_cloze": "cloze"}
+# method -> what it trains on each month
+DIFFSET, FULL, MIXREVIEW = "diffset", "full", "mixreview"
+TRAINS_ON: dict[str, str] = {
+    "diff": DIFFSET, "vanilla": DIFFSET, "kadapter": DIFFSET, "lora": DIFFSET,
+    "modular": DIFFSET, "recadam": DIFFSET, "full": FULL, "mixreview": MIXREVIEW,
+}
+_PAIR = re.compile(r"^\d{4}$")
+_NAME = re.compile(r"^[a-z][a-z0-9_\-]*$")
+
+
+class LifelongError(ValueError):
+    """A lifelong run that cannot start: bad months, unknown method, missing data."""
+
+
+@dataclass
+class LifelongOptions:
+    """Everything a lifelong run needs (the CLI's arguments)."""
+
+    gin_files: list[str]
+    months: list[str]
+    out_dir: Path
+    data_dir: str | None = None
+    gin_bindings: list[str] = field(default_factory=list)
+    gin_search_paths: list[str] = field(default_factory=list)
+    method: str | None = None
+    train_on: str | None = None
+    eval_matrix: bool = False
+    initial_checkpoint: str | None = None
+    initial_gin_files: list[str] | None = None
+    metrics: list[str] = field(default_factory=lambda: ["ppl"])
+    eval_batch_size: int = 32
+    max_probes: int | None = None
+
+
+@dataclass
+class LifelongSummary:
+    """What one invocation did: updates trained, (checkpoint, month) pairs scored, skips."""
+
+    method: str
+    results: Path
+    trained: list[str] = field(default_factory=list)
+    evaluated: list[tuple[str, str]] = field(default_factory=list)
+    appended: int = 0
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def method_name(gin_files: Sequence[str], method: str | None = None) -> str:
+    """``method``, else the stem of the first gin file (``kadapter.gin`` → ``kadapter``)."""
+    name = method or (Path(gin_files[0]).stem if gin_files else "")
+    if not _NAME.match(name):
+        raise LifelongError(f"method name {name!r} is not a lower-case name; pass --method")
+    return name
+
+
+def check_months(months: Sequence[str]) -> list[str]:
+    """The month pairs as given, checked to be ``MMMM`` ids forming a chain (0809, 0910, …)."""
+    months = [m.strip() for m in months if m.strip()]
+    if not months:
+        raise LifelongError("no months given (e.g. --months 0809,0910,1011)")
+    for month in months:
+        if not _PAIR.match(month):
+            raise LifelongError(f"month {month!r} is not a MMMM pair id such as 0809")
+    for before, after in zip(months, months[1:], strict=False):
+        if after[:2] != before[2:]:
+            raise LifelongError(
+                f"months {before} then {after}: a lifelong chain continues from the month the "
+                f"previous pair ends in ({before[2:]}..)"
+            )
+    return months
+
+
+def training_task(method: str, month: str, train_on: str | None = None) -> str:
+    """The seqio task or mixture ``method`` trains on for ``month`` (``{objective}`` kept)."""
+    kind = train_on or TRAINS_ON.get(method)
+    if kind == DIFFSET:
+        return f"twiki_diffset_{month}_{{objective}}"
+    if kind == FULL:
+        return f"twiki_full_{month[2:]}_{{objective}}"
+    if kind == MIXREVIEW:
+        return f"twiki_mixreview_{month}_{{objective}}"
+    raise LifelongError(
+        f"method {method!r}: unknown training data; name a known method "
+        f"({', '.join(TRAINS_ON)}) or pass --train-on {DIFFSET}|{FULL}|{MIXREVIEW}"
+    )
+
+
+def default_initial_gin_files(gin_files: Sequence[str]) -> list[str]:
+    """The method's gin files with the first replaced by ``initial.gin``."""
+    return ["initial.gin", *gin_files[1:]]
+
+
+# --- state --------------------------------------------------------------------------------
+
+
+def _state_path(out_dir: Path, method: str, trained_through: str) -> Path:
+    return out_dir / "state" / method / f"{trained_through}.json"
+
+
+def _read_state(path: Path) -> dict[str, Any] | None:
+    import json
+
+    from tw_jax.preprocess.errors import DumpError
+
+    if not path.exists():
+        return None
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise DumpError(str(path), None, f"not JSON ({error.msg}); delete it to redo") from None
+    if not isinstance(state, dict) or not isinstance(state.get("evaluated"), list):
+        raise DumpError(str(path), None, "not a lifelong state (no 'evaluated' list)")
+    return state
+
+
+# --- gin ----------------------------------------------------------------------------------
+
+
+def _parse(options: LifelongOptions, files: Sequence[str], extra: Sequence[str]) -> Any:
+    """Parse gin for one step (later bindings win) and return the model config it builds."""
+    import gin
+
+    from tw_jax.train import gin_setup
+
+    bindings = [*options.gin_bindings, *extra]
+    if options.data_dir is not None:
+        bindings.append(f"DATA_DIR={str(options.data_dir)!r}")
+    gin_setup.parse(files, bindings, options.gin_search_paths, gin_setup.MACROS_TRAIN)
+    return gin.query_parameter("%MODEL").scoped_configurable_fn()
+
+
+def _macro(name: str) -> Any:
+    import gin
+
+    try:
+        return gin.query_parameter(f"%{name}")
+    except ValueError:
+        return None
+
+
+def _train(
+    options: LifelongOptions, files: Sequence[str], model_dir: Path, task: str,
+    start_from: str | None,
+) -> dict[str, Any]:
+    """Train one update into ``model_dir``; returns the state to record."""
+    from tw_jax.train import trainer
+
+    _parse(options, files, [
+        f"MODEL_DIR={str(model_dir)!r}",
+        f"MIXTURE_OR_TASK_NAME={task!r}",
+        f"INITIAL_CHECKPOINT_PATH={start_from!r}",
+    ])
+    started = time.perf_counter()
+    summary = trainer.train()
+    seconds = time.perf_counter() - started
+    return {
+        "task": task, "model_dir": str(model_dir), "initial_checkpoint": start_from,
+        "step": int(summary["step"]), "resumed_from_step": int(summary["start_step"]),
+        "train_seconds": seconds, "seconds_recorded": False, "evaluated": [],
+    }
+
+
+# --- evaluation ---------------------------------------------------------------------------
+
+
+def read_probes(data_dir: str, month: str, category: str, limit: int | None = None) -> list[dict]:
+    """Rows of ``DATA/<month>/probes/<category>.csv`` (the first ``limit`` when given)."""
+    import tensorflow as tf
+
+    from tw_jax.preprocess.errors import DumpError
+    from tw_jax.tasks.layout import join
+    from tw_jax.tasks.sources import read_probe_csv
+
+    path = join(data_dir, month, "probes", f"{category}.csv")
+    if not tf.io.gfile.exists(path):
+        raise DumpError(path, None, f"no {category} probes for {month} (run tw-jax probes)")
+    rows = read_probe_csv(path)
+    return rows[:limit] if limit is not None else rows
+
+
+def _plain_vocabulary(vocabulary: Any) -> Any:
+    """The real vocabulary behind a task's lazy one (the scorer needs its tokenizer)."""
+    from tw_jax.tasks import LazyVocabulary
+
+    return vocabulary.vocabulary if isinstance(vocabulary, LazyVocabulary) else vocabulary
+
+
+def score_month(
+    module: Any, params: Any, vocabulary: Any, data_dir: str, month: str,
+    metrics: Sequence[str], *, batch_size: int = 32, limit: int | None = None,
+) -> tuple[dict[tuple[str, str], float], dict[str, str]]:
+    """``{(category, metric): mean per-instance perplexity}`` of one month's probes, and the
+    categories skipped (``{category: reason}``); ``changed`` pools UPDATED and NEW rows."""
+    from tw_jax.evaluate.perplexity import mean_perplexity, probe_perplexities
+
+    values: dict[tuple[str, str], float] = {}
+    skipped: dict[str, str] = {}
+    rows = {c: read_probes(data_dir, month, c, limit) for c in CATEGORIES}
+    for metric in metrics:
+        per_instance: dict[str, np.ndarray] = {}
+        for category in CATEGORIES:
+            if not rows[category]:
+                skipped[category] = "no probe rows"
+                continue
+            per_instance[category] = probe_perplexities(
+                module, params, vocabulary, rows[category], METRIC_VARIANTS[metric],
+                batch_size=batch_size,
+            )
+        pooled = [per_instance[c] for c in CHANGED_PARTS if c in per_instance]
+        if pooled:
+            per_instance[CHANGED] = np.concatenate(pooled)
+        else:
+            skipped[CHANGED] = "no updated or new probe rows"
+        for category, array in per_instance.items():
+            try:
+                values[(category, metric)] = mean_perplexity(array)
+            except ValueError as error:
+                raise ValueError(f"{data_dir}/{month}/probes {category} {metric}: {error}") from None
+    return values, skipped
+
+
+def _evaluate(
+    options: LifelongOptions, config: Any, model_dir: str, method: str, trained_through: str,
+    months: Sequence[str], data_dir: str, vocabulary_task: str, summary: LifelongSummary,
+) -> list[Result]:
+    """Scores of one checkpoint on ``months``' probes, as results."""
+    from tw_jax.models.sharding import activate
+    from tw_jax.train import data
+    from tw_jax.train.evaluation import load_params
+    from tw_jax.train.state import build_run_model
+
+    run = build_run_model(config, _macro("MESH_SHAPE") or (-1, 1, 1))
+    vocabulary = _plain_vocabulary(data.vocabulary(data.task_name(vocabulary_task, config)))
+    results = []
+    with activate(run.mesh):
+        params, _ = load_params(run, model_dir, None)
+        for month in months:
+            values, skipped = score_month(
+                run.module, params, vocabulary, data_dir, month, options.metrics,
+                batch_size=options.eval_batch_size, limit=options.max_probes,
+            )
+            for category, reason in skipped.items():
+                summary.skipped[f"{month}/{category}"] = reason
+            results += [
+                Result(method, trained_through, month, category, metric, value)
+                for (category, metric), value in sorted(values.items())
+            ]
+            summary.evaluated.append((trained_through, month))
+    return results
+
+
+def _record(
+    options: LifelongOptions, state_path: Path, state: dict[str, Any], config: Any,
+    method: str, trained_through: str, months: Sequence[str], data_dir: str,
+    vocabulary_task: str, summary: LifelongSummary,
+) -> None:
+    """Append the missing scores (and the training time) of one update, then its state."""
+    pending = [m for m in months if m not in state["evaluated"]]
+    results: list[Result] = []
+    if pending:
+        results += _evaluate(options, config, state["model_dir"], method, trained_through,
+                             pending, data_dir, vocabulary_task, summary)
+    if not state.get("seconds_recorded", True):
+        results.append(Result(method, trained_through, NO_MONTH, "all", "train_seconds",
+                              float(state["train_seconds"])))
+    if not results:
+        return
+    append_results(options.out_dir, results)
+    summary.appended += len(results)
+    state["evaluated"] = [*state["evaluated"], *pending]
+    state["seconds_recorded"] = True
+    write_json(state_path, state)
+
+
+# --- the run ------------------------------------------------------------------------------
+
+
+def _data_dir(options: LifelongOptions) -> str:
+    from tw_jax.tasks.layout import resolve_data_dir
+
+    found = resolve_data_dir(options.data_dir or _macro("DATA_DIR"))
+    if not found:
+        raise LifelongError("no data folder: pass --data (or set DATA_DIR / $TW_JAX_DATA_DIR)")
+    return found
+
+
+def _register_tasks() -> None:
+    """Register the data folder's tasks as gin configures ``register_all`` (DATA_DIR, vocabs)."""
+    import tw_jax.tasks
+
+    tw_jax.tasks.register_all()
+
+
+def _initial_step(
+    options: LifelongOptions, method: str, months: Sequence[str], data_dir: str,
+    summary: LifelongSummary,
+) -> str:
+    """Make sure INITIAL exists and is scored; returns its checkpoint path."""
+    files = options.initial_gin_files or default_initial_gin_files(options.gin_files)
+    first = months[0][:2]
+    task = f"twiki_full_{first}_{{objective}}"
+    state_path = _state_path(options.out_dir, INITIAL, BASE)
+    state = _read_state(state_path)
+    config = _parse(options, files, [f"MODEL_DIR={str(options.out_dir / 'unused')!r}"])
+    pretrained = options.initial_checkpoint
+    if state is None and pretrained:
+        state = {"model_dir": str(pretrained), "given": True, "evaluated": [],
+                 "seconds_recorded": True}
+    elif state is None:
+        model_dir = options.out_dir / "checkpoints" / INITIAL / first
+        state = _train(options, files, model_dir, task, _macro("INITIAL_CHECKPOINT_PATH"))
+        summary.trained.append(INITIAL)
+        write_json(state_path, state)
+    elif pretrained and state.get("model_dir") != str(pretrained):
+        raise LifelongError(
+            f"{state_path}: INITIAL here is {state.get('model_dir')}, not {pretrained}; "
+            f"use another --out or delete that file"
+        )
+    if any(m not in state["evaluated"] for m in months) or not state.get("seconds_recorded", True):
+        _record(options, state_path, state, config, INITIAL, BASE, months, data_dir,
+                f"twiki_diffset_{months[0]}_{{objective}}", summary)
+    return state["model_dir"]
+
+
+def run_lifelong(options: LifelongOptions) -> LifelongSummary:
+    """Run (or resume) the lifelong schedule of one method; see the module docstring."""
+    months = check_months(options.months)
+    method = method_name(options.gin_files, options.method)
+    if options.max_probes is not None and options.max_probes < 1:
+        raise LifelongError(f"--max-probes must be positive, got {options.max_probes}")
+    unknown = [m for m in options.metrics if m not in METRIC_VARIANTS]
+    if unknown:
+        raise LifelongError(f"unknown metric(s) {unknown}; known: {', '.join(METRIC_VARIANTS)}")
+    tasks = {} if method == INITIAL else {
+        m: training_task(method, m, options.train_on) for m in months
+    }
+    options.out_dir = Path(options.out_dir)
+    summary = LifelongSummary(method, results_path(options.out_dir))
+
+    _parse(options, options.gin_files, [f"MODEL_DIR={str(options.out_dir / 'unused')!r}"])
+    data_dir = _data_dir(options)
+    options.data_dir = data_dir
+    _register_tasks()
+    for month in months:
+        folder = os.path.join(data_dir, month)
+        if not os.path.isdir(folder):
+            raise LifelongError(f"{folder}: no data for month {month} (run tw-jax diffset/probes)")
+
+    previous = _initial_step(options, method, months, data_dir, summary)
+    if method == INITIAL:
+        return summary
+    for month in months:
+        state_path = _state_path(options.out_dir, method, month)
+        state = _read_state(state_path)
+        if state is None:
+            model_dir = options.out_dir / "checkpoints" / method / month
+            state = _train(options, options.gin_files, model_dir, tasks[month], previous)
+            summary.trained.append(month)
+            write_json(state_path, state)
+        targets = months if options.eval_matrix else [month]
+        if any(m not in state["evaluated"] for m in targets) or not state["seconds_recorded"]:
+            config = _parse(options, options.gin_files,
+                            [f"MODEL_DIR={state['model_dir']!r}"])
+            _record(options, state_path, state, config, method, month, targets, data_dir,
+                    tasks[month], summary)
+        previous = state["model_dir"]
+    return summary

@@ -1,0 +1,107 @@
+"""``tw-jax lifelong``: train month after month and score every update on the probes.
+
+    tw-jax lifelong --gin_file=kadapter.gin --gin_file=models/gpt2_tiny.gin \\
+        --gin_file=runs/cpu_smoke.gin --months 0809,0910,1011 --data DATA_DIR --out OUT_DIR \\
+        [--eval-matrix]
+
+Gin files and bindings work as for ``tw-jax train`` (``--gin.KEY=VALUE`` too); the runner sets
+MODEL_DIR, MIXTURE_OR_TASK_NAME, INITIAL_CHECKPOINT_PATH and DATA_DIR for each month itself.
+Writes ``OUT_DIR/results.jsonl`` (read it with ``tw-jax report OUT_DIR``), checkpoints under
+``OUT_DIR/checkpoints/<method>/<MMMM>/`` and progress under ``OUT_DIR/state/``; a rerun skips
+finished months. See :mod:`tw_jax.evaluate.lifelong` for the schedule and INITIAL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from tw_jax.evaluate.lifelong import METRIC_VARIANTS, TRAINS_ON
+
+
+def _csv(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    from tw_jax.train.cli import _GinArgumentParser
+
+    parser = subparsers.add_parser(
+        "lifelong",
+        help="train a method month after month and evaluate every update on the probes",
+        description="Train a method month after month (INITIAL first) and score every update "
+                    "on the probes; writes OUT_DIR/results.jsonl. A rerun skips finished months.",
+    )
+    parser.__class__ = _GinArgumentParser  # --gin.KEY=VALUE, as tw-jax train accepts
+    parser.add_argument("--gin_file", action="append", default=[], metavar="FILE",
+                        help="gin file (repeatable); the first names the method (kadapter.gin)")
+    parser.add_argument("--gin_bindings", action="append", default=[], metavar="KEY=VALUE",
+                        help="one gin binding, after the files (also --gin.KEY=VALUE)")
+    parser.add_argument("--gin_search_paths", action="append", default=[], metavar="DIR",
+                        help="folder to look for gin files in (repeatable, comma-separated ok)")
+    parser.add_argument("--months", required=True, type=_csv, metavar="MMMM,MMMM,...",
+                        help="month pairs in order, a chain such as 0809,0910,1011")
+    parser.add_argument("--data", default=None, metavar="DATA_DIR",
+                        help="the data folder (default: gin DATA_DIR or $TW_JAX_DATA_DIR)")
+    parser.add_argument("--out", required=True, metavar="OUT_DIR",
+                        help="results.jsonl, checkpoints/ and state/ go here")
+    parser.add_argument("--eval-matrix", action="store_true",
+                        help="score every checkpoint on every month's probes (Fig. 5)")
+    parser.add_argument("--method", default=None,
+                        help="method name in the results (default: the first gin file's stem)")
+    parser.add_argument("--train-on", choices=sorted(set(TRAINS_ON.values())), default=None,
+                        help="training data of a method the runner does not know by name")
+    parser.add_argument("--initial-checkpoint", default=None, metavar="PATH",
+                        help="use this checkpoint as INITIAL instead of training one on the "
+                             "first month's snapshot (orbax MODEL_DIR or Hugging Face folder)")
+    parser.add_argument("--initial-gin-file", action="append", default=None, metavar="FILE",
+                        help="gin files of INITIAL (default: initial.gin + the method's files "
+                             "after the first)")
+    parser.add_argument("--metrics", type=_csv, default=["ppl"], metavar="M,M",
+                        help=f"probe metrics, of {', '.join(METRIC_VARIANTS)} (default ppl)")
+    parser.add_argument("--eval-batch-size", type=int, default=32,
+                        help="probes scored per batch (default 32)")
+    parser.add_argument("--max-probes", type=int, default=None, metavar="N",
+                        help="score only the first N probes of each category (smoke runs)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tw_jax.evaluate.lifelong import LifelongError, LifelongOptions, run_lifelong
+    from tw_jax.train import checkpoints, gin_setup, trainer
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if not args.gin_file:
+        print("tw-jax lifelong: error: pass at least one --gin_file", file=sys.stderr)
+        return 2
+    options = LifelongOptions(
+        gin_files=args.gin_file,
+        months=args.months,
+        out_dir=args.out,
+        data_dir=args.data,
+        gin_bindings=args.gin_bindings,
+        gin_search_paths=[p for item in args.gin_search_paths for p in item.split(",") if p],
+        method=args.method,
+        train_on=args.train_on,
+        eval_matrix=args.eval_matrix,
+        initial_checkpoint=args.initial_checkpoint,
+        initial_gin_files=args.initial_gin_file,
+        metrics=args.metrics,
+        eval_batch_size=args.eval_batch_size,
+        max_probes=args.max_probes,
+    )
+    try:
+        summary = run_lifelong(options)
+    except (LifelongError, gin_setup.GinConfigError) as error:
+        print(f"tw-jax lifelong: error: {error}", file=sys.stderr)
+        return 2
+    except (trainer.TrainingDivergedError, checkpoints.CheckpointError) as error:
+        print(f"tw-jax lifelong: error: {error}", file=sys.stderr)
+        return 1
+    trained = ", ".join(summary.trained) or "nothing (all finished)"
+    print(f"lifelong {summary.method}: trained {trained}; scored {len(summary.evaluated)} "
+          f"checkpoint x month pairs; {summary.appended} results appended to {summary.results}")
+    for where, reason in sorted(summary.skipped.items()):
+        print(f"  skipped {where}: {reason}")
+    return 0
