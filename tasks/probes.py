@@ -21,7 +21,9 @@ task                                        model    example
                                                      every format has one example per row)
 ==========================================  =======  ===========================================
 
-Light-tuning tasks are named ``twiki_lighttuning_MMMM_{category}`` with the same suffixes.
+Light-tuning tasks are named ``twiki_lighttuning_MMMM_{category}`` with the same suffixes, and
+``twiki_lighttuning_MMMM_all`` holds the UNCHANGED, UPDATED and NEW sets together (what one
+light-tuning run trains on).
 Every example also carries ``subject``, ``relation``, ``object`` and ``previous_object`` (UPDATED
 probes' earlier objects, `` | ``-separated) as strings for the evaluator. Metrics: perplexity
 from scores on every format, SQuAD EM/F1 from predictions on the formats that generate an
@@ -46,6 +48,9 @@ SENTINEL = "<extra_id_0>"
 PASSTHROUGH = ("subject", "relation", "object", "previous_object")
 PROBE_SPLITS = ("validation", "test")
 LIGHTTUNING_SPLITS = ("train",)
+# The light-tuning sets one light-tuning run trains on (``twiki_lighttuning_MMMM_all``): not
+# DELETED, whose facts no longer hold.
+LIGHTTUNING_MIX = ("unchanged", "updated", "new")
 
 
 def _passthrough(row: Mapping[str, str]) -> dict[str, str]:
@@ -166,5 +171,10 @@ def register_probe_folder(
             load = concatenated(_reader(present["updated"]), _reader(present["new"]))
             names += register_row_tasks(
                 registrar, f"{prefix}_{pair}_changed", load, vocabularies, splits
+            )
+        mix = [_reader(present[c]) for c in LIGHTTUNING_MIX if c in present]
+        if prefix == "twiki_lighttuning" and mix:
+            names += register_row_tasks(
+                registrar, f"{prefix}_{pair}_all", concatenated(*mix), vocabularies, splits
             )
     return names

@@ -1,12 +1,22 @@
-"""The README's main command: the demo runs the pipeline on the embedded sample world."""
+"""The README's main command: the demo runs the whole loop on the embedded sample world.
+
+The test runs it with few steps and probes (the README's command trains longer); what it checks
+is the loop: data of every pair, INITIAL and four methods over two months, every checkpoint
+scored on every month, and the report with its figures.
+"""
 
 import csv
+import json
 
 from tw_jax.cli import main
 
+METHODS = ("diff", "kadapter", "lora", "mixreview")
 
-def test_demo_builds_diffsets_and_probes_for_every_pair(tmp_path, capsys):
-    assert main(["demo", "--out", str(tmp_path)]) == 0
+
+def test_demo_runs_the_whole_loop(tmp_path, capsys):
+    argv = ["demo", "--out", str(tmp_path), "--initial-steps", "6", "--update-steps", "4",
+            "--max-probes", "12"]
+    assert main(argv) == 0
     out = capsys.readouterr().out
     for pair in ("0809", "0910", "1011"):
         assert f"DiffSet {pair}:" in out and "precision 1.000, recall 1.000" in out
@@ -32,3 +42,23 @@ def test_demo_builds_diffsets_and_probes_for_every_pair(tmp_path, capsys):
         assert {f"twiki_diffset_{pair}_ssm", f"twiki_diffset_{pair}_lm",
                 f"twiki_mixreview_{pair}_lm", f"twiki_probes_{pair}_updated"} <= names
     assert {"twiki_full_08_lm", "twiki_full_08_ssm", "twiki_full_11_lm"} <= names
+
+    # INITIAL, then every method on 0809 and 0910, each checkpoint on both months' probes
+    runs = tmp_path / "runs"
+    lines = [json.loads(line) for line in (runs / "results.jsonl").read_text().splitlines()]
+    scored = {(r["method"], r["trained_through"], r["eval_month"]) for r in lines
+              if r["metric"] == "ppl"}
+    expected = {("initial", "base", m) for m in ("0809", "0910")}
+    expected |= {(method, t, e) for method in METHODS for t in ("0809", "0910")
+                 for e in ("0809", "0910")}
+    assert scored == expected
+    metrics = {r["metric"] for r in lines}
+    assert {"ppl", "em", "f1", "rank_acc", "propn_ppl_diffset", "propn_ppl_nondiff",
+            "train_seconds"} <= metrics
+    # the report: tables and the three figures, and where it is
+    report = tmp_path / "report"
+    assert "Zero-shot perplexity on TWiki-Probes" in (report / "report.md").read_text()
+    for figure in ("fig3_relative_propn", "fig4_probe_average", "fig5_misalignment"):
+        assert (report / f"{figure}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"Report: {report / 'report.md'}" in out
+    assert "| KADAPTER |" in out and "| INITIAL |" in out

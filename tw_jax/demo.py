@@ -1,13 +1,15 @@
 """``tw-jax demo``: the whole loop on the embedded sample world, on a laptop CPU.
 
-For now the loop is: generate the sample world (four monthly Wikipedia and Wikidata dumps with
+The loop: generate the sample world (four monthly Wikipedia and Wikidata dumps with
 their ground truth), then for every month pair build the TWiki-DiffSet and the TWiki-Probes into
 the data layout the tasks read (``DATA/<MMMM>/diffset``, ``DATA/<MMMM>/probes``), scoring the
 DiffSet against the ground truth; export the initial snapshot (``DATA/<MM>/full``); train tiny
 vocabularies on the world's text (``DATA/vocab/{t5,gpt2}``: nothing is downloaded); and write the
 salient-span-masked T5 inputs (``DATA/<MMMM>/ssm``, ``DATA/<MM>/ssm``). ``tw_jax.tasks`` registers
-its tasks from exactly this folder (``TW_JAX_DATA_DIR=DATA``). Training and evaluation stages join
-here as they land.
+its tasks from exactly this folder (``TW_JAX_DATA_DIR=DATA``). Then (unless ``--no-train``)
+:mod:`tw_jax.demo_training` trains a tiny GPT-2 INITIAL on the first snapshot, updates it with
+DIFF, K-Adapter, LoRA and Mix-Review over the first two month pairs, scores every checkpoint on
+every month's probes and corpora, and writes the report (``OUT/report/report.md`` and figures).
 
 The sample world is small, so its probes keep every UNCHANGED fact (``--unchanged-rate 1``)
 instead of the 0.1% that suits a full Wikidata dump.
@@ -21,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tw_jax.demo_training import DEMO_METHODS, DemoTraining
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -29,7 +33,25 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", default="demo_out", help="output folder (default: demo_out)")
     parser.add_argument("--seed", type=int, default=0, help="sample world seed")
     parser.add_argument("--workers", type=int, default=1, help="worker processes per stage")
+    parser.add_argument("--no-train", action="store_true",
+                        help="build the data only: no training, evaluation or report")
+    parser.add_argument("--methods", default=",".join(DEMO_METHODS), metavar="M,M",
+                        help=f"methods to update INITIAL with (default {','.join(DEMO_METHODS)})")
+    parser.add_argument("--initial-steps", type=_steps, default=DemoTraining.initial_steps,
+                        help="training steps of INITIAL on the first snapshot")
+    parser.add_argument("--update-steps", type=_steps, default=DemoTraining.update_steps,
+                        help="training steps of each monthly update")
+    parser.add_argument("--max-probes", type=int, default=None, metavar="N",
+                        help="score only the first N probes of each category")
     parser.set_defaults(func=run)
+
+
+def _steps(text: str) -> int:
+    """A step count for GPT-2's one-cycle schedule, which needs at least 4 steps."""
+    steps = int(text)
+    if steps < 4:
+        raise argparse.ArgumentTypeError(f"{steps}: the one-cycle schedule needs at least 4 steps")
+    return steps
 
 
 def run_demo(out: str | Path, seed: int = 0, workers: int = 1) -> dict[str, Any]:
@@ -118,6 +140,7 @@ def _salient_spans(
 
 
 def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
     summary = run_demo(args.out, seed=args.seed, workers=args.workers)
     for pair, figures in summary["pairs"].items():
         articles = figures["articles"]
@@ -128,6 +151,24 @@ def run(args: argparse.Namespace) -> int:
         )
         counts = ", ".join(f"{n} {c}" for c, n in figures["probes"].items())
         print(f"Probes {pair}: {counts}")
-    print(json.dumps(summary, indent=2))
-    print(f"Done in {summary['seconds']} s. Data in {summary['data']}")
+    print(f"Data built in {summary['seconds']} s: {summary['data']}")
+    if args.no_train:
+        print(json.dumps(summary, indent=2))
+        return 0
+    from tw_jax.demo_training import train_and_report
+
+    settings = DemoTraining(
+        methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
+        initial_steps=args.initial_steps, update_steps=args.update_steps,
+        max_probes=args.max_probes,
+    )
+    trained = train_and_report(summary["data"], Path(args.out), settings)
+    summary["training"] = trained
+    with open(Path(args.out) / "summary.json", "w", encoding="utf-8") as handle:
+        json.dump(summary, handle, indent=2)
+    print(trained["table"])
+    timings = ", ".join(f"{m} {s:.0f} s" for m, s in trained["method_seconds"].items())
+    print(f"Training and evaluation: {timings}")
+    print(f"Done in {time.perf_counter() - started:.0f} s. Report: {trained['report']} "
+          f"({len(trained['figures'])} figures beside it); results: {trained['runs']}")
     return 0

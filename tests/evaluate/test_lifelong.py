@@ -165,7 +165,7 @@ def test_scores_are_those_of_the_month_checkpoint(first_run):
     """Rescoring the 0910 checkpoint by hand gives the number in results.jsonl."""
     import gin
 
-    from tw_jax.evaluate.lifelong import read_probes
+    from tw_jax.evaluate.month_eval import read_probes
     from tw_jax.evaluate.perplexity import mean_perplexity, probe_perplexities
     from tw_jax.models.sharding import activate
     from tw_jax.tasks import LazyVocabulary
@@ -246,3 +246,52 @@ def test_initial_alone_from_a_given_checkpoint(first_run, tmp_path):
                 and line["metric"] != "train_seconds"]
     assert len(lines) == len(expected) == 9
     assert sorted(lines, key=str) == sorted(expected, key=str)
+
+
+def test_more_metric_groups_score_only_what_is_new(first_run, tmp_path):
+    """A rerun asking for decoding, rank classification, proper-noun perplexity and
+    light-tuning adds exactly those numbers and trains only the light-tuned copies."""
+    import shutil
+
+    data, out = first_run["data"], tmp_path / "out"
+    shutil.copytree(first_run["out"], out)  # other tests may have added to it
+    before = len(_lines(out / "results.jsonl"))
+    argv = _argv(data, out, "--months", "0809", "--metrics", "ppl,qa,rank,propn,lighttune",
+                 "--propn-instances", "8", "--propn-length", "64")
+    assert _cli(argv) == 0
+    added = _lines(out / "results.jsonl")[before:]
+    counts = _probe_counts(data, "0809")
+    categories = {c for c, n in counts.items() if n} | {"changed"}
+    per_model = {(c, m) for c in categories for m in ("em", "f1", "lt_ppl", "lt_em", "lt_f1")}
+    per_model |= {(c, m) for c in ("updated", "changed") for m in ("em_previous", "f1_previous")}
+    per_model |= {("updated", "rank_acc"), ("updated", "rank_acc_norm"),
+                  ("diffset", "propn_ppl_diffset"), ("nondiff", "propn_ppl_nondiff")}
+    expected = {(m, t, "0809", c, metric) for m, t in (("initial", "base"), ("diff", "0809"))
+                for c, metric in per_model}
+    keys = [tuple(line[f] for f in ("method", "trained_through", "eval_month", "category",
+                                    "metric")) for line in added]
+    assert len(keys) == len(set(keys)) and set(keys) == expected
+    value = dict(zip(keys, (line["value"] for line in added), strict=True))
+    for key, v in value.items():
+        assert (0 <= v <= 100) if key[4] in {"em", "f1", "em_previous", "f1_previous", "lt_em",
+                                             "lt_f1", "rank_acc", "rank_acc_norm"} else v > 1
+    up, new = counts["updated"], counts["new"]
+    for method, trained in (("initial", "base"), ("diff", "0809")):
+        f1 = {c: value[(method, trained, "0809", c, "f1")] for c in ("updated", "new", "changed")}
+        assert f1["changed"] == pytest.approx((up * f1["updated"] + new * f1["new"]) / (up + new))
+    zero_shot = {tuple(line[f] for f in ("method", "trained_through", "eval_month", "category")):
+                 line["value"] for line in _lines(out / "results.jsonl") if line["metric"] == "ppl"}
+    for (method, trained, month, category, metric), v in value.items():
+        if metric == "lt_ppl":  # light-tuning changed the model
+            assert v != zero_shot[(method, trained, month, category)]
+    tuned = out / "lighttuned" / "diff" / "0809" / "0809"
+    gin = _gin_text(tuned / "config.gin")
+    # the copied state still names the first run's checkpoints
+    trained = first_run["out"] / "checkpoints" / "diff" / "0809"
+    assert f"INITIAL_CHECKPOINT_PATH = '{trained}'" in gin
+    assert "MIXTURE_OR_TASK_NAME = 'twiki_lighttuning_0809_all_object'" in gin
+    assert "GPT2Config.freeze = 'none'" in gin
+    assert list((out / "propn_blocks").glob("0809_diffset_8x64_*.npz"))
+
+    assert _cli(argv) == 0  # everything asked for is there: nothing more
+    assert len(_lines(out / "results.jsonl")) == before + len(added)

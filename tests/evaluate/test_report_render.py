@@ -140,3 +140,10 @@ def test_bad_results_line_is_reported_not_raised(tmp_path, capsys):
     assert main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "results.jsonl, line 1: missing trained_through" in err
+
+
+def test_training_time_reads_in_the_unit_that_fits():
+    from tw_jax.evaluate.report import fmt_hours
+
+    assert [fmt_hours(h) for h in (None, 0.0, 1.5, 0.1, 0.05, 37 / 3600)] == [
+        "-", "0 h", "1.50 h", "0.10 h", "3.0 min", "37 s"]

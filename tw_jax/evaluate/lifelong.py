@@ -21,16 +21,22 @@ For the month pairs ``m_1 < m_2 < …`` (a chain: each pair starts where the pre
 
 Scores go to ``OUT/results.jsonl`` (:mod:`tw_jax.evaluate.results`): per checkpoint, evaluated
 month, category (``unchanged``, ``updated``, ``new``, ``deleted``, and ``changed`` = UPDATED and
-NEW rows together) and metric (``ppl`` by default: per-instance probe perplexity averaged over
-instances; ``ppl_object``/``ppl_cloze`` on request), plus ``train_seconds`` per update. A
-category whose CSV has no rows is skipped and reported in the summary.
+NEW rows together) and metric, plus ``train_seconds`` per update. ``metrics`` names groups
+(:mod:`tw_jax.evaluate.month_eval`): ``ppl`` (the default: per-instance probe perplexity
+averaged over instances), ``ppl_object``, ``ppl_cloze``, ``qa`` (EM/F1 of decoded objects,
+against the previous object too), ``rank`` (previous vs new object), ``propn`` (proper-noun
+perplexity of DiffSet and NON-DiffSet blocks), and ``lighttune``: a copy of the checkpoint is
+light-tuned on the evaluated month's light-tuning sets into ``OUT/lighttuned/`` and scored as
+``lt_ppl``, ``lt_em``, ``lt_f1`` (TemporalWiki Tables 4 and 6). A category whose CSV has no
+rows is skipped and reported in the summary.
 
 Resuming. ``OUT/state/<method>/<trained_through>.json`` records that an update finished training
 (with its wall-clock seconds) and which months' results were appended; it is rewritten
 atomically after the results. A rerun skips what it records, so it trains and appends nothing
 for finished months; an interrupted training resumes from its latest checkpoint (the trainer
 does that); an interrupted evaluation is redone (a repeated line replaces the earlier one when
-read). ``train_seconds`` counts the training of the invocation that finished the update (time
+read). The state records the metric groups scored per month, so a rerun asking for more groups
+(``--metrics ppl,qa`` after ``ppl``) scores only the new ones. ``train_seconds`` counts the training of the invocation that finished the update (time
 spent before an interruption is not included). A rerun with ``eval_matrix`` only adds the
 missing (checkpoint, month) scores.
 """
@@ -41,24 +47,23 @@ import logging
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from tw_jax.evaluate.month_eval import GROUPS, BlockCache, EvalSettings, evaluate_month
 from tw_jax.evaluate.results import BASE, NO_MONTH, Result, append_results, results_path
 from tw_jax.io.atomic import write_json
 
 log = logging.getLogger(__name__)
 
 INITIAL = "initial"
-CATEGORIES: tuple[str, ...] = ("unchanged", "updated", "new", "deleted")
-CHANGED = "changed"
-CHANGED_PARTS: tuple[str, ...] = ("updated", "new")
-# results metric -> perplexity variant of tw_jax.evaluate.perplexity
-METRIC_VARIANTS: dict[str, str] = {"ppl": "text", "ppl_object": "object", "ppl_cloze": "cloze"}
+LIGHTTUNE = "lighttune"
+METRIC_GROUPS: tuple[str, ...] = (*GROUPS, LIGHTTUNE)
+# After light-tuning: probe perplexity and decoding, reported as TemporalWiki Tables 4 and 6.
+LIGHTTUNED_GROUPS: tuple[str, ...] = ("ppl", "qa")
+LIGHTTUNED_METRICS: dict[str, str] = {"ppl": "lt_ppl", "em": "lt_em", "f1": "lt_f1"}
 # method -> what it trains on each month
 DIFFSET, FULL, MIXREVIEW = "diffset", "full", "mixreview"
 TRAINS_ON: dict[str, str] = {
@@ -91,6 +96,14 @@ class LifelongOptions:
     metrics: list[str] = field(default_factory=lambda: ["ppl"])
     eval_batch_size: int = 32
     max_probes: int | None = None
+    max_new_tokens: int = 10
+    beam_size: int = 1
+    propn_instances: int = 10_000
+    propn_length: int = 512
+    spacy_model: str = "en_core_web_sm"
+    lighttune_lr: float = 1e-5
+    lighttune_batch_size: int = 32
+    lighttune_length: int = 25
 
 
 @dataclass
@@ -103,6 +116,13 @@ class LifelongSummary:
     evaluated: list[tuple[str, str]] = field(default_factory=list)
     appended: int = 0
     skipped: dict[str, str] = field(default_factory=dict)
+    _blocks: BlockCache | None = None
+
+    def block_cache(self, options: LifelongOptions, settings: EvalSettings) -> BlockCache:
+        """One cache of proper-noun blocks per run, on disk under ``OUT/propn_blocks``."""
+        if self._blocks is None:
+            self._blocks = BlockCache(Path(options.out_dir) / "propn_blocks", settings)
+        return self._blocks
 
 
 def method_name(gin_files: Sequence[str], method: str | None = None) -> str:
@@ -223,21 +243,6 @@ def _train(
 # --- evaluation ---------------------------------------------------------------------------
 
 
-def read_probes(data_dir: str, month: str, category: str, limit: int | None = None) -> list[dict]:
-    """Rows of ``DATA/<month>/probes/<category>.csv`` (the first ``limit`` when given)."""
-    import tensorflow as tf
-
-    from tw_jax.preprocess.errors import DumpError
-    from tw_jax.tasks.layout import join
-    from tw_jax.tasks.sources import read_probe_csv
-
-    path = join(data_dir, month, "probes", f"{category}.csv")
-    if not tf.io.gfile.exists(path):
-        raise DumpError(path, None, f"no {category} probes for {month} (run tw-jax probes)")
-    rows = read_probe_csv(path)
-    return rows[:limit] if limit is not None else rows
-
-
 def _plain_vocabulary(vocabulary: Any) -> Any:
     """The real vocabulary behind a task's lazy one (the scorer needs its tokenizer)."""
     from tw_jax.tasks import LazyVocabulary
@@ -245,45 +250,21 @@ def _plain_vocabulary(vocabulary: Any) -> Any:
     return vocabulary.vocabulary if isinstance(vocabulary, LazyVocabulary) else vocabulary
 
 
-def score_month(
-    module: Any, params: Any, vocabulary: Any, data_dir: str, month: str,
-    metrics: Sequence[str], *, batch_size: int = 32, limit: int | None = None,
-) -> tuple[dict[tuple[str, str], float], dict[str, str]]:
-    """``{(category, metric): mean per-instance perplexity}`` of one month's probes, and the
-    categories skipped (``{category: reason}``); ``changed`` pools UPDATED and NEW rows."""
-    from tw_jax.evaluate.perplexity import mean_perplexity, probe_perplexities
-
-    values: dict[tuple[str, str], float] = {}
-    skipped: dict[str, str] = {}
-    rows = {c: read_probes(data_dir, month, c, limit) for c in CATEGORIES}
-    for metric in metrics:
-        per_instance: dict[str, np.ndarray] = {}
-        for category in CATEGORIES:
-            if not rows[category]:
-                skipped[category] = "no probe rows"
-                continue
-            per_instance[category] = probe_perplexities(
-                module, params, vocabulary, rows[category], METRIC_VARIANTS[metric],
-                batch_size=batch_size,
-            )
-        pooled = [per_instance[c] for c in CHANGED_PARTS if c in per_instance]
-        if pooled:
-            per_instance[CHANGED] = np.concatenate(pooled)
-        else:
-            skipped[CHANGED] = "no updated or new probe rows"
-        for category, array in per_instance.items():
-            try:
-                values[(category, metric)] = mean_perplexity(array)
-            except ValueError as error:
-                raise ValueError(f"{data_dir}/{month}/probes {category} {metric}: {error}") from None
-    return values, skipped
+def _settings(options: LifelongOptions, groups: Sequence[str]) -> EvalSettings:
+    return EvalSettings(
+        groups=tuple(g for g in groups if g != LIGHTTUNE), batch_size=options.eval_batch_size,
+        max_probes=options.max_probes, max_new_tokens=options.max_new_tokens,
+        beam_size=options.beam_size, propn_instances=options.propn_instances,
+        propn_length=options.propn_length, spacy_model=options.spacy_model,
+    )
 
 
-def _evaluate(
-    options: LifelongOptions, config: Any, model_dir: str, method: str, trained_through: str,
-    months: Sequence[str], data_dir: str, vocabulary_task: str, summary: LifelongSummary,
-) -> list[Result]:
-    """Scores of one checkpoint on ``months``' probes, as results."""
+def _score(
+    options: LifelongOptions, config: Any, model_dir: str, months: Sequence[str],
+    groups: Mapping[str, Sequence[str]], data_dir: str, vocabulary_task: str,
+    summary: LifelongSummary, rename: Mapping[str, str] | None = None,
+) -> dict[str, list[tuple[str, str, float]]]:
+    """``{month: [(category, metric, value)]}`` of one checkpoint for each month's groups."""
     from tw_jax.models.sharding import activate
     from tw_jax.train import data
     from tw_jax.train.evaluation import load_params
@@ -291,45 +272,117 @@ def _evaluate(
 
     run = build_run_model(config, _macro("MESH_SHAPE") or (-1, 1, 1))
     vocabulary = _plain_vocabulary(data.vocabulary(data.task_name(vocabulary_task, config)))
-    results = []
+    scored: dict[str, list[tuple[str, str, float]]] = {}
     with activate(run.mesh):
         params, _ = load_params(run, model_dir, None)
         for month in months:
-            values, skipped = score_month(
-                run.module, params, vocabulary, data_dir, month, options.metrics,
-                batch_size=options.eval_batch_size, limit=options.max_probes,
-            )
+            settings = _settings(options, groups[month])
+            if not settings.groups:
+                continue
+            values, skipped = evaluate_month(run.module, params, vocabulary, data_dir, month,
+                                             settings, summary.block_cache(options, settings))
             for category, reason in skipped.items():
                 summary.skipped[f"{month}/{category}"] = reason
-            results += [
-                Result(method, trained_through, month, category, metric, value)
+            scored[month] = [
+                (category, (rename or {}).get(metric, metric), value)
                 for (category, metric), value in sorted(values.items())
+                if rename is None or metric in rename
             ]
-            summary.evaluated.append((trained_through, month))
-    return results
+    return scored
+
+
+def lighttuning_rows(data_dir: str, month: str) -> int:
+    """How many rows the month's light-tuning sets hold (UNCHANGED, UPDATED, NEW)."""
+    import tensorflow as tf
+
+    from tw_jax.tasks.layout import join
+    from tw_jax.tasks.probes import LIGHTTUNING_MIX
+    from tw_jax.tasks.sources import read_probe_csv
+
+    paths = [join(data_dir, month, "probes", f"lighttuning_{c}.csv") for c in LIGHTTUNING_MIX]
+    return sum(len(read_probe_csv(p)) for p in paths if tf.io.gfile.exists(p))
+
+
+def _lighttune(
+    options: LifelongOptions, files: Sequence[str], model_dir: str, method: str,
+    trained_through: str, month: str, data_dir: str, summary: LifelongSummary,
+) -> tuple[Any, str] | None:
+    """Light-tune a copy of ``model_dir`` on ``month``'s light-tuning sets (TemporalWiki
+    Appendix C: one epoch, every parameter trainable, LR 1e-5, batch 32, lengths 25); returns
+    the config and MODEL_DIR of the light-tuned model, or None when there is nothing to tune on."""
+    from tw_jax.train import data, trainer
+
+    rows = lighttuning_rows(data_dir, month)
+    if rows == 0:
+        summary.skipped[f"{month}/lighttune"] = "no light-tuning rows (lighttuning_*.csv)"
+        return None
+    batch = min(options.lighttune_batch_size, rows)
+    steps = -(-rows // batch)
+    target = options.out_dir / "lighttuned" / method / trained_through / month
+    config = _parse(options, files, [f"MODEL_DIR={str(target)!r}"])
+    kind = "_ssm" if data.model_kind(config) == data.ENCDEC else "_object"
+    length = options.lighttune_length
+    _parse(options, files, [
+        f"MODEL_DIR={str(target)!r}",
+        f"MIXTURE_OR_TASK_NAME='twiki_lighttuning_{month}_all{kind}'",
+        f"INITIAL_CHECKPOINT_PATH={model_dir!r}",
+        f"TRAIN_STEPS={steps}", f"BATCH_SIZE={batch}", "SCHEDULE='constant'",
+        f"LEARNING_RATE={options.lighttune_lr!r}",
+        f"TASK_FEATURE_LENGTHS={{'inputs': {length}, 'targets': {length}}}",
+        f"CHECKPOINT_PERIOD={steps}", "KEEP_CHECKPOINTS=1",
+        "tw_jax.models.T5Config.freeze='none'", "tw_jax.models.GPT2Config.freeze='none'",
+    ])
+    trainer.train()
+    return config, str(target)
 
 
 def _record(
-    options: LifelongOptions, state_path: Path, state: dict[str, Any], config: Any,
+    options: LifelongOptions, files: Sequence[str], state_path: Path, state: dict[str, Any],
     method: str, trained_through: str, months: Sequence[str], data_dir: str,
     vocabulary_task: str, summary: LifelongSummary,
 ) -> None:
     """Append the missing scores (and the training time) of one update, then its state."""
-    pending = [m for m in months if m not in state["evaluated"]]
+    requested = list(options.metrics)
+    done = state.setdefault("groups", {})
+    missing = {m: [g for g in requested if g not in _done_groups(state, m)] for m in months}
+    pending = [m for m in months if missing[m]]
     results: list[Result] = []
     if pending:
-        results += _evaluate(options, config, state["model_dir"], method, trained_through,
-                             pending, data_dir, vocabulary_task, summary)
+        config = _parse(options, files, [f"MODEL_DIR={state['model_dir']!r}"])
+        scored = _score(options, config, state["model_dir"], pending, missing, data_dir,
+                        vocabulary_task, summary)
+        for month in pending:
+            if LIGHTTUNE not in missing[month]:
+                continue
+            tuned = _lighttune(options, files, state["model_dir"], method, trained_through,
+                               month, data_dir, summary)
+            if tuned is not None:
+                lt = _score(options, tuned[0], tuned[1], [month], {month: LIGHTTUNED_GROUPS},
+                            data_dir, vocabulary_task, summary, rename=LIGHTTUNED_METRICS)
+                scored.setdefault(month, []).extend(lt.get(month, []))
+        results += [Result(method, trained_through, month, category, metric, value)
+                    for month, triples in scored.items() for category, metric, value in triples]
+        summary.evaluated += [(trained_through, m) for m in pending]
     if not state.get("seconds_recorded", True):
         results.append(Result(method, trained_through, NO_MONTH, "all", "train_seconds",
                               float(state["train_seconds"])))
-    if not results:
+    if not results and not pending:
         return
     append_results(options.out_dir, results)
     summary.appended += len(results)
-    state["evaluated"] = [*state["evaluated"], *pending]
+    for month in pending:
+        done[month] = sorted(set(_done_groups(state, month)) | set(missing[month]))
+    state["evaluated"] = sorted(set(state["evaluated"]) | set(pending))
     state["seconds_recorded"] = True
     write_json(state_path, state)
+
+
+def _done_groups(state: Mapping[str, Any], month: str) -> list[str]:
+    """Metric groups already scored for ``month`` (a month evaluated before groups were
+    recorded had its probe perplexity scored)."""
+    if month in state.get("groups", {}):
+        return list(state["groups"][month])
+    return ["ppl"] if month in state["evaluated"] else []
 
 
 # --- the run ------------------------------------------------------------------------------
@@ -361,7 +414,7 @@ def _initial_step(
     task = f"twiki_full_{first}_{{objective}}"
     state_path = _state_path(options.out_dir, INITIAL, BASE)
     state = _read_state(state_path)
-    config = _parse(options, files, [f"MODEL_DIR={str(options.out_dir / 'unused')!r}"])
+    _parse(options, files, [f"MODEL_DIR={str(options.out_dir / 'unused')!r}"])
     pretrained = options.initial_checkpoint
     if state is None and pretrained:
         state = {"model_dir": str(pretrained), "given": True, "evaluated": [],
@@ -376,9 +429,8 @@ def _initial_step(
             f"{state_path}: INITIAL here is {state.get('model_dir')}, not {pretrained}; "
             f"use another --out or delete that file"
         )
-    if any(m not in state["evaluated"] for m in months) or not state.get("seconds_recorded", True):
-        _record(options, state_path, state, config, INITIAL, BASE, months, data_dir,
-                f"twiki_diffset_{months[0]}_{{objective}}", summary)
+    _record(options, files, state_path, state, INITIAL, BASE, months, data_dir,
+            f"twiki_diffset_{months[0]}_{{objective}}", summary)
     return state["model_dir"]
 
 
@@ -388,13 +440,13 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
     method = method_name(options.gin_files, options.method)
     if options.max_probes is not None and options.max_probes < 1:
         raise LifelongError(f"--max-probes must be positive, got {options.max_probes}")
-    unknown = [m for m in options.metrics if m not in METRIC_VARIANTS]
+    unknown = [m for m in options.metrics if m not in METRIC_GROUPS]
     if unknown:
-        raise LifelongError(f"unknown metric(s) {unknown}; known: {', '.join(METRIC_VARIANTS)}")
+        raise LifelongError(f"unknown metric(s) {unknown}; known: {', '.join(METRIC_GROUPS)}")
     tasks = {} if method == INITIAL else {
         m: training_task(method, m, options.train_on) for m in months
     }
-    options.out_dir = Path(options.out_dir)
+    options.out_dir = Path(options.out_dir).resolve()  # checkpoints are found by absolute path
     summary = LifelongSummary(method, results_path(options.out_dir))
 
     _parse(options, options.gin_files, [f"MODEL_DIR={str(options.out_dir / 'unused')!r}"])
@@ -418,10 +470,7 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
             summary.trained.append(month)
             write_json(state_path, state)
         targets = months if options.eval_matrix else [month]
-        if any(m not in state["evaluated"] for m in targets) or not state["seconds_recorded"]:
-            config = _parse(options, options.gin_files,
-                            [f"MODEL_DIR={state['model_dir']!r}"])
-            _record(options, state_path, state, config, method, month, targets, data_dir,
-                    tasks[month], summary)
+        _record(options, options.gin_files, state_path, state, method, month, targets,
+                data_dir, tasks[month], summary)
         previous = state["model_dir"]
     return summary

@@ -17,7 +17,7 @@ import argparse
 import logging
 import sys
 
-from tw_jax.evaluate.lifelong import METRIC_VARIANTS, TRAINS_ON
+from tw_jax.evaluate.lifelong import METRIC_GROUPS, TRAINS_ON
 
 
 def _csv(text: str) -> list[str]:
@@ -59,11 +59,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="gin files of INITIAL (default: initial.gin + the method's files "
                              "after the first)")
     parser.add_argument("--metrics", type=_csv, default=["ppl"], metavar="M,M",
-                        help=f"probe metrics, of {', '.join(METRIC_VARIANTS)} (default ppl)")
+                        help=f"metric groups, of {', '.join(METRIC_GROUPS)} (default ppl): "
+                             "probe perplexities, EM/F1 of decoded objects, rank "
+                             "classification, proper-noun perplexity, light-tuning")
     parser.add_argument("--eval-batch-size", type=int, default=32,
                         help="probes scored per batch (default 32)")
     parser.add_argument("--max-probes", type=int, default=None, metavar="N",
                         help="score only the first N probes of each category (smoke runs)")
+    parser.add_argument("--beam-size", type=int, default=1,
+                        help="qa: 1 decodes greedily, more runs beam search (default 1)")
+    parser.add_argument("--max-new-tokens", type=int, default=10,
+                        help="qa: longest decoded answer in tokens (default 10)")
+    parser.add_argument("--propn-instances", type=int, default=10_000, metavar="N",
+                        help="propn: blocks sampled per corpus and month (default 10000)")
+    parser.add_argument("--propn-length", type=int, default=512, metavar="L",
+                        help="propn: tokens per block (default 512)")
+    parser.add_argument("--spacy-model", default="en_core_web_sm",
+                        help="propn: spaCy pipeline that tags proper nouns")
     parser.set_defaults(func=run)
 
 
@@ -90,6 +102,11 @@ def run(args: argparse.Namespace) -> int:
         metrics=args.metrics,
         eval_batch_size=args.eval_batch_size,
         max_probes=args.max_probes,
+        max_new_tokens=args.max_new_tokens,
+        beam_size=args.beam_size,
+        propn_instances=args.propn_instances,
+        propn_length=args.propn_length,
+        spacy_model=args.spacy_model,
     )
     try:
         summary = run_lifelong(options)

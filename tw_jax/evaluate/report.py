@@ -121,9 +121,15 @@ def fmt(value: float | None, digits: int = 2) -> str:
 
 
 def fmt_hours(hours: float | None) -> str:
+    """Hours as the papers print them; short updates (a demo's) in minutes or seconds."""
     if hours is None:
         return MISSING
-    return "0 h" if hours == 0 else f"{hours:.2f} h"
+    if hours == 0:
+        return "0 h"
+    if hours >= 0.1:
+        return f"{hours:.2f} h"
+    seconds = hours * 3600.0
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
 def probe_average(index: ResultIndex, method: str, month: str, metric: str) -> float | None:
