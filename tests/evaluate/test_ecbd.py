@@ -1,0 +1,259 @@
+"""ECBD evaluation: span perplexities checked in closed form, recall@k, the tables and the CLI."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import math
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tw_jax.evaluate import ecbd
+from tw_jax.evaluate.scorer import score_seq2seq
+from tw_jax.tasks.ecbd import read_ecbd
+
+DEF_A = ["Barack Obama was born in Honolulu.", "He studied at Columbia University."]
+DEF_B = ["Microsoft opened offices in London."]
+
+
+def _row(ex_id: str, masked: str, span: str, span_type: str, definition: list[str],
+         mention: str) -> dict:
+    return {"ex_id": ex_id, "masked_sentence": masked, "answer_str": f"<extra_id_0> {span} "
+            "<extra_id_1>", "answer_d": {"<extra_id_0>": span}, "span_type": span_type,
+            "definition": definition, "entity_span_str": mention}
+
+
+ROWS = {
+    ("2019", "np"): [
+        _row("Barack Obama_1_2_0", "Barack Obama met <extra_id_0> in Paris on Monday.",
+             "Angela Merkel", "NP-PROPER", DEF_A, "Barack Obama"),
+        _row("Barack Obama_1_3_1", "Barack Obama studied at <extra_id_0>.",
+             "Columbia University", "NP-PROPER", DEF_A, "Barack Obama")],
+    ("2019", "random"): [
+        _row("Barack Obama_1_2_0", "Barack Obama met Angela Merkel <extra_id_0> on Monday.",
+             "in Paris", "RANDOM", DEF_A, "Barack Obama")],
+    ("2020", "random"): [
+        _row("Microsoft_2_1_0", "Microsoft and Google opened <extra_id_0> in London.",
+             "offices", "RANDOM", DEF_B, "Microsoft"),
+        _row("Microsoft_2_1_1", "Microsoft walked to the market and bought <extra_id_0>.",
+             "some bread and fresh apples", "RANDOM", DEF_B, "Microsoft")],
+}
+
+
+@pytest.fixture()
+def folder(tmp_path) -> Path:
+    for (subset, kind), rows in ROWS.items():
+        path = tmp_path / "ecbd" / subset / f"{kind}_spans_test.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return tmp_path / "ecbd"
+
+
+def _by(results, **want) -> dict:
+    return {(r.subset, r.input, r.span_type, r.metric): r for r in results
+            if all(getattr(r, k) == v for k, v in want.items())}
+
+
+def test_micro_and_entity_averaged_perplexity():
+    records = [
+        {"subset": "2019", "split": "test", "input": "original", "entity": "a", "span_group": "NP",
+         "nll": 1.0},
+        {"subset": "2019", "split": "test", "input": "original", "entity": "a",
+         "span_group": "RANDOM", "nll": 2.0},
+        {"subset": "2020", "split": "test", "input": "original", "entity": "b",
+         "span_group": "RANDOM", "nll": 4.0, "hit": 1},
+    ]
+    results = _by(ecbd.aggregate("m", records, recall_k=10))
+    assert results[("2019", "original", "all", "ppl")].value == pytest.approx(math.exp(1.5))
+    pooled = ("2017-2019", "original", "all")
+    assert results[(*pooled, "ppl")].value == pytest.approx(math.exp(1.5))
+    assert results[("2020-2021", "original", "RANDOM", "ppl_entity")].value == pytest.approx(
+        math.exp(4.0))
+    assert results[("2020-2021", "original", "all", "recall_at_10")].value == 100.0
+    assert ("2019", "original", "all", "recall_at_10") not in results  # no recall was run there
+    both = records + [dict(records[2], subset="2019")]
+    results = _by(ecbd.aggregate("m", both))
+    assert results[("2019", "original", "all", "ppl")].value == pytest.approx(math.exp(7 / 3))
+    assert results[("2019", "original", "all", "ppl_entity")].value == pytest.approx(
+        math.exp((1.5 + 4.0) / 2))
+    assert results[("2019", "original", "RANDOM", "ppl_entity")].value == pytest.approx(
+        math.exp(3.0))
+    assert results[("2019", "original", "all", "ppl")].entities == 2
+
+
+def test_gpt2_span_perplexity_in_closed_form(folder, unigram_gpt2, gpt2_vocab):
+    """Every position of the unigram GPT-2 predicts the same distribution, so a span's NLL is
+    the mean of -log p over the span's own tokens (" span" alone: BPE splits at spaces), whatever
+    the context: all four inputs score the same, and the tables' deltas are 0."""
+    model, params, log_probs = unigram_gpt2
+    data = read_ecbd(folder)
+    run = ecbd.evaluate_ecbd(model, params, gpt2_vocab, data, "uni",
+                             ecbd.EcbdOptions(batch_size=4, recall_k=10))
+    assert run.notes == {"recall@k skipped: T5 only (ECBD Appendix D)": 1}
+    expected = {}
+    for (subset, _), rows in ROWS.items():
+        for row in rows:
+            ids = gpt2_vocab.encode(" " + row["answer_d"]["<extra_id_0>"])
+            expected.setdefault(subset, []).append((row["ex_id"].split("_")[1],
+                                                    -float(np.mean(log_probs[ids]))))
+    assert len(run.records) == 4 * 5
+    for record in run.records:
+        ids = gpt2_vocab.encode(" " + record["span"])
+        assert record["nll"] == pytest.approx(-np.mean(log_probs[ids]), rel=1e-5)
+        assert record["tokens"] == len(ids)
+    results = _by(run.results)
+    for subset, values in expected.items():
+        nlls = [v for _, v in values]
+        for input_type in ecbd.INPUT_LABELS:
+            micro = results[(subset, input_type, "all", "ppl")]
+            assert micro.value == pytest.approx(math.exp(np.mean(nlls)), rel=1e-5)
+            assert micro.examples == len(nlls)
+    # 2019: entity "1" only (three examples); 2017-2019 pools it alone.
+    assert results[("2017-2019", "definition", "all", "ppl_entity")].value == pytest.approx(
+        math.exp(np.mean([v for _, v in expected["2019"]])), rel=1e-5)
+    tables = {t.name: t for t in _tables(run.results)}
+    table5 = tables["ecbd_table5_test"]
+    assert table5.headers == ["model", "input", "2019", "2020"]
+    assert [row[1] for row in table5.rows] == [
+        "ORIGINAL", "NO ENT", "RANDOM DEF.", "DEFINITION", "Δ(ORIG. → RAND.)", "Δ(ORIG. → DEF.)"]
+    assert table5.rows[-1][2:] == ["+0.00", "+0.00"]
+    assert tables["ecbd_table3_test"].headers == ["model", "input", "2017-2019", "2020-2021"]
+    assert tables["ecbd_table6_test"].headers[2:] == ["2019 NP", "2019 RAND", "2020 NP",
+                                                      "2020 RAND"]
+    assert "ecbd_table7_test" not in tables  # recall is T5's
+
+
+def _tables(results):
+    from tw_jax.benchmarks.ecbd_cli import ecbd_tables
+
+    return ecbd_tables(results)
+
+
+def test_t5_scores_the_tokens_between_the_sentinels(folder, random_t5, t5_vocab):
+    model, params = random_t5
+    example = read_ecbd(folder)[("2019", "test")][0]
+    built, cut = ecbd.span_example(t5_vocab, example, example.masked_sentence, t5=True)
+    assert not cut
+    weighted = [t for t, w in zip(built.targets, built.weights, strict=True) if w]
+    assert t5_vocab.decode(weighted) == "Angela Merkel"
+    assert built.targets[0] == t5_vocab.vocab_size - 1  # <extra_id_0>, not scored
+    assert built.weights[-2:] == (0.0, 0.0)  # <extra_id_1> and EOS are not scored either
+    nll, tokens = ecbd.span_nlls(model, params, t5_vocab, [example], [example.masked_sentence])
+    direct = score_seq2seq(model, params, [built])
+    assert tokens[0] == len(weighted)
+    assert nll[0] == pytest.approx(-direct.log_likelihood[0] / len(weighted))
+
+
+def test_t5_recall_at_k(folder, random_t5, t5_vocab):
+    """Gold spans set to the model's own predictions give recall 100%; unlikely ones 0%."""
+    model, params = random_t5
+    data = read_ecbd(folder)
+    first = data[("2019", "test")]
+    top = ecbd.top_k_spans(model, params, t5_vocab, [ex.masked_sentence for ex in first], k=2,
+                           beam_size=3, max_new_tokens=4, batch_size=8)
+    assert all(1 <= len(found) <= 2 and len(set(found)) == len(found) for found in top)
+    mine = {  # 2019: the k-th prediction (still within the top k); 2020: a span never predicted
+        ("2019", "test"): [replace(ex, span=found[-1]) for ex, found in zip(first, top, strict=True)],
+        ("2020", "test"): [replace(ex, span="zebra zebra") for ex in data[("2020", "test")]],
+    }
+    options = ecbd.EcbdOptions(input_types=("original",), recall_k=2, beam_size=3,
+                               max_new_tokens=4, batch_size=8)
+    run = ecbd.evaluate_ecbd(model, params, t5_vocab, mine, "t5", options)
+    results = _by(run.results, metric="recall_at_2")
+    assert {k[0]: r.value for k, r in results.items() if k[2] == "all"} == {
+        "2019": 100.0, "2020": 0.0, "2017-2019": 100.0, "2020-2021": 0.0}
+    assert [r["predictions"] for r in run.records[:3]] == top  # batching changes nothing
+    assert math.isfinite(next(r.value for r in run.results if r.metric == "ppl"))
+
+
+def test_extract_span(t5_vocab):
+    ids = t5_vocab.encode("<extra_id_0> the city <extra_id_1> rest")
+    assert ecbd.extract_span(t5_vocab, ids) == "the city"
+    assert ecbd.extract_span(t5_vocab, t5_vocab.encode("the city") + [1, 5, 6]) == "the city"
+    assert ecbd.extract_span(t5_vocab, t5_vocab.encode("<extra_id_0>") + [1]) == ""
+
+
+def _cli(argv: list[str]) -> tuple[int, str]:
+    from tw_jax.benchmarks import ecbd_cli
+
+    parser = argparse.ArgumentParser(prog="tw-jax")
+    ecbd_cli.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        code = args.func(args)
+    return code, printed.getvalue()
+
+
+def test_cli_eval_and_report(folder, random_t5, t5_vocab, tmp_path):
+    from tw_jax.models.t5_io import save_t5
+
+    model, params = random_t5
+    hf = tmp_path / "tiny-t5"
+    save_t5(hf, model.config, params)
+    shutil.copy(t5_vocab.sentencepiece_model_file, hf / "spiece.model")
+    out = tmp_path / "out"
+    code, printed = _cli(["ecbd", "eval", "--data", str(folder), "--out", str(out), "--model",
+                          str(hf), "--recall-k", "2", "--beam-size", "3", "--max-new-tokens",
+                          "4", "--batch-size", "8", "--inputs", "original,no_ent"])
+    assert code == 0
+    assert "ecbd tiny-t5: 10 scored examples" in printed
+    assert "### entity-averaged perplexity by group (ECBD Table 3), test" in printed
+    assert "### recall@2 (%) per span type (ECBD Table 8), test" in printed
+    results = ecbd.read_results(out)
+    assert {r.model for r in results} == {"tiny-t5"} and len(results) == len(set(
+        r.key for r in results))
+    examples = (out / "ecbd_examples.tiny-t5.jsonl").read_text().splitlines()
+    assert len(examples) == 10 and "predictions" in json.loads(examples[0])
+    tables = sorted(p.name for p in (out / "ecbd_tables").iterdir())
+    assert tables == sorted(f"ecbd_table{n}_test.csv" for n in ("3", "5", "5_micro", "6", "7", "8"))
+    assert (out / "ecbd_report.md").read_text() in printed
+    code, again = _cli(["ecbd", "report", str(out)])
+    assert code == 0 and again == (out / "ecbd_report.md").read_text()
+    # Bad input: an unknown input type, a split with no examples, a broken file.
+    assert _cli(["ecbd", "eval", "--data", str(folder), "--out", str(out), "--model", str(hf),
+                 "--inputs", "original,nonsense"])[0] == 2
+    assert _cli(["ecbd", "eval", "--data", str(folder), "--out", str(out), "--model", str(hf),
+                 "--splits", "dev"])[0] == 2
+    (folder / "2020" / "np_spans_test.json").write_text("{broken\n")
+    from tw_jax.preprocess.errors import DumpError
+
+    with pytest.raises(DumpError, match="np_spans_test.json, line 1: not JSON"):
+        _cli(["ecbd", "eval", "--data", str(folder), "--out", str(out), "--model", str(hf)])
+
+
+def test_cli_eval_orbax_style_gin_model(folder, random_t5, t5_vocab, tmp_path):
+    """--model-dir with the gin files of the model, as tw-jax eval takes them: models/t5_tiny.gin
+    with bindings that make it the tiny test T5, whose weights sit in MODEL_DIR."""
+    from dataclasses import fields
+
+    from tw_jax.models.t5_io import save_t5
+
+    model, params = random_t5
+    config = model.config
+    bindings = [f"--gin.tw_jax.models.T5Config.{f.name}={getattr(config, f.name)!r}"
+                for f in fields(config) if isinstance(getattr(config, f.name), int | float | str)]
+    model_dir = tmp_path / "model_dir"
+    save_t5(model_dir, config, params)
+    code, printed = _cli(["ecbd", "eval", "--data", str(folder), "--out", str(tmp_path / "o"),
+                          "--model-dir", str(model_dir), "--gin_file=models/t5_tiny.gin",
+                          *bindings, "--vocab", t5_vocab.sentencepiece_model_file, "--inputs",
+                          "original,definition", "--subsets", "2019", "--name", "tiny"])
+    assert code == 0, printed
+    results = {(r.input, r.metric): r.value for r in ecbd.read_results(tmp_path / "o")
+               if r.subset == "2019" and r.span_type == "all"}
+    data = read_ecbd(folder, subsets=["2019"])[("2019", "test")]
+    nll, _ = ecbd.span_nlls(model, params, t5_vocab, data, [ex.masked_sentence for ex in data])
+    assert results[("original", "ppl")] == pytest.approx(math.exp(np.mean(nll)), rel=1e-4)
+    table = next(t for t in _tables(ecbd.read_results(tmp_path / "o"))
+                 if t.name == "ecbd_table5_test")
+    assert [r[1] for r in table.rows] == ["ORIGINAL", "DEFINITION", "Δ(ORIG. → DEF.)"]
+    assert table.headers == ["model", "input", "2019"]
+    assert _cli(["ecbd", "eval", "--data", str(folder), "--out", str(tmp_path / "o"),
+                 "--model-dir", str(model_dir)])[0] == 2  # gin files and vocab are needed

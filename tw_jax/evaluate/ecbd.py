@@ -1,0 +1,372 @@
+"""ECBD evaluation: span perplexity under four input types, and recall@k from T5 beam search.
+
+Perplexity (ECBD §3, Figure 3) is token-normalised over the masked span only:
+
+- T5: input the (modified) masked sentence + EOS, target ``<extra_id_0> span <extra_id_1>`` + EOS;
+  only the span's tokens between the two sentinels are scored.
+- GPT-2: the text left of the mask, then the span; the span's tokens are scored given the left
+  context only (the right context cannot condition a left-to-right model). The text is preceded
+  by EOS acting as BOS, as :func:`tw_jax.evaluate.perplexity.causal_example` does; a context
+  longer than the model's positions loses its first tokens (counted as ``truncated``).
+
+Each example's NLL is the mean over its span tokens. *Micro* perplexity is ``exp`` of the mean
+over examples; *entity-averaged* perplexity (the paper's headline number) is ``exp`` of the mean
+over entities of each entity's mean NLL. Both are reported per subset, per pooled group (Table 3:
+``2017-2019`` and ``2020-2021``), per input type and per span type (``all``, ``NP``, ``RANDOM``).
+
+Recall@k (Appendix D, T5 only): beam search (paper: 100 beams); each finished sequence's text
+after ``<extra_id_0>`` (from the start if the model emitted none) up to the next sentinel or EOS
+is a prediction; the top ``k`` distinct non-empty predictions count as a hit when one equals the
+gold span (whitespace-normalised). Reported as a percentage, micro over examples.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tw_jax.evaluate.perplexity import causal_example, score_examples, seq2seq_example
+from tw_jax.evaluate.scorer import CausalExample, bucket_length, is_encoder_decoder
+from tw_jax.evaluate.tokens import encode_with_offsets
+from tw_jax.preprocess.errors import DumpError
+from tw_jax.tasks.ecbd import (
+    INPUTS,
+    SENTINEL_0,
+    SENTINEL_1,
+    EcbdExample,
+    input_sentence,
+    random_definitions,
+)
+
+INPUT_LABELS = {"original": "ORIGINAL", "no_ent": "NO ENT", "random_def": "RANDOM DEF.",
+                "definition": "DEFINITION"}
+GROUPS: dict[str, tuple[str, ...]] = {"2017-2019": ("2017", "2018", "2019"),
+                                      "2020-2021": ("2020", "2021")}
+SPAN_TYPES = ("all", "NP", "RANDOM")
+PPL, PPL_ENTITY = "ppl", "ppl_entity"
+
+
+def recall_metric(k: int) -> str:
+    return f"recall_at_{k}"
+
+
+@dataclass(frozen=True)
+class EcbdOptions:
+    """What to measure: input types, definition length, seed, batching, and recall@k."""
+
+    input_types: tuple[str, ...] = INPUTS
+    n_definition: int = 1
+    seed: int = 0
+    batch_size: int = 32
+    recall_k: int = 0  # 0: no recall (it needs beam search, T5 only)
+    beam_size: int = 100
+    max_new_tokens: int = 16
+
+
+@dataclass(frozen=True)
+class EcbdResult:
+    """One number of one table cell: ``ecbd_results.jsonl`` holds one per line."""
+
+    model: str
+    subset: str
+    split: str
+    input: str
+    span_type: str
+    metric: str
+    value: float
+    examples: int
+    entities: int
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str, str]:
+        return (self.model, self.subset, self.split, self.input, self.span_type, self.metric)
+
+
+@dataclass
+class EcbdRun:
+    """Results, per-example records, and notes on what could not be built as asked."""
+
+    results: list[EcbdResult] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    notes: dict[str, int] = field(default_factory=dict)
+
+    def note(self, what: str, n: int = 1) -> None:
+        self.notes[what] = self.notes.get(what, 0) + n
+
+
+# --- per-example scoring --------------------------------------------------------------------
+
+
+def _target(example: EcbdExample) -> tuple[str, tuple[int, int]]:
+    text = f"{SENTINEL_0} {example.span} {SENTINEL_1}"
+    return text, (len(SENTINEL_0), len(SENTINEL_0) + 1 + len(example.span))
+
+
+def _fit(example: CausalExample, limit: int | None) -> tuple[CausalExample, bool]:
+    """The last ``limit`` tokens (the scored span sits at the end), and whether it was cut."""
+    if limit is None or len(example.tokens) <= limit:
+        return example, False
+    tokens, weights = example.tokens[-limit:], list(example.weights[-limit:])
+    weights[0] = 0.0
+    return CausalExample(tokens, tuple(weights)), True
+
+
+def span_example(vocabulary: Any, example: EcbdExample, sentence: str, *, t5: bool,
+                 max_length: int | None = None) -> tuple[Any, bool]:
+    """The scoring example of one masked sentence (see the module docstring)."""
+    if t5:
+        target, span = _target(example)
+        return seq2seq_example(vocabulary, sentence, target, [span]), False
+    left = sentence.split(SENTINEL_0, 1)[0]
+    text = left + example.span
+    start = len(left) - 1 if left.endswith(" ") else len(left)  # the space marks the span's word
+    return _fit(causal_example(vocabulary, text, [(start, len(text))]), max_length)
+
+
+def sentences_for(examples: Sequence[EcbdExample], input_type: str, options: EcbdOptions,
+                  pool: Sequence[EcbdExample], run: EcbdRun) -> list[str] | None:
+    """The masked sentences of one input type; unbuildable ones fall back to the original
+    sentence (counted), and None means the type cannot be built at all (one entity only)."""
+    randoms: list[str | None] = [None] * len(examples)
+    if input_type == "random_def":
+        by_source = {ex.source: i for i, ex in enumerate(pool)}
+        drawn = random_definitions(pool, options.n_definition, options.seed)
+        randoms = [drawn[by_source[ex.source]] for ex in examples]
+        if examples and all(r is None for r in randoms):
+            return None
+    out = []
+    for example, rand in zip(examples, randoms, strict=True):
+        text = input_sentence(example, input_type, n_definition=options.n_definition,
+                              random_definition=rand)
+        if text is None:
+            run.note(f"{input_type}: unchanged (no mention or definition)")
+            text = example.masked_sentence
+        out.append(text)
+    return out
+
+
+def span_nlls(model: Any, params: Any, vocabulary: Any, examples: Sequence[EcbdExample],
+              sentences: Sequence[str], *, batch_size: int = 32,
+              run: EcbdRun | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Mean NLL over each example's span tokens, and their count."""
+    t5 = is_encoder_decoder(model)
+    limit = None if t5 else getattr(model.config, "n_positions", None)
+    built = [span_example(vocabulary, ex, s, t5=t5, max_length=limit)
+             for ex, s in zip(examples, sentences, strict=True)]
+    if run is not None and any(cut for _, cut in built):
+        run.note("truncated contexts", sum(cut for _, cut in built))
+    scores = score_examples(model, params, [b for b, _ in built], batch_size=batch_size)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nll = -scores.log_likelihood / scores.num_tokens
+    return nll, scores.num_tokens
+
+
+# --- recall@k ------------------------------------------------------------------------------
+
+
+def _sentinel_id(vocabulary: Any, text: str) -> int:
+    ids, _ = encode_with_offsets(vocabulary, text)
+    return ids[-1]
+
+
+def extract_span(vocabulary: Any, ids: Sequence[int]) -> str:
+    """The text a T5 output puts after ``<extra_id_0>``, up to the next sentinel or EOS."""
+    first = _sentinel_id(vocabulary, SENTINEL_0)
+    extra = int(getattr(vocabulary, "extra_ids", 0) or 0)
+    sentinels = set(range(vocabulary.vocab_size - extra, vocabulary.vocab_size))
+    sentinels |= {first, _sentinel_id(vocabulary, SENTINEL_1)}
+    ids = [int(i) for i in ids]
+    if first in ids:
+        ids = ids[ids.index(first) + 1 :]
+    kept = []
+    for token in ids:
+        if token == vocabulary.eos_id or token in sentinels:
+            break
+        kept.append(token)
+    return " ".join(vocabulary.decode(kept).split()) if kept else ""
+
+
+def top_k_spans(model: Any, params: Any, vocabulary: Any, sentences: Sequence[str], *, k: int,
+                beam_size: int, max_new_tokens: int, batch_size: int = 8) -> list[list[str]]:
+    """The ``k`` best distinct span predictions of each masked sentence (T5 beam search)."""
+    import jax.numpy as jnp
+
+    from tw_jax.models.decoding import beam_search
+
+    encoded = [encode_with_offsets(vocabulary, s)[0] + [vocabulary.eos_id] for s in sentences]
+    out: list[list[str]] = [[] for _ in sentences]
+    order = np.argsort([len(e) for e in encoded], kind="stable")
+    for begin in range(0, len(order), batch_size):
+        rows = order[begin : begin + batch_size]
+        length = bucket_length(max(len(encoded[i]) for i in rows))
+        ids = np.zeros((batch_size, length), np.int32)
+        mask = np.zeros((batch_size, length), np.int32)
+        mask[:, 0] = 1  # filler rows attend to one token
+        for row, index in enumerate(rows):
+            ids[row, : len(encoded[index])] = encoded[index]
+            mask[row, : len(encoded[index])] = 1
+        sequences, _ = beam_search(model, params, jnp.asarray(ids), jnp.asarray(mask),
+                                   beam_size=beam_size, max_new_tokens=max_new_tokens,
+                                   eos_id=vocabulary.eos_id)
+        sequences = np.asarray(sequences)
+        for row, index in enumerate(rows):
+            found: list[str] = []
+            for beam in sequences[row]:
+                span = extract_span(vocabulary, beam)
+                if span and span not in found:
+                    found.append(span)
+                if len(found) == k:
+                    break
+            out[index] = found
+    return out
+
+
+# --- aggregation ---------------------------------------------------------------------------
+
+
+def micro_perplexity(nlls: Sequence[float]) -> float:
+    """``exp(mean NLL over examples)``."""
+    return math.exp(float(np.mean(np.asarray(nlls, np.float64))))
+
+
+def entity_perplexity(nlls: Sequence[float], entities: Sequence[str]) -> float:
+    """``exp`` of the mean over entities of each entity's mean NLL."""
+    per_entity: dict[str, list[float]] = defaultdict(list)
+    for value, entity in zip(nlls, entities, strict=True):
+        per_entity[entity].append(float(value))
+    return math.exp(float(np.mean([np.mean(v) for v in per_entity.values()])))
+
+
+def _cells(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, str, str], list]:
+    """Records by (subset or group, split, input, span type), including pooled cells."""
+    cells: dict[tuple[str, str, str, str], list] = defaultdict(list)
+    for record in records:
+        subsets = [record["subset"]] + [g for g, members in GROUPS.items()
+                                        if record["subset"] in members]
+        for subset in subsets:
+            for span_type in ("all", record["span_group"]):
+                cells[(subset, record["split"], record["input"], span_type)].append(record)
+    return cells
+
+
+def aggregate(model: str, records: Sequence[Mapping[str, Any]], recall_k: int = 0
+              ) -> list[EcbdResult]:
+    """The results of per-example records (``nll``, and ``hit`` when recall was run)."""
+    results = []
+    for (subset, split, input_type, span_type), rows in sorted(_cells(records).items()):
+        scored = [r for r in rows if r.get("nll") is not None and math.isfinite(r["nll"])]
+        entities = len({r["entity"] for r in rows})
+        if scored:
+            nlls, owners = [r["nll"] for r in scored], [r["entity"] for r in scored]
+            for metric, value in ((PPL, micro_perplexity(nlls)),
+                                  (PPL_ENTITY, entity_perplexity(nlls, owners))):
+                results.append(EcbdResult(model, subset, split, input_type, span_type, metric,
+                                          value, len(scored), entities))
+        hits = [r["hit"] for r in rows if r.get("hit") is not None]
+        if recall_k and hits:
+            results.append(EcbdResult(model, subset, split, input_type, span_type,
+                                      recall_metric(recall_k), 100.0 * float(np.mean(hits)),
+                                      len(hits), entities))
+    return results
+
+
+def evaluate_ecbd(model: Any, params: Any, vocabulary: Any,
+                  data: Mapping[tuple[str, str], Sequence[EcbdExample]], model_name: str,
+                  options: EcbdOptions | None = None) -> EcbdRun:
+    """Score every (subset, split) of ``data`` under every input type (module docstring)."""
+    options = options or EcbdOptions()
+    unknown = [t for t in options.input_types if t not in INPUTS]
+    if unknown:
+        raise ValueError(f"unknown input types {unknown}; known: {', '.join(INPUTS)}")
+    t5 = is_encoder_decoder(model)
+    recall_k = options.recall_k if t5 else 0
+    run = EcbdRun()
+    if options.recall_k and not t5:
+        run.note("recall@k skipped: T5 only (ECBD Appendix D)")
+    pool = [ex for examples in data.values() for ex in examples]
+    for examples in data.values():
+        if not examples:
+            continue
+        for input_type in options.input_types:
+            sentences = sentences_for(examples, input_type, options, pool, run)
+            if sentences is None:
+                run.note(f"{input_type}: skipped (no other entity to draw a definition from)")
+                continue
+            nll, tokens = span_nlls(model, params, vocabulary, examples, sentences,
+                                    batch_size=options.batch_size, run=run)
+            predictions = top_k_spans(
+                model, params, vocabulary, sentences, k=recall_k, beam_size=options.beam_size,
+                max_new_tokens=options.max_new_tokens) if recall_k else None
+            for i, (example, sentence) in enumerate(zip(examples, sentences, strict=True)):
+                record = {
+                    "model": model_name, "subset": example.subset, "split": example.split,
+                    "input": input_type, "source": example.source, "ex_id": example.ex_id,
+                    "entity": example.entity, "span_type": example.span_type,
+                    "span_group": example.span_group, "input_text": sentence,
+                    "span": example.span, "tokens": int(tokens[i]),
+                    "nll": float(nll[i]) if tokens[i] > 0 else None,
+                }
+                if predictions is not None:
+                    gold = " ".join(example.span.split())
+                    record["predictions"] = predictions[i]
+                    record["hit"] = int(gold in predictions[i])
+                run.records.append(record)
+            if np.any(tokens == 0):
+                run.note("examples with no span token", int(np.sum(tokens == 0)))
+    run.results = aggregate(model_name, run.records, recall_k)
+    return run
+
+
+def latest(results: Iterable[EcbdResult]) -> list[EcbdResult]:
+    """A later result with the same key replaces an earlier one (re-running appends)."""
+    found: dict[tuple, EcbdResult] = {}
+    for result in results:
+        found.pop(result.key, None)
+        found[result.key] = result
+    return list(found.values())
+
+
+# --- ecbd_results.jsonl --------------------------------------------------------------------
+
+RESULTS_FILE = "ecbd_results.jsonl"
+_FIELDS = tuple(EcbdResult.__dataclass_fields__)
+
+
+def append_results(out_dir: str | os.PathLike[str], results: Sequence[EcbdResult]) -> Path:
+    """Append results to ``OUT_DIR/ecbd_results.jsonl`` in one write (as results.jsonl is)."""
+    path = Path(out_dir) / RESULTS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = "".join(json.dumps(asdict(r), allow_nan=False) + "\n" for r in results)
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(payload)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return path
+
+
+def read_results(path: str | os.PathLike[str]) -> list[EcbdResult]:
+    """The results of a file (or ``OUT_DIR``), latest per key; bad lines name file and line."""
+    path = Path(path)
+    path = path / RESULTS_FILE if path.is_dir() else path
+    if not path.is_file():
+        raise DumpError(str(path), None, f"no {RESULTS_FILE} (tw-jax ecbd eval writes it)")
+    results = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                results.append(EcbdResult(**{f: record[f] for f in _FIELDS}))
+            except (json.JSONDecodeError, KeyError, TypeError) as error:
+                raise DumpError(str(path), f"line {number}",
+                                f"not an ECBD result ({type(error).__name__}: {error})") from None
+    return latest(results)
