@@ -1,0 +1,90 @@
+"""QA generation without an LLM: questions from the Wikidata probes (``tw-jax probes``).
+
+The paper writes its questions with GPT-3.5 from passages. Offline, the facts the TWiki-Probes
+stage already aligned with Wikipedia give questions whose answers are known exactly, through the
+relation question templates of :mod:`.questions`:
+
+- Unchanged: the UNCHANGED facts of every month pair of the window (a fact must be UNCHANGED in
+  each pair's ``unchanged.csv``, as an Unchanged article must be unchanged in every snapshot),
+  question → object;
+- New (per pair): NEW facts, question → object;
+- Edited (per pair): UPDATED facts, question → previous object (``answer1``, outdated; the first
+  when there were several) and object (``answer2``, updated). Rows without a previous object or
+  whose previous object equals the new one after normalisation are dropped and counted.
+
+The probes folder is a TemporalWiki data folder (``<MMMM>/probes/{unchanged,new,updated}.csv``);
+the sets are written as :mod:`.qa_csv` writes every generator's.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from tw_jax.preprocess.errors import DumpError
+from tw_jax.preprocess.evolvingqa.filters import same_answer
+from tw_jax.preprocess.evolvingqa.qa_csv import PAPER_FINETUNE_FRACTION, QA, write_qa_sets
+from tw_jax.preprocess.evolvingqa.questions import question
+
+PREVIOUS_SEPARATOR = " | "
+
+
+def _read(probes: Path, pair: str, category: str) -> list[dict[str, str]]:
+    from tw_jax.tasks.sources import read_probe_csv
+
+    path = probes / pair / "probes" / f"{category}.csv"
+    if not path.exists():
+        raise DumpError(str(path), None, f"no {category} probes for {pair} (run tw-jax probes)")
+    return read_probe_csv(str(path))
+
+
+def _qa(row: dict[str, str], tally: Counter, answer2: str | None = None,
+        source: str = "") -> QA:
+    text, kind = question(row["subject"], row["relation"])
+    tally[kind] += 1
+    if answer2 is None:
+        return QA(text, row["object"], source=source)
+    return QA(text, answer2, row["object"], source=source)
+
+
+def generate_offline(
+    probes: str | Path,
+    pairs: list[str],
+    qa_dir: str | Path,
+    *,
+    finetune_fraction: float = PAPER_FINETUNE_FRACTION,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Writes the QA sets of ``pairs`` from the probes under ``probes``; returns the summary."""
+    if not pairs:
+        raise ValueError("no month pairs to generate questions for")
+    probes = Path(probes)
+    templates: Counter = Counter()
+    skipped: Counter = Counter()
+    facts = [_read(probes, pair, "unchanged") for pair in pairs]
+    keys = [{(r["subject"], r["relation"], r["object"]) for r in rows} for rows in facts[1:]]
+    unchanged = [
+        _qa(row, templates, source=f"{pairs[0]}/unchanged/{i}")
+        for i, row in enumerate(facts[0])
+        if all((row["subject"], row["relation"], row["object"]) in k for k in keys)
+    ]
+    new: dict[str, list[QA]] = {}
+    edited: dict[str, list[QA]] = {}
+    for pair in pairs:
+        new[pair] = [_qa(r, templates, source=f"{pair}/new/{i}")
+                     for i, r in enumerate(_read(probes, pair, "new"))]
+        edited[pair] = []
+        for i, row in enumerate(_read(probes, pair, "updated")):
+            previous = [p.strip() for p in row["previous_object"].split(PREVIOUS_SEPARATOR)]
+            previous = [p for p in previous if p]
+            if not previous:
+                skipped["no_previous_object"] += 1
+            elif same_answer(previous[0], row["object"]):
+                skipped["same_answer"] += 1
+            else:
+                edited[pair].append(_qa(row, templates, previous[0], f"{pair}/updated/{i}"))
+    details = {"generator": "offline", "probes": str(probes), "pairs": pairs,
+               "templates": dict(sorted(templates.items())), "skipped": dict(sorted(skipped.items()))}
+    return write_qa_sets(Path(qa_dir), unchanged, new, edited,
+                         finetune_fraction=finetune_fraction, seed=seed, details=details)

@@ -1,0 +1,151 @@
+"""EvolvingQA evaluation: EM/F1 against updated and outdated answers, the teacher-forced
+multiple choice (Appendix D), the results mapping, and train → eval end to end on CPU."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from eval_helpers import set_unigram
+
+from tw_jax.benchmarks import evolvingqa_cli
+from tw_jax.evaluate import evolvingqa as eqa
+from tw_jax.evaluate.rank import RankItem
+from tw_jax.models import scoring
+
+
+def _cli(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="tw-jax")
+    evolvingqa_cli.add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_rank_scores_each_answer_as_the_plain_target(random_t5, t5_vocab):
+    model, params = random_t5
+    item = RankItem("Who coaches Real Graltport?", ("Stano Wevton", "Buel Vosling"), gold=0)
+    result = eqa.qa_rank_classify(model, params, t5_vocab, [item])
+    inputs = jnp.asarray([[*t5_vocab.encode(item.prompt), t5_vocab.eos_id]])
+    expected = []
+    for candidate in item.candidates:
+        target = t5_vocab.encode(candidate)
+        log_probs = scoring.seq2seq_log_likelihoods(
+            model, params, inputs, jnp.asarray([[*target, t5_vocab.eos_id]]))
+        expected.append(float(np.asarray(log_probs)[0, : len(target)].sum()))
+    np.testing.assert_allclose(result.summed[0], expected, rtol=1e-4)
+    assert result.accuracy == (100.0 if expected[0] > expected[1] else 0.0)
+    rows = [{"question": "q", "answer1": "The 17th.", "answer2": "17th"},
+            {"question": "q", "answer1": "16th", "answer2": "17th"}]
+    assert eqa.qa_rank_items(rows) == [RankItem("q", ("17th", "16th"), 0)]
+
+
+def test_a_model_that_always_says_paris(unigram_gpt2, gpt2_vocab):
+    model, params, _ = unigram_gpt2
+    (paris,) = gpt2_vocab.encode(" Paris")
+    params, _ = set_unigram(params, {paris: -0.01}, params["wte"]["embedding"].shape[0])
+    unchanged = [{"question": "What is the capital of France?", "answer": "Paris"},
+                 {"question": "What is the capital of England?", "answer": "London"}]
+    edited = [{"question": "Where is the summit?", "answer1": "London", "answer2": "Paris"},
+              {"question": "Where is the fair?", "answer1": "Paris", "answer2": "London"}]
+    sets = [eqa.score_set(model, params, gpt2_vocab, "unchanged", unchanged, max_new_tokens=1),
+            eqa.score_set(model, params, gpt2_vocab, "edited", edited, max_new_tokens=1)]
+    assert sets[0].predictions == ["Paris", "Paris"]
+    assert sets[0].values == {"em": 50.0, "f1": 50.0}
+    assert sets[1].values == {"em": 50.0, "f1": 50.0, "em_previous": 50.0, "f1_previous": 50.0,
+                              "rank_acc": 50.0, "rank_acc_norm": 50.0}
+    results = eqa.to_results("full", "0809", "0809", sets)
+    assert {(r.category, r.metric) for r in results} == {
+        ("unchanged", "em"), ("unchanged", "f1"), ("updated", "em"), ("updated", "f1"),
+        ("updated", "em_previous"), ("updated", "f1_previous"), ("updated", "rank_acc"),
+        ("updated", "rank_acc_norm")}
+    for result in results:
+        result.validate()
+    table = eqa.format_table(sets)
+    assert "Outdated        2   50.00   50.00" in table
+    assert "updated 50.00% / outdated 50.00% (summed log-likelihood)" in table
+    with pytest.raises(ValueError, match="unknown EvolvingQA set"):
+        eqa.score_set(model, params, gpt2_vocab, "changed", unchanged)
+
+
+QA_FILES = {
+    "unchanged_train.csv": "question,answer\n" + "".join(
+        f"What is the population of Town{i}?,{1000 + i}\n" for i in range(6)),
+    "unchanged_eval.csv": "question,answer\nWho directed Silent Islands?,Zelel Wernton\n",
+    "new_0809.csv": "question,answer\nWhom did Bordling marry?,Meel Dreirdstad\n",
+    "edited_0809.csv": "question,answer1,answer2\n"
+                       "Who coaches Real Graltport?,Buel Vosling,Stano Wevton\n"
+                       "What is the population of Dravminster?,23865,24042\n",
+}
+# t5_tiny cut to one layer, the test vocabulary's size and short sequences: compiles fast.
+TINY = ["--gin_file=models/t5_tiny.gin", "--gin_file=runs/cpu_smoke.gin",
+        "--gin.tw_jax.models.T5Config.num_layers=1", "--gin.tw_jax.models.T5Config.vocab_size=1152",
+        "--gin.INPUTS_LENGTH=16", "--gin.TARGETS_LENGTH=8",
+        "--gin.tw_jax.train.train.progress=False", "--gin.CHECKPOINT_PERIOD=100"]
+MODEL = TINY[:6]
+
+
+def test_qa_fine_tuning_then_evaluation_end_to_end(tmp_path, t5_vocab, capsys):
+    data, qa = tmp_path / "data", tmp_path / "data" / "qa"
+    qa.mkdir(parents=True)
+    for name, text in QA_FILES.items():
+        (qa / name).write_text(text, encoding="utf-8")
+    vocab = t5_vocab.sentencepiece_model_file
+    model_dir = tmp_path / "qa_model"
+    assert _cli(["evolvingqa", "train", "--stage", "qa", "--data", str(data), "--model-dir",
+                 str(model_dir), "--t5-vocab", vocab, *TINY]) == 0
+    printed = capsys.readouterr().out
+    # One epoch: 6 rows at cpu_smoke's batch of 4.
+    assert "evolvingqa_finetune: 1 epoch(s) of 6 examples at batch 4: 2 steps" in printed
+    assert sorted(p.name for p in (model_dir / "checkpoints").iterdir()) == ["2"]
+    config = (model_dir / "operative_config.gin").read_text()
+    assert "TRAIN_STEPS = 2" in config and "MIXTURE_OR_TASK_NAME = 'evolvingqa_finetune'" in config
+
+    out = tmp_path / "results"
+    assert _cli(["evolvingqa", "eval", "--qa", str(qa), "--checkpoint", str(model_dir),
+                 "--month", "0809", "--method", "full", "--out", str(out), "--t5-vocab", vocab,
+                 "--max-answer-tokens", "4", "--batch-size", "4", *MODEL]) == 0
+    printed = capsys.readouterr().out
+    assert "EvolvingQA full trained through 0809, time step 0809:" in printed
+    rows = {line.split()[0]: line.split()[1] for line in printed.splitlines()[2:6]}
+    assert rows == {"Unchanged": "1", "New": "1", "Outdated": "2", "Updated": "2"}
+    assert "multiple choice (2 Edited pairs): updated" in printed
+    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [(r["category"], r["metric"]) for r in lines] == [
+        ("unchanged", "em"), ("unchanged", "f1"), ("new", "em"), ("new", "f1"),
+        ("updated", "em"), ("updated", "f1"), ("updated", "em_previous"),
+        ("updated", "f1_previous"), ("updated", "rank_acc"), ("updated", "rank_acc_norm")]
+    assert {(r["method"], r["trained_through"], r["eval_month"]) for r in lines} == {
+        ("full", "0809", "0809")}
+    predictions = out / "predictions" / "full.0809.0809" / "edited.jsonl"
+    assert [json.loads(line)["answer2"] for line in predictions.read_text().splitlines()] == [
+        "Stano Wevton", "24042"]
+
+    assert _cli(["evolvingqa", "eval", "--qa", str(qa), "--checkpoint", str(model_dir),
+                 "--month", "0910", "--out", str(out), *MODEL]) == 2
+    assert "has no evolvingqa_new_0910, evolvingqa_edited_0910" in capsys.readouterr().err
+
+
+def test_the_paper_settings_are_in_the_gin_files():
+    import gin
+
+    from tw_jax.train import gin_setup
+
+    gin_setup.parse(["evolvingqa_qa.gin"], ["MODEL_DIR='/tmp/x'"])
+    assert [gin.query_parameter(f"%{m}") for m in (
+        "LEARNING_RATE", "BATCH_SIZE", "SCHEDULE", "MIXTURE_OR_TASK_NAME")] == [
+        1e-5, 32, "constant", "evolvingqa_finetune"]
+    gin_setup.parse(["evolvingqa.gin"], ["MODEL_DIR='/tmp/x'"])
+    assert [gin.query_parameter(f"%{m}") for m in (
+        "LEARNING_RATE", "BATCH_SIZE", "ACCUMULATE_STEPS")] == [1e-3, 5, 3]
+
+
+def test_continual_training_needs_the_months_ssm_corpus(tmp_path, capsys):
+    assert _cli(["evolvingqa", "train", "--stage", "continual", "--data", str(tmp_path),
+                 "--model-dir", str(tmp_path / "m"), *TINY]) == 2
+    assert "needs --month MMMM" in capsys.readouterr().err
+    assert _cli(["evolvingqa", "train", "--stage", "continual", "--data", str(tmp_path),
+                 "--month", "0809", "--model-dir", str(tmp_path / "m"), *TINY]) == 2
+    assert "no SSM corpus for 0809 (run tw-jax evolvingqa build)" in capsys.readouterr().err

@@ -1,0 +1,359 @@
+"""``tw-jax evolvingqa``: EvolvingQA (Kim et al., 2023) — build, generate, train, evaluate.
+
+    tw-jax evolvingqa build --dumps enwiki-20230201-….xml.bz2 enwiki-20230301-….xml.bz2 … \\
+        --out DIR [--min-changed-chars 500] [--unchanged-articles 200000] [--workers N]
+    tw-jax evolvingqa generate --data DIR --endpoint https://api.openai.com/v1 \\
+        --model gpt-3.5-turbo --api-key-env OPENAI_API_KEY [--concurrency 8]
+    tw-jax evolvingqa generate --data DIR --probes DATA_DIR          # offline, from the probes
+    tw-jax evolvingqa train --stage continual --data DIR --month 0203 --model-dir M/full/0203 \\
+        --initial-checkpoint t5-large-ssm/ --t5-vocab t5-large-ssm/spiece.model
+    tw-jax evolvingqa train --stage qa --data DIR --model-dir M/full/0203-qa \\
+        --initial-checkpoint M/full/0203 --t5-vocab t5-large-ssm/spiece.model
+    tw-jax evolvingqa eval --qa DIR/qa --checkpoint M/full/0203-qa --month 0203 \\
+        --method full --out RESULTS [--t5-vocab …]
+
+The folder layout is :mod:`tw_jax.preprocess.evolvingqa.layout`'s. ``train`` puts the stage's gin
+file first (``evolvingqa.gin`` or ``evolvingqa_qa.gin``: the paper's settings) and then the
+``--gin_file`` files given (a method, ``models/t5_tiny.gin``, ``runs/cpu_smoke.gin`` …); TRAIN_STEPS
+is ``--epochs`` passes over the data at BATCH_SIZE unless ``--gin.TRAIN_STEPS`` is given. ``eval``
+appends ``results.jsonl`` (Unchanged → unchanged, New → new, Edited → updated) and prints the
+paper's Table 1 rows and Table 5's multiple-choice split. Bad input is an error naming the file
+and line, exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+PREFIX = "tw-jax evolvingqa"
+STAGE_GIN = {"continual": "evolvingqa.gin", "qa": "evolvingqa_qa.gin"}
+
+
+def _error(command: str, message: Any) -> int:
+    print(f"{PREFIX} {command}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _gin_arguments(parser: argparse.ArgumentParser) -> None:
+    from tw_jax.train.cli import _GinArgumentParser
+
+    parser.__class__ = _GinArgumentParser  # --gin.KEY=VALUE, as tw-jax train accepts
+    parser.add_argument("--gin_file", action="append", default=[], metavar="FILE",
+                        help="gin file after the stage's own (repeatable): a method, "
+                             "models/t5_tiny.gin, runs/cpu_smoke.gin …")
+    parser.add_argument("--gin_bindings", action="append", default=[], metavar="KEY=VALUE",
+                        help="one gin binding, after the files (also --gin.KEY=VALUE)")
+    parser.add_argument("--gin_search_paths", action="append", default=[], metavar="DIR")
+    parser.add_argument("--t5-vocab", default=None, help="T5 SentencePiece model (default: "
+                        "$TW_JAX_T5_VOCAB, else DATA/vocab/t5/spiece.model)")
+
+
+def _count(text: str) -> int | None:
+    return None if text == "all" else int(text)
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "evolvingqa", help="EvolvingQA: Changed sets, QA generation, QA fine-tuning, EM/F1",
+        description="EvolvingQA (Kim et al., 2023): Changed sets and their SSM corpus, "
+                    "QA-generation inputs, QA generation, training and evaluation.")
+    commands = parser.add_subparsers(dest="evolvingqa_command", required=True, metavar="STEP")
+
+    build = commands.add_parser(
+        "build", help="Changed sets + SSM corpus + Unchanged/New/Edited passages",
+        description="Per month pair: the DiffSet stage with --min-changed-chars (the Changed "
+                    "set), the SSM stage on it, New passages and Edited pairs; over the window: "
+                    "Unchanged passages. evolvingqa/build.json is written last.")
+    build.add_argument("--dumps", nargs="+", required=True, metavar="DUMP",
+                       help="Wikipedia dumps (XML or WikiExtractor JSON lines), oldest first")
+    build.add_argument("--out", required=True, help="output folder (a tw_jax data folder)")
+    build.add_argument("--months", default=None, metavar="YYYY-MM,…",
+                       help="the dumps' months (default: from names such as enwiki-20230201-…)")
+    build.add_argument("--min-changed-chars", type=int, default=500,
+                       help="new text an article needs to enter the Changed set (paper: 500)")
+    build.add_argument("--unchanged-articles", type=_count, default=200_000, metavar="N|all",
+                       help="Unchanged articles sampled (paper: 200K topics)")
+    build.add_argument("--passages-per-article", type=int, default=1,
+                       help="Unchanged passages per article: its first chunks (default 1)")
+    build.add_argument("--chunk-words", type=int, default=200, help="words per passage at most")
+    build.add_argument("--spacy-model", default="en_core_web_sm",
+                       help="spaCy pipeline for SSM and entities (paper: en_core_web_trf)")
+    build.add_argument("--seed", type=int, default=0)
+    build.add_argument("--workers", type=int, default=1, help="worker processes per stage")
+    build.add_argument("--force", action="store_true", help="redo complete stage folders")
+    build.add_argument("--progress", action="store_true", help="show progress bars")
+    build.set_defaults(func=run_build)
+
+    generate = commands.add_parser(
+        "generate", help="QA sets from the passages (LLM endpoint) or from the probes (offline)",
+        description="With --endpoint: the paper's prompts and filters against any "
+                    "OpenAI-compatible chat endpoint. Without: questions from the Wikidata "
+                    "probes' UNCHANGED/NEW/UPDATED facts through relation templates.")
+    generate.add_argument("--data", required=True, help="the build folder")
+    generate.add_argument("--out", default=None, help="QA folder (default DATA/qa)")
+    generate.add_argument("--endpoint", default=None, help="e.g. https://api.openai.com/v1")
+    generate.add_argument("--model", default=None, help="the endpoint's model name")
+    generate.add_argument("--api-key-env", default=None, metavar="VAR",
+                          help="environment variable holding the API key (never printed)")
+    generate.add_argument("--concurrency", type=int, default=4, help="requests in flight")
+    generate.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+    generate.add_argument("--max-retries", type=int, default=5, help="retries on 429/5xx")
+    generate.add_argument("--no-llm-filters", action="store_true",
+                          help="skip the LLM equivalence/hallucination checks (A.2.2-A.2.3)")
+    generate.add_argument("--limit", type=int, default=None, metavar="N",
+                          help="passages per file at most (a trial run)")
+    generate.add_argument("--cache", default=None, help="reply cache (default QA/llm_cache.jsonl)")
+    generate.add_argument("--probes", default=None, metavar="DATA_DIR",
+                          help="offline: the folder with <MMMM>/probes/ (default --data)")
+    generate.add_argument("--finetune-fraction", type=float, default=0.62,
+                          help="Unchanged pairs for QA fine-tuning (paper: 80K of 129.5K)")
+    generate.add_argument("--seed", type=int, default=0)
+    generate.set_defaults(func=run_generate)
+
+    train = commands.add_parser(
+        "train", help="continual SSM pretraining on a Changed set, or QA fine-tuning",
+        description="Runs the trainer with the stage's gin file first, then --gin_file files.")
+    _gin_arguments(train)
+    train.add_argument("--stage", choices=sorted(STAGE_GIN), required=True)
+    train.add_argument("--data", required=True, help="the build folder (DATA_DIR)")
+    train.add_argument("--model-dir", required=True, help="MODEL_DIR of this run")
+    train.add_argument("--month", default=None, metavar="MMMM", help="continual: the month pair")
+    train.add_argument("--qa", default=None, help="qa: the QA folder (default DATA/qa)")
+    train.add_argument("--initial-checkpoint", default=None,
+                       help="start from this checkpoint (orbax MODEL_DIR or Hugging Face folder)")
+    train.add_argument("--epochs", type=float, default=1.0,
+                       help="passes over the data (qa: 1 as the paper; continual: unstated in "
+                            "the paper, the authors' configs use 4)")
+    train.set_defaults(func=run_train)
+
+    evaluate = commands.add_parser(
+        "eval", help="EM/F1 on Unchanged, New, Edited and the Edited multiple choice",
+        description="Scores a QA fine-tuned checkpoint; appends OUT/results.jsonl.")
+    _gin_arguments(evaluate)
+    evaluate.add_argument("--qa", required=True, help="QA folder or zip (released or generated)")
+    evaluate.add_argument("--checkpoint", required=True, help="MODEL_DIR, step or HF folder")
+    evaluate.add_argument("--month", required=True, metavar="MMMM",
+                          help="the time step (results' eval_month)")
+    evaluate.add_argument("--label", default=None,
+                          help="the sets' file label, new_<LABEL>.csv (default --month)")
+    evaluate.add_argument("--method", default="initial", help="method name in the results")
+    evaluate.add_argument("--trained-through", default=None, metavar="base|MMMM",
+                          help="default: base for --method initial, else --month")
+    evaluate.add_argument("--out", required=True, help="results.jsonl goes here")
+    evaluate.add_argument("--sets", default="unchanged,new,edited", help="sets to score")
+    evaluate.add_argument("--max-questions", type=int, default=None, metavar="N")
+    evaluate.add_argument("--batch-size", type=int, default=32)
+    evaluate.add_argument("--max-answer-tokens", type=int, default=25)
+    evaluate.set_defaults(func=run_eval)
+
+
+# --- build and generate -------------------------------------------------------------------
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from tw_jax.preprocess.evolvingqa.extract import BuildOptions, build_evolvingqa
+    from tw_jax.preprocess.evolvingqa.layout import LayoutError
+    from tw_jax.preprocess.ssm.pipeline import SpacyModelError
+
+    options = BuildOptions(
+        min_changed_chars=args.min_changed_chars, spacy_model=args.spacy_model,
+        unchanged_articles=args.unchanged_articles,
+        passages_per_article=args.passages_per_article, chunk_words=args.chunk_words,
+        seed=args.seed, workers=args.workers, force=args.force,
+    )
+    months = [m.strip() for m in args.months.split(",")] if args.months else None
+    try:
+        summary = build_evolvingqa(args.dumps, args.out, months=months, options=options,
+                                   progress=args.progress or None)
+    except (LayoutError, SpacyModelError) as error:
+        return _error("build", error)
+    for pair, figures in summary["pairs"].items():
+        changed, extraction = figures["changed_set"], figures["extraction"]
+        print(f"{pair}: Changed set {changed['new']} new + {changed['changed']} changed "
+              f"articles ({figures['below_min_changed_chars']} below {args.min_changed_chars} "
+              f"chars), {figures['ssm_examples']} SSM examples; "
+              f"{extraction['new_passages']} New passages, {extraction['edited_pairs']} "
+              f"Edited pairs")
+    unchanged = summary["unchanged"]
+    print(f"Unchanged over {summary['months'][0]}..{summary['months'][-1]}: "
+          f"{unchanged['selected_articles']} articles of {unchanged['candidates']} candidates, "
+          f"{unchanged['passages']} passages")
+    print(f"done in {summary['seconds']} s; {Path(args.out) / 'evolvingqa' / 'build.json'}")
+    return 0
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    from tw_jax.preprocess.evolvingqa import layout
+    from tw_jax.preprocess.evolvingqa.client import ChatClient, ChatError
+    from tw_jax.preprocess.evolvingqa.generate import generate_with_llm, pairs_with_passages
+
+    data = Path(args.data)
+    qa_dir = Path(args.out) if args.out else layout.qa_dir(data)
+    try:
+        if args.endpoint:
+            if not args.model:
+                return _error("generate", "--endpoint needs --model")
+            client = ChatClient(args.endpoint, args.model, api_key_env=args.api_key_env,
+                                timeout=args.timeout, max_retries=args.max_retries,
+                                cache=args.cache or qa_dir / "llm_cache.jsonl")
+            summary = generate_with_llm(
+                data, client, qa_dir=qa_dir, llm_filters=not args.no_llm_filters,
+                limit=args.limit, concurrency=args.concurrency,
+                finetune_fraction=args.finetune_fraction, seed=args.seed)
+        else:
+            from tw_jax.preprocess.evolvingqa.offline import generate_offline
+
+            probes = Path(args.probes or args.data)
+            pairs = pairs_with_passages(data) or sorted(
+                p.parent.name for p in probes.glob("[0-9][0-9][0-9][0-9]/probes"))
+            summary = generate_offline(probes, pairs, qa_dir,
+                                       finetune_fraction=args.finetune_fraction, seed=args.seed)
+    except (ChatError, ValueError) as error:
+        return _error("generate", error)
+    for name, counts in summary["sets"].items():
+        print(f"{name}: {json.dumps(counts)}")
+    if "reasons" in summary:
+        print(f"reasons: {json.dumps(summary['reasons'])}")
+    print(f"QA sets in {qa_dir} ({summary['generator']} generator)")
+    return 0
+
+
+# --- train --------------------------------------------------------------------------------
+
+
+def _absolute(path: str | None) -> str | None:
+    """Local paths made absolute (orbax refuses relative ones); URLs (gs://…) kept."""
+    return path if path is None or "://" in path else os.path.abspath(path)
+
+
+def _explicit(bindings: list[str], macro: str) -> bool:
+    return any(b.split("=", 1)[0].strip() == macro for b in bindings)
+
+
+def _training_data(args: argparse.Namespace) -> tuple[str, int]:
+    """(task, examples in one epoch), registering the task."""
+    from tw_jax.preprocess.evolvingqa import layout
+    from tw_jax.tasks.evolvingqa import FINETUNE, read_qa_csv, register_evolvingqa, task_name
+
+    if args.stage == "qa":
+        qa_dir = Path(args.qa) if args.qa else layout.qa_dir(Path(args.data))
+        register_evolvingqa(qa_dir, t5_vocab=args.t5_vocab, data_dir=args.data)
+        return task_name(FINETUNE), len(read_qa_csv(qa_dir / layout.UNCHANGED_TRAIN))
+    import tw_jax.tasks
+
+    if not args.month:
+        raise ValueError("--stage continual needs --month MMMM")
+    stats = layout.ssm_dir(Path(args.data), args.month) / layout.STATS_FILE
+    if not stats.exists():
+        raise ValueError(f"{stats}: no SSM corpus for {args.month} (run tw-jax evolvingqa build)")
+    tw_jax.tasks.register_all(args.data, t5_vocab=args.t5_vocab)
+    with open(stats, encoding="utf-8") as handle:
+        return f"twiki_diffset_{args.month}_ssm", int(json.load(handle)["examples"])
+
+
+def run_train(args: argparse.Namespace) -> int:
+    import gin
+
+    from tw_jax.train import checkpoints, gin_setup, trainer
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    files = [STAGE_GIN[args.stage], *args.gin_file]
+    search = [p for item in args.gin_search_paths for p in item.split(",") if p]
+    try:
+        task, examples = _training_data(args)
+        bindings = [*args.gin_bindings, f"MODEL_DIR={_absolute(args.model_dir)!r}",
+                    f"MIXTURE_OR_TASK_NAME={task!r}", f"DATA_DIR={_absolute(args.data)!r}",
+                    f"INITIAL_CHECKPOINT_PATH={_absolute(args.initial_checkpoint)!r}"]
+        if args.t5_vocab:
+            bindings.append(f"tw_jax.tasks.register_all.t5_vocab={str(args.t5_vocab)!r}")
+        if not _explicit(args.gin_bindings, "TRAIN_STEPS"):
+            gin_setup.parse(files, bindings, search)
+            batch = int(gin.query_parameter("%BATCH_SIZE"))
+            steps = max(1, math.ceil(args.epochs * examples / batch))
+            print(f"{task}: {args.epochs:g} epoch(s) of {examples} examples at batch {batch}: "
+                  f"{steps} steps")
+            bindings.append(f"TRAIN_STEPS={steps}")
+        gin_setup.parse(files, bindings, search, gin_setup.MACROS_TRAIN)
+        result = trainer.train()
+    except (gin_setup.GinConfigError, ValueError, FileNotFoundError) as error:
+        return _error("train", error)
+    except (trainer.TrainingDivergedError, checkpoints.CheckpointError) as error:
+        print(f"{PREFIX} train: error: {error}", file=sys.stderr)
+        return 1
+    print(f"trained {task} to step {result['step']} (started at step {result['start_step']}) "
+          f"in {args.model_dir}")
+    return 0
+
+
+# --- eval ---------------------------------------------------------------------------------
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from tw_jax.evaluate import evolvingqa as eqa
+    from tw_jax.evaluate.results import append_results
+    from tw_jax.tasks.evolvingqa import EDITED, NEW, UNCHANGED, find_qa_files, task_name
+    from tw_jax.tasks.vocab import LazyVocabulary, t5_path
+    from tw_jax.train import checkpoints, gin_setup
+
+    logging.basicConfig(level=logging.WARNING)
+    wanted = [s.strip() for s in args.sets.split(",") if s.strip()]
+    unknown = [s for s in wanted if s not in eqa.SETS]
+    if unknown or not wanted:
+        return _error("eval", f"unknown set(s) {unknown}; choose from {', '.join(eqa.SETS)}")
+    label = args.label or args.month
+    files = {qa.task: qa for qa in find_qa_files(args.qa)}
+    names = {UNCHANGED: task_name(UNCHANGED), NEW: task_name(NEW, label),
+             EDITED: task_name(EDITED, label)}
+    missing = [names[s] for s in wanted if names[s] not in files]
+    if missing:
+        return _error("eval", f"{args.qa} has no {', '.join(missing)} "
+                      f"(found: {', '.join(files) or 'nothing'})")
+    rows = {s: files[names[s]].load()[: args.max_questions] for s in wanted}
+    trained = args.trained_through or ("base" if args.method == "initial" else args.month)
+    vocabulary = LazyVocabulary("t5", t5_path(None, args.t5_vocab))
+    search = [p for item in args.gin_search_paths for p in item.split(",") if p]
+    try:
+        scored = []
+        with eqa.loaded_model([STAGE_GIN["qa"], *args.gin_file], _absolute(args.checkpoint),
+                              bindings=args.gin_bindings, search_paths=search) as (module, params):
+            for name in wanted:
+                scored.append(eqa.score_set(
+                    module, params, vocabulary.vocabulary, name, rows[name],
+                    max_new_tokens=args.max_answer_tokens, batch_size=args.batch_size))
+        results = eqa.to_results(args.method, trained, args.month, scored)
+        path = append_results(args.out, results)
+    except (gin_setup.GinConfigError, checkpoints.CheckpointError, FileNotFoundError,
+            ValueError) as error:
+        return _error("eval", error)
+    folder = Path(args.out) / "predictions" / f"{args.method}.{trained}.{args.month}"
+    for scores in scored:
+        eqa.write_predictions(folder, scores, rows[scores.name])
+    print(f"EvolvingQA {args.method} trained through {trained}, time step {args.month}:")
+    print(eqa.format_table(scored))
+    print(f"{len(results)} results appended to {path}; predictions in {folder}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``tw-jax evolvingqa`` alone (``python -m tw_jax.benchmarks.evolvingqa_cli …``)."""
+    from tw_jax.preprocess.errors import DumpError
+
+    parser = argparse.ArgumentParser(prog="tw-jax")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except DumpError as error:
+        return _error(args.evolvingqa_command, error)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    sys.exit(main())
