@@ -1,0 +1,64 @@
+"""The files of an InvariantLAMA folder, written atomically; ``stats.json`` last.
+
+- ``invariantLAMA.csv``: ``id,input,output``, CKL's released format, so the same reader
+  (:mod:`tw_jax.preprocess.ckl.release`) loads a build and the release;
+- ``invariantLAMA_answers.json``: ``id → [answers]``, the layout of the release's other answer
+  files (CKL's own InvariantLAMA has none: its ``output`` is the answer);
+- ``invariantLAMA_facts.csv``: ``id,subject_id,relation_id,object_id,subject,relation,object``,
+  the Wikidata fact behind each probe;
+- ``stats.json``: counts of every step; the folder is complete exactly when it exists.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tw_jax.io.atomic import atomic_open, discard, write_json
+from tw_jax.preprocess.ckl.lama import LamaProbe
+from tw_jax.preprocess.ckl.release import INVARIANT, LamaRow, answers_json_text
+
+LAMA_FILE = "invariantLAMA.csv"
+ANSWERS_FILE = "invariantLAMA_answers.json"
+FACTS_FILE = "invariantLAMA_facts.csv"
+STATS_FILE = "stats.json"
+LAMA_COLUMNS = ("id", "input", "output")
+FACT_COLUMNS = ("id", "subject_id", "relation_id", "object_id", "subject", "relation", "object")
+
+
+def clear_stats(out_dir: str | os.PathLike[str]) -> None:
+    """An earlier run's stats.json would mark a half-rewritten folder as complete."""
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    discard(Path(out_dir) / STATS_FILE)
+
+
+def _csv(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def write_lama_folder(
+    out_dir: str | os.PathLike[str], probes: Sequence[LamaProbe], stats: dict[str, Any]
+) -> None:
+    out = Path(out_dir)
+    clear_stats(out)
+    files = {
+        LAMA_FILE: _csv(LAMA_COLUMNS, [(p.id, p.input, p.output) for p in probes]),
+        ANSWERS_FILE: answers_json_text(
+            [LamaRow(p.id, p.input, (p.output,)) for p in probes], INVARIANT),
+        FACTS_FILE: _csv(FACT_COLUMNS, [
+            (p.id, p.probe.subject_id, p.probe.relation_id, p.probe.object_id, p.probe.subject,
+             p.probe.relation, p.probe.object) for p in probes
+        ]),
+    }
+    for name, text in files.items():
+        with atomic_open(out / name, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+    write_json(out / STATS_FILE, stats)

@@ -1,0 +1,331 @@
+"""CKL's zero-shot evaluation: EM and F1 of T5's decoded span on each probe set (CKL §4, App. C).
+
+For each probe task of :mod:`tw_jax.tasks.ckl` the statement is tokenised and trimmed to the
+set's input length by the task itself (EOS kept), T5 decodes at most the set's output length
+(greedy, or beam search with ``beam_size > 1``; the reference code used two beams), the first
+span after the sentinel is the prediction, and :func:`tw_jax.evaluate.qa.qa_scores` scores it
+against every accepted answer with SQuAD normalisation (``em``, ``f1``) and, for UpdatedLAMA,
+against the outdated answers (``em_previous``, ``f1_previous``).
+
+Results use the schema of :mod:`tw_jax.evaluate.results`: category ``unchanged`` (IL),
+``updated`` (UL), ``new`` (NL), ``new_easy`` (NLE); ``eval_month`` is the phase's pseudo month
+pair (``0001`` for CKL's single update, ``0001, 0102, …`` for phases) and ``trained_through`` is
+``base`` for the model before any update, else the phase it was trained through, as the
+lifelong runner writes them. ``tw-jax report`` then prints CKL Table 2 with FUAR.
+
+Phases (:func:`evaluate_phases`): every checkpoint the lifelong runner left for a folder laid out
+by ``tw-jax ckl phases`` is scored on every phase's sets. InvariantLAMA is CKL's only forgetting
+task ``T^F_0``, so it is recorded under the first phase for every model (what FUAR reads) and,
+for display, under each model's own phase; no model is recorded on InvariantLAMA under a later
+phase than its own, which would define the ``T^F_j`` (j ≥ 1) that CKL leaves undefined.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tw_jax.evaluate.results import BASE, Result, append_results
+from tw_jax.preprocess.ckl.phases import MANIFEST
+
+METRICS = ("em", "f1", "em_previous", "f1_previous")
+
+
+@dataclass(frozen=True)
+class SetScores:
+    """One probe set under one model: the scores and what was predicted, id by id."""
+
+    task: str
+    category: str
+    ids: list[str]
+    predictions: list[str]
+    scores: dict[str, float]
+
+
+@dataclass
+class ModelSource:
+    """A Hugging Face folder (``hf_dir``) or a MODEL_DIR with the gin files that built it."""
+
+    hf_dir: str | None = None
+    model_dir: str | None = None
+    gin_files: list[str] = field(default_factory=list)
+    gin_bindings: list[str] = field(default_factory=list)
+    gin_search_paths: list[str] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def loaded_model(source: ModelSource) -> Iterator[tuple[Any, Any]]:
+    """``(module, params)`` for decoding, inside the model's mesh while the block runs.
+
+    A Hugging Face folder is read with its own ``config.json``; a MODEL_DIR with the model its
+    gin files build. Both go through the trainer's loader (mesh, logical sharding rules), so the
+    same model decodes with the same compiled graphs whichever way it was saved.
+    """
+    import gin
+
+    from tw_jax.io import files
+    from tw_jax.models.sharding import activate
+    from tw_jax.train import gin_setup
+    from tw_jax.train.evaluation import load_params
+    from tw_jax.train.state import build_run_model
+
+    mesh = None
+    if source.hf_dir is not None:
+        from tw_jax.models.hf_io import read_config
+        from tw_jax.models.t5 import T5Config
+
+        hf = read_config(source.hf_dir)
+        if hf.get("model_type") != "t5":
+            raise ValueError(f"{source.hf_dir}: CKL's zero-shot evaluation needs a T5, not "
+                             f"{hf.get('model_type')!r} (GPT-2 is light-tuned first, CKL App. G)")
+        config, checkpoint = T5Config.from_hf_config(hf), source.hf_dir
+    else:
+        if source.model_dir is None or not source.gin_files:
+            raise gin_setup.GinConfigError("a MODEL_DIR needs the gin files that built its model")
+        gin_setup.parse(source.gin_files, [*source.gin_bindings, "MODEL_DIR='unused'"],
+                        source.gin_search_paths)
+        try:
+            config = gin.query_parameter("%MODEL").scoped_configurable_fn()
+        except ValueError as error:
+            raise gin_setup.GinConfigError(f"gin: {error} (add a models/*.gin file)") from None
+        with contextlib.suppress(ValueError):
+            mesh = gin.query_parameter("%MESH_SHAPE")
+        checkpoint = source.model_dir
+        if getattr(config, "model_type", None) != "t5":
+            raise ValueError("CKL's zero-shot evaluation needs a T5 (GPT-2 is light-tuned first, "
+                             "CKL App. G); the gin files build a " + type(config).__name__)
+    if not files.is_url(checkpoint):
+        checkpoint = os.path.abspath(checkpoint)  # orbax refuses relative paths
+    run = build_run_model(config, mesh or (-1, 1, 1))
+    with activate(run.mesh):
+        params, _ = load_params(run, checkpoint, None)
+        yield run.module, params
+
+
+def decode_token_rows(
+    module: Any, params: Any, vocabulary: Any, rows: Sequence[Sequence[int]], *,
+    max_new_tokens: int, beam_size: int = 1, batch_size: int = 32,
+) -> list[str]:
+    """T5's answer span for each tokenised input (EOS included), batched with static shapes."""
+    import jax.numpy as jnp
+
+    from tw_jax.evaluate.qa import _batch  # the padding qa.decode_answers uses
+    from tw_jax.models import decoding
+    from tw_jax.tasks.metrics import answer_from_t5
+
+    eos = vocabulary.eos_id
+    answers: list[str] = []
+    for start in range(0, len(rows), batch_size):
+        chunk = [list(r) for r in rows[start : start + batch_size]]
+        ids, mask = _batch(chunk, batch_size, left=False)
+        kwargs = dict(max_new_tokens=max_new_tokens, eos_id=eos, pad_id=0)
+        if beam_size == 1:
+            out = decoding.greedy_decode(module, params, jnp.asarray(ids), jnp.asarray(mask),
+                                         **kwargs)
+        else:
+            beams, _ = decoding.beam_search(module, params, jnp.asarray(ids), jnp.asarray(mask),
+                                            beam_size=beam_size, **kwargs)
+            out = beams[:, 0]
+        for row in np.asarray(out)[: len(chunk)]:
+            tokens = row.tolist()
+            tokens = tokens[: tokens.index(eos)] if eos in tokens else tokens
+            answers.append(answer_from_t5(vocabulary.decode(tokens)))
+    return answers
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def task_examples(task: str, limit: int | None = None) -> list[dict[str, Any]]:
+    """The registered probe task's examples at CKL's lengths (tokenised, trimmed, EOS kept)."""
+    from tw_jax.tasks.ckl import eval_lengths
+    from tw_jax.train import data
+
+    dataset = data.task_dataset(task, eval_lengths(task), split="test", shuffle=False,
+                                num_epochs=1)
+    if limit is not None:
+        dataset = dataset.take(limit)
+    return list(dataset.as_numpy_iterator())
+
+
+def evaluate_task(
+    module: Any, params: Any, task: str, *, category: str | None = None, beam_size: int = 1,
+    batch_size: int = 32, limit: int | None = None,
+    examples: list[dict[str, Any]] | None = None,
+) -> SetScores | None:
+    """Zero-shot EM/F1 of one registered CKL probe task (its ``examples`` when already read);
+    None when it has no rows."""
+    from tw_jax.evaluate.qa import qa_scores
+    from tw_jax.tasks import LazyVocabulary
+    from tw_jax.tasks.ckl import PREVIOUS_SEPARATOR, eval_lengths, lama_set
+    from tw_jax.train import data
+
+    examples = task_examples(task, limit) if examples is None else examples
+    if not examples:
+        return None
+    vocabulary = data.vocabulary(task)
+    if isinstance(vocabulary, LazyVocabulary):
+        vocabulary = vocabulary.vocabulary
+    predictions = decode_token_rows(
+        module, params, vocabulary, [ex["inputs"].tolist() for ex in examples],
+        max_new_tokens=eval_lengths(task)["targets"], beam_size=beam_size,
+        batch_size=batch_size,
+    )
+    answers = [json.loads(_text(ex["answers"])) for ex in examples]
+    previous = [[p for p in _text(ex["previous_object"]).split(PREVIOUS_SEPARATOR) if p.strip()]
+                for ex in examples]
+    scores = qa_scores(predictions, answers, previous if any(previous) else None)
+    return SetScores(task, category or lama_set(task).category,
+                     [_text(ex["id"]) for ex in examples], predictions, scores)
+
+
+def results_of(scores: Sequence[SetScores], method: str, trained_through: str, phase: str
+               ) -> list[Result]:
+    """The results lines of scored sets (one per metric present)."""
+    return [
+        Result(method, trained_through, phase, s.category, metric, float(s.scores[metric]))
+        for s in scores for metric in METRICS if metric in s.scores
+    ]
+
+
+def write_predictions(folder: str | os.PathLike[str], label: str, scores: SetScores) -> Path:
+    """``folder/<label>.<task>.jsonl``: id and prediction per probe (the reference's log)."""
+    from tw_jax.io.atomic import atomic_open
+
+    path = Path(folder) / f"{label}.{scores.task}.jsonl"
+    with atomic_open(path, "w", encoding="utf-8") as handle:
+        for row_id, prediction in zip(scores.ids, scores.predictions, strict=True):
+            handle.write(json.dumps({"id": row_id, "prediction": prediction},
+                                    ensure_ascii=False) + "\n")
+    return path
+
+
+# --- phases -------------------------------------------------------------------------------
+
+
+def read_manifest(data_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """``DATA/ckl_phases.json`` as ``tw-jax ckl phases`` wrote it."""
+    from tw_jax.preprocess.errors import DumpError
+
+    path = Path(data_dir) / MANIFEST
+    if not path.is_file():
+        raise DumpError(str(path), None, "no CKL phases manifest (run tw-jax ckl phases)")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise DumpError(str(path), f"line {error.lineno}", f"not JSON ({error.msg})") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("phases"), list):
+        raise DumpError(str(path), None, "not a CKL phases manifest (no 'phases' list)")
+    return manifest
+
+
+def scored_here(model_phase: int, set_phase: int, category: str) -> bool:
+    """Whether the model after phase ``model_phase`` (0: before any) is recorded on phase
+    ``set_phase``'s set of ``category`` (module docstring: InvariantLAMA only under the first
+    phase, the model's own phase, or any phase for the base model)."""
+    if category != "unchanged":
+        return True
+    return model_phase == 0 or set_phase == 1 or set_phase == model_phase
+
+
+@dataclass
+class PhasesOptions:
+    """``tw-jax ckl eval-phases``: the runner's output folder, the data folder, its gin files."""
+
+    data_dir: str
+    lifelong_dir: str
+    gin_files: list[str]
+    gin_bindings: list[str] = field(default_factory=list)
+    gin_search_paths: list[str] = field(default_factory=list)
+    method: str | None = None
+    initial_gin_files: list[str] | None = None
+    t5_vocab: str | None = None
+    beam_size: int = 1
+    batch_size: int = 32
+    limit: int | None = None
+
+
+def _checkpoint(out: Path, method: str, trained_through: str) -> str:
+    from tw_jax.preprocess.errors import DumpError
+
+    path = out / "state" / method / f"{trained_through}.json"
+    if not path.is_file():
+        raise DumpError(str(path), None, f"no {method} checkpoint through {trained_through} "
+                        "(run tw-jax lifelong on the phases folder first)")
+    return str(json.loads(path.read_text(encoding="utf-8"))["model_dir"])
+
+
+def evaluate_phases(options: PhasesOptions) -> list[Result]:
+    """Scores INITIAL and each phase's checkpoint of one lifelong run on every phase's sets,
+    appended to ``LIFELONG_DIR/results.jsonl``; returns the results."""
+    from tw_jax.evaluate.lifelong import INITIAL, default_initial_gin_files, method_name
+    from tw_jax.tasks.ckl import register_ckl
+    from tw_jax.tasks.vocab import t5_path
+
+    manifest = read_manifest(options.data_dir)
+    pairs = [phase["pair"] for phase in manifest["phases"]]
+    out = Path(options.lifelong_dir)
+    method = method_name(options.gin_files, options.method)
+    initial_files = options.initial_gin_files or default_initial_gin_files(options.gin_files)
+    models = [(0, INITIAL, BASE, initial_files)]
+    models += [(k, method, pair, options.gin_files) for k, pair in enumerate(pairs, start=1)]
+    vocab = t5_path(options.data_dir, options.t5_vocab)
+    read: dict[tuple[str, str], list[dict[str, Any]]] = {}  # the same for every model
+    everything: list[Result] = []
+    for k, name, trained, files in models:
+        source = ModelSource(model_dir=_checkpoint(out, name, trained), gin_files=list(files),
+                             gin_bindings=options.gin_bindings,
+                             gin_search_paths=options.gin_search_paths)
+        results: list[Result] = []
+        invariant: SetScores | None = None  # InvariantLAMA is one file in every phase
+        with loaded_model(source) as (module, params):
+            for i, phase in enumerate(manifest["phases"], start=1):
+                register_ckl(Path(options.data_dir) / phase["pair"] / "ckl", vocab,
+                             group="ckl_phases")
+                for category, task in sorted(phase["sets"].items()):
+                    if task is None or not scored_here(k, i, category):
+                        continue
+                    if category == "unchanged" and invariant is not None:
+                        results += results_of([invariant], name, trained, phase["pair"])
+                        continue
+                    key = (phase["pair"], task)
+                    if key not in read:
+                        read[key] = task_examples(task, options.limit)
+                    scored = evaluate_task(module, params, task, category=category,
+                                           beam_size=options.beam_size,
+                                           batch_size=options.batch_size, examples=read[key])
+                    if category == "unchanged":
+                        invariant = scored
+                    if scored is not None:
+                        results += results_of([scored], name, trained, phase["pair"])
+        append_results(out, results)
+        everything += results
+    return everything
+
+
+def ckl_table_text(results_dir: str | os.PathLike[str]) -> str:
+    """CKL Table 2 (EM, with FUAR) of a results file, as Markdown."""
+    from tw_jax.evaluate.report import ResultIndex, ckl_table
+    from tw_jax.evaluate.results import read_results
+
+    return ckl_table(ResultIndex(read_results([results_dir])), "em").markdown()
+
+
+def summary_line(scores: SetScores) -> str:
+    values = " ".join(f"{k}={scores.scores[k]:.2f}" for k in METRICS if k in scores.scores)
+    return f"{scores.task} ({scores.category}, {len(scores.ids)} probes): {values}"
+
+
+def category_map(names: Sequence[str]) -> Mapping[str, str]:
+    """Probe task → results category for a single-phase evaluation (NLE subsets: new_easy)."""
+    from tw_jax.tasks.ckl import lama_set, probe_tasks
+
+    return {task: lama_set(task).category for task in probe_tasks(list(names))}
