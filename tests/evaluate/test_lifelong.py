@@ -295,3 +295,45 @@ def test_more_metric_groups_score_only_what_is_new(first_run, tmp_path):
 
     assert _cli(argv) == 0  # everything asked for is there: nothing more
     assert len(_lines(out / "results.jsonl")) == before + len(added)
+
+
+def test_an_interrupted_run_resumes_where_it_stopped(first_run, tmp_path, monkeypatch):
+    """A run that dies while scoring the first update, rerun: INITIAL and that update are not
+    trained again, and the results equal those of the run that was never interrupted."""
+    from tw_jax.evaluate import lifelong
+    from tw_jax.evaluate.results import read_results
+
+    data, out = first_run["data"], tmp_path / "out"
+    options = LifelongOptions(
+        gin_files=["diff.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"],
+        gin_bindings=["TRAIN_STEPS=2", "BATCH_SIZE=2", "SCHEDULE='constant'",
+                      "tw_jax.train.train.progress=False"],
+        months=list(MONTHS), out_dir=out, data_dir=str(data), max_probes=MAX_PROBES,
+        eval_batch_size=16,
+    )
+    real, calls = lifelong.evaluate_month, []
+
+    def dies_on_the_third_month(*args, **kwargs):
+        calls.append(args[4])
+        if len(calls) == 3:  # INITIAL scored 0809 and 0910; now DIFF 0809's checkpoint
+            raise RuntimeError("simulated crash")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lifelong, "evaluate_month", dies_on_the_third_month)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        run_lifelong(options)
+    monkeypatch.setattr(lifelong, "evaluate_month", real)
+
+    summary = run_lifelong(LifelongOptions(**options.__dict__))
+    assert summary.trained == ["0910"]  # INITIAL and 0809 finished before the crash
+    assert summary.evaluated == [("0809", "0809"), ("0910", "0910")]
+    def aligned(key: tuple) -> bool:  # what a run without --eval-matrix writes
+        return key[0] == "initial" or key[2] in ("-", key[1])
+
+    expected = {r.key: r.value for r in read_results([first_run["out"] / "results.jsonl"])
+                if aligned(r.key)}
+    found = {r.key: r.value for r in read_results([out / "results.jsonl"])}
+    assert set(found) == set(expected)
+    for key, value in found.items():
+        if key[4] != "train_seconds":
+            assert value == pytest.approx(expected[key], rel=1e-6), key
