@@ -18,6 +18,7 @@ writes the examples once, as text, and the SeqIO task only tokenizes them. Decis
   ``targets = "<extra_id_0> span <extra_id_1>"``: the closing sentinel marks where the span ends
   (as in T5 and ECBD's ``answer_str``).
 * spaCy (:mod:`.pipeline`): loaded by name, only the components entities depend on, batched
-  with ``nlp.pipe``, in forked worker processes (:mod:`.local`) or Beam workers (:mod:`.beam`);
-  both write the same bytes.
+  as ``nlp.pipe`` does (:func:`~.pipeline.pipe_docs`, which decodes a lone NER with the GIL held:
+  same entities, half the CPU), in forked worker processes (:mod:`.local`) or Beam workers
+  (:mod:`.beam`); both write the same bytes.
 """

@@ -1,9 +1,10 @@
 """One job of articles → encoded SSM examples and their tallies (the same for both runners).
 
 Each article is cut into chunks (:mod:`.chunks`); all chunks of the job go through spaCy in one
-``nlp.pipe`` call with a fixed ``batch_size``, so the batches depend only on the job; each
-chunk's entities with a selected label are its salient spans; :func:`~.masking.choose_spans`
-picks the groups to mask, seeded by ``{seed}/{article id}/{chunk index}``.
+``nlp.pipe`` call (:func:`~.pipeline.pipe_docs`) with a fixed ``batch_size``, so the batches
+depend only on the job; each chunk's entities with a selected label are its salient spans;
+:func:`~.masking.choose_spans` picks the groups to mask, seeded by
+``{seed}/{article id}/{chunk index}``.
 
 An example is a ``tf.train.Example`` with ``inputs`` and ``targets`` (UTF-8 text with sentinel
 markers), ``id`` and ``title`` of the article, ``chunk`` (the chunk's index in the article,
@@ -20,6 +21,7 @@ from typing import Any
 from tw_jax.io.tfrecord import encode_example
 from tw_jax.preprocess.ssm.chunks import chunk_spans
 from tw_jax.preprocess.ssm.masking import MAX_SPANS, SENTINEL_RE, Span, choose_spans, mask
+from tw_jax.preprocess.ssm.pipeline import pipe_docs
 from tw_jax.preprocess.ssm.reader import Article, Job, SsmOptionsError
 from tw_jax.preprocess.ssm.stats import SsmTally
 
@@ -109,7 +111,7 @@ def process_job(
                 tally.chunk_skips.add("too_long_for_spacy", _where(job, article, index))
             else:
                 pending.append((article, index, text))
-    docs = nlp.pipe((text for _, _, text in pending), batch_size=options.batch_size)
+    docs = pipe_docs(nlp, (text for _, _, text in pending), options.batch_size)
     encoded: list[bytes] = []
     used_in: set[int] = set()  # line numbers of the articles with an example
     for (article, index, text), doc in zip(pending, docs, strict=True):

@@ -94,3 +94,65 @@ def test_pruned_pipeline_finds_the_same_entities_as_the_whole_one(ssm_diffset, f
     assert sum(map(len, whole)) > 300
     assert {label for doc in whole for *_, label in doc} >= {"DATE", "PERSON", "GPE", "ORG"}
     assert entities(pruned.pipe(texts, batch_size=16)) == whole
+
+
+def test_pipe_docs_decodes_the_lone_ner_itself_with_the_same_entities_as_nlp_pipe(ssm_diffset):
+    from tw_jax.preprocess.ssm.chunks import chunk_spans
+    from tw_jax.preprocess.ssm.pipeline import _greedy_ner, pipe_docs
+
+    nlp, _ = load_ner_pipeline()
+    assert _greedy_ner(nlp) is nlp.get_pipe("ner")  # the fast path is taken
+    articles = [
+        r["text"] for name in ("diffset", "full") for r in read_jsonl(ssm_diffset / f"{name}.jsonl")
+    ]
+    chunks = [text[s:e] for text in articles for s, e in chunk_spans(text, 60)]
+    edge_cases = [
+        "",
+        " ",
+        "\n\n",
+        "Paris",
+        "Barack Obama visited Paris on 4 May 2001.\n\nThen he left.",
+    ]
+    texts = edge_cases + articles[:60] + chunks[:400] + edge_cases
+
+    def annotations(docs):
+        return [
+            (
+                doc.text,
+                [(e.start_char, e.end_char, e.label_) for e in doc.ents],
+                [(t.ent_iob_, t.ent_type_) for t in doc],
+            )
+            for doc in docs
+        ]
+
+    expected = annotations(nlp.pipe(texts, batch_size=128))
+    assert sum(len(ents) for _, ents, _ in expected) > 500
+    for batch_size in (1, 7, 128):
+        assert annotations(pipe_docs(nlp, iter(texts), batch_size)) == expected
+    assert list(pipe_docs(nlp, [], 128)) == []
+
+
+def test_pipe_docs_falls_back_to_nlp_pipe_for_other_pipelines(full_nlp):
+    from tw_jax.preprocess.ssm.pipeline import _greedy_ner, pipe_docs
+
+    assert _greedy_ner(full_nlp) is None  # more than the ner
+    texts = ["Barack Obama was born in Honolulu on 4 August 1961.", "", "Paris"]
+    docs = list(pipe_docs(full_nlp, texts, 2))
+    assert [d.text for d in docs] == texts
+    assert [(e.text, e.label_) for e in docs[0].ents] == [
+        (e.text, e.label_) for e in full_nlp(texts[0]).ents
+    ]
+    assert docs[0].has_annotation("DEP")  # the whole pipeline ran
+
+
+def test_keep_freed_memory_sets_glibc_thresholds():
+    import sys
+
+    from tw_jax.preprocess.ssm.local import keep_freed_memory
+
+    applied = keep_freed_memory()
+    assert isinstance(applied, bool)
+    if sys.platform.startswith("linux"):
+        import platform
+
+        assert applied == (platform.libc_ver()[0] == "glibc")
