@@ -56,10 +56,13 @@ def test_every_task_of_the_layout_is_registered(twiki):
             for suffix in FORMATS:
                 assert f"twiki_probes_{pair}_{category}{suffix}" in names
                 assert f"twiki_lighttuning_{pair}_{category}{suffix}" in names
+        # One light-tuning run trains on UNCHANGED + UPDATED + NEW together.
+        for suffix in FORMATS:
+            assert f"twiki_lighttuning_{pair}_all{suffix}" in names
     # 08 from the 2-digit initial-snapshot folder, 09-11 from the pairs' full outputs.
     for month in ("08", "09", "10", "11"):
         assert {f"twiki_full_{month}_lm", f"twiki_full_{month}_ssm"} <= names
-    assert len(names) == 3 * (5 + 2 * 5 * 4) + 4 * 2
+    assert len(names) == 3 * (5 + 2 * 5 * 4 + 4) + 4 * 2
     assert set(seqio.TaskRegistry.names()) | set(seqio.MixtureRegistry.names()) >= names
     # Mix-Review replays the INITIAL snapshot (08) for every pair, found along the chain.
     for pair in PAIRS:
