@@ -39,8 +39,9 @@ import numpy as np
 import optax
 
 from tw_jax.models.sharding import activate, batch_sharding, replicated
-from tw_jax.models.variants import TRAINABLE, count_params, param_labels
+from tw_jax.models.variants import TRAINABLE, param_labels
 from tw_jax.train import checkpoints, data
+from tw_jax.train.flops import peak_flops_per_device, train_step_flops
 from tw_jax.train.metrics_log import MetricsLogger
 from tw_jax.train.optimizers import make_optimizer
 from tw_jax.train.schedules import make_schedule
@@ -55,40 +56,8 @@ from tw_jax.train.steps import make_train_step
 
 log = logging.getLogger(__name__)
 
-# Peak dense bf16 FLOP/s per device, by a substring of ``device_kind`` (for the MFU estimate).
-PEAK_FLOPS: tuple[tuple[str, float], ...] = (
-    ("TPU v6", 918e12),
-    ("TPU v5p", 459e12),
-    ("TPU v5", 197e12),  # v5e / "v5 lite"
-    ("TPU v4", 275e12),
-    ("TPU v3", 123e12),
-    ("H200", 989e12),
-    ("H100", 989e12),
-    ("A100", 312e12),
-)
-
-
 class TrainingDivergedError(RuntimeError):
     """The loss became NaN or infinite; training stopped without saving the bad state."""
-
-
-def peak_flops_per_device(device: jax.Device) -> float | None:
-    kind = getattr(device, "device_kind", "")
-    return next((peak for name, peak in PEAK_FLOPS if name.lower() in kind.lower()), None)
-
-
-def flops_per_step(config: Any, batch_size: int, lengths: Mapping[str, int]) -> float:
-    """Model FLOPs of one train step (matmuls only): ``(4·N + 2·N_trainable)`` per token.
-
-    Forward 2N, backward through activations 2N, weight gradients 2N of the trainable part only
-    (frozen weights get none). An encoder-decoder's tokens each pass through about half its
-    parameters (the encoder's or the decoder's), so its token count is halved.
-    """
-    counts = count_params(config)
-    tokens = batch_size * sum(data.model_lengths(data.model_kind(config), lengths).values())
-    if data.model_kind(config) == data.ENCDEC:
-        tokens /= 2
-    return float(tokens * (4 * counts.total + 2 * counts.trainable))
 
 
 def _global_batch(batch: Mapping[str, np.ndarray], sharding_of: Callable[[int], Any]) -> dict:
@@ -171,7 +140,7 @@ def train(
     abstract_opt = jax.eval_shape(tx.init, run.abstract_params)
     opt_shardings = opt_state_shardings(abstract_opt, run)
 
-    flops = flops_per_step(model_config, batch_size, task_feature_lengths)  # outside the mesh
+    flops = train_step_flops(model_config, batch_size, task_feature_lengths).total  # outside the mesh
     mngr = checkpoints.manager(model_dir, keep=keep_checkpoints, asynchronous=async_checkpoints)
     latest = mngr.latest_step()
     fresh: list[str] = []
@@ -214,7 +183,8 @@ def train(
             model_dir, total_steps=train_steps, start_step=start_step, enabled=host == 0,
             progress=progress,
         )
-        peak = peak_flops if peak_flops is not None else peak_flops_per_device(jax.devices()[0])
+        device_kind = jax.devices()[0].device_kind
+        peak = peak_flops if peak_flops is not None else peak_flops_per_device(device_kind)
         last_saved = latest
         metrics: dict[str, float] = {}
         try:
