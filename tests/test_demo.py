@@ -62,3 +62,14 @@ def test_demo_runs_the_whole_loop(tmp_path, capsys):
         assert (report / f"{figure}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"Report: {report / 'report.md'}" in out
     assert "| KADAPTER |" in out and "| INITIAL |" in out
+
+
+def test_without_the_english_pipeline_the_demo_stops_before_any_work(tmp_path, capsys, monkeypatch):
+    import spacy.util
+
+    monkeypatch.setattr(spacy.util, "is_package", lambda name: False)  # nothing installed
+    assert main(["demo", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tw-jax demo: error: spaCy pipeline 'en_core_web_sm' is not installed")
+    assert "tw-jax[spacy-model]" in err
+    assert not (tmp_path / "out").exists()

@@ -43,12 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from tw_jax.preprocess.errors import DumpError
+    from tw_jax.preprocess.ssm.pipeline import SpacyModelError
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         result = args.func(args)
-    except DumpError as error:
+    except (DumpError, SpacyModelError) as error:
         print(f"tw-jax {args.command}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

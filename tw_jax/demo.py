@@ -140,6 +140,9 @@ def _salient_spans(
 
 
 def run(args: argparse.Namespace) -> int:
+    from tw_jax.preprocess.ssm.pipeline import DEFAULT_MODEL, resolve_model
+
+    resolve_model(DEFAULT_MODEL)  # the SSM files need it: fail now, not after the data
     started = time.perf_counter()
     summary = run_demo(args.out, seed=args.seed, workers=args.workers)
     for pair, figures in summary["pairs"].items():
