@@ -2,11 +2,11 @@
 
     python tools/bench_train.py --model gpt2_large --method diff --batch 16 --seq 512 --steps 20
 
-Builds the train step exactly as ``tw-jax train`` does (:mod:`tw_jax.train.trainer`): the model,
-variant, freezing, optimizer and compute settings from the gin files (see ``bench_common``), the
-mesh and shardings from ``MESH_SHAPE`` and the logical rules, ``param_labels`` → optax partition,
-``make_train_step`` jitted with the trainer's in/out shardings and donated parameters and
-optimizer state. Then:
+Times the train step ``tw-jax train`` runs, built by the trainer's own
+:func:`tw_jax.train.trainer.build_train_step`: the model, variant, freezing, optimizer and
+compute settings from the gin files (see ``bench_common``), the mesh and shardings from
+``MESH_SHAPE`` and the logical rules, ``param_labels`` → optax partition, the step jitted with
+the trainer's in/out shardings and donated parameters and optimizer state. Then:
 
 1. compiles it (ahead of time: ``lower(...).compile()``; ``compile_s``), reads XLA's own FLOP
    count of the compiled step (``xla_flops_per_step``: the executed program, rematerialisation
@@ -101,13 +101,11 @@ def _run(
     import jax
     import jax.numpy as jnp
 
-    from tw_jax.models.sharding import activate, batch_sharding, replicated
-    from tw_jax.models.variants import TRAINABLE, count_params, param_labels
-    from tw_jax.train.data import ENCODER_FEATURES, MODEL_FEATURES
+    from tw_jax.models.sharding import activate
+    from tw_jax.models.variants import count_params
     from tw_jax.train.flops import peak_flops_per_device
-    from tw_jax.train.schedules import make_schedule
-    from tw_jax.train.state import build_run_model, opt_state_shardings
-    from tw_jax.train.steps import make_train_step
+    from tw_jax.train.state import build_run_model
+    from tw_jax.train.trainer import build_train_step
 
     config = setup.config
     # The trainer's construction (trainer.train), minus data, checkpoints and logging.
@@ -116,40 +114,22 @@ def _run(
     if setup.batch_size % ways:
         raise BenchError(f"batch {setup.batch_size} must divide over the mesh's {ways} "
                          "data x fsdp shards")
-    labels = param_labels(config, run.abstract_params)
-    trainable = jax.tree.map(lambda label: label == TRAINABLE, labels)
-    frozen_any = not all(jax.tree.leaves(trainable))
-    total_steps = args.warmup + args.steps + 1
-    updates = max(total_steps // setup.accumulate_steps, 1)
-    if setup.schedule_fn is not None:
-        schedule = setup.schedule_fn(total_steps=updates)
-    else:
-        schedule = make_schedule("constant", 1e-3, updates)
-    tx = setup.optimizer_fn(
-        schedule=schedule, labels=labels if frozen_any else None,
-        accumulate_steps=setup.accumulate_steps,
+    step = build_train_step(
+        run, config, optimizer_fn=setup.optimizer_fn, schedule_fn=setup.schedule_fn,
+        train_steps=args.warmup + args.steps + 1, accumulate_steps=setup.accumulate_steps,
+        seed=setup.seed,
     )
-    abstract_opt = jax.eval_shape(tx.init, run.abstract_params)
-    opt_shardings = opt_state_shardings(abstract_opt, run)
-    features = (*MODEL_FEATURES, *(ENCODER_FEATURES if setup.is_t5 else ()))
-    batch_spec = {k: batch_sharding(run.mesh, 2) for k in features}
+    batch_spec = step.batch_shardings
 
     with activate(run.mesh):
         params = run.init_params(setup.seed)
-        opt_state = jax.jit(tx.init, out_shardings=opt_shardings)(params)
-        step_fn = make_train_step(run.module, tx, trainable, setup.seed)
-        jitted = jax.jit(
-            step_fn,
-            in_shardings=(run.param_shardings, opt_shardings, replicated(run.mesh), batch_spec),
-            out_shardings=(run.param_shardings, opt_shardings, replicated(run.mesh)),
-            donate_argnums=(0, 1),
-        )
+        opt_state = jax.jit(step.tx.init, out_shardings=step.opt_shardings)(params)
         batches = [
             {k: jax.make_array_from_process_local_data(batch_spec[k], v) for k, v in b.items()}
             for b in bench_common.synthetic_batches(setup, seed=setup.seed)
         ]
         started = time.perf_counter()
-        compiled = jitted.lower(params, opt_state, jnp.int32(0), batches[0]).compile()
+        compiled = step.jitted.lower(params, opt_state, jnp.int32(0), batches[0]).compile()
         compile_s = time.perf_counter() - started
         xla_flops = _xla_flops(compiled)
 

@@ -33,8 +33,7 @@ K-Adapter, Modular, and every decoder cross-attention's key/value projections) t
 positions. Tokens of a step are ``batch·L`` (GPT-2) and ``batch·(L_in + L_out)`` (T5), the
 trainer's ``real_tokens``; FLOPs per token divide by that.
 
-``tw_jax.train.trainer.flops_per_step`` is a cruder ``(4·N + 2·N_trainable)`` per token without
-attention, with T5's tokens halved; this module is the benchmark's count.
+The trainer's logged ``mfu`` and the benchmarks (``tools/bench_train*.py``) both use this count.
 """
 
 from __future__ import annotations

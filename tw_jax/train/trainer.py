@@ -24,6 +24,7 @@ checkpoint stays intact and is named in the message.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -127,18 +128,12 @@ def train(
             f"{_batch_ways(run)} data x fsdp shards"
         )
 
-    labels = param_labels(model_config, run.abstract_params)
-    trainable = jax.tree.map(lambda label: label == TRAINABLE, labels)
-    updates = max(train_steps // accumulate_steps, 1)
-    schedule = (schedule_fn or (lambda total_steps: make_schedule("constant", 1e-3, total_steps)))(
-        total_steps=updates
+    train_step = build_train_step(
+        run, model_config, optimizer_fn=optimizer_fn, schedule_fn=schedule_fn,
+        train_steps=train_steps, accumulate_steps=accumulate_steps, seed=seed,
     )
-    frozen_any = not all(jax.tree.leaves(trainable))
-    tx = optimizer_fn(
-        schedule=schedule, labels=labels if frozen_any else None, accumulate_steps=accumulate_steps
-    )
-    abstract_opt = jax.eval_shape(tx.init, run.abstract_params)
-    opt_shardings = opt_state_shardings(abstract_opt, run)
+    tx, schedule = train_step.tx, train_step.schedule
+    abstract_opt, opt_shardings = train_step.abstract_opt_state, train_step.opt_shardings
 
     flops = train_step_flops(model_config, batch_size, task_feature_lengths).total  # outside the mesh
     mngr = checkpoints.manager(model_dir, keep=keep_checkpoints, asynchronous=async_checkpoints)
@@ -165,15 +160,7 @@ def train(
                 params = run.place(merged)
             opt_state = jax.jit(tx.init, out_shardings=opt_shardings)(params)
 
-        step_fn = make_train_step(run.module, tx, trainable, seed)
         shard_of = lambda ndim: batch_sharding(run.mesh, ndim)  # noqa: E731
-        batch_spec = {k: shard_of(2) for k in _feature_names(kind)}
-        jitted = jax.jit(
-            step_fn,
-            in_shardings=(run.param_shardings, opt_shardings, replicated(run.mesh), batch_spec),
-            out_shardings=(run.param_shardings, opt_shardings, replicated(run.mesh)),
-            donate_argnums=(0, 1),
-        )
         stream = data.batches(
             mixture_or_task_name, task_feature_lengths, batch_size // hosts, kind, seed=seed,
             start_batch=start_step, shard_index=host, num_shards=hosts,
@@ -191,7 +178,7 @@ def train(
             for step in range(start_step, train_steps):
                 started = time.perf_counter()
                 batch = _global_batch(next(stream), shard_of)
-                params, opt_state, out = jitted(params, opt_state, jnp.int32(step), batch)
+                params, opt_state, out = train_step.jitted(params, opt_state, jnp.int32(step), batch)
                 loss = float(out["loss"])
                 elapsed = time.perf_counter() - started
                 if not math.isfinite(loss):
@@ -250,9 +237,54 @@ def _host_metrics(
     return metrics
 
 
-def _feature_names(kind: str) -> tuple[str, ...]:
+@dataclasses.dataclass(frozen=True)
+class TrainStep:
+    """The jitted train step and what it was built from (optimizer, its state's shardings)."""
+
+    tx: optax.GradientTransformation
+    schedule: optax.Schedule
+    abstract_opt_state: Any
+    opt_shardings: Any
+    batch_shardings: dict[str, Any]
+    jitted: Callable[..., tuple[Any, Any, dict[str, jax.Array]]]
+
+
+def build_train_step(
+    run: RunModel,
+    model_config: Any,
+    *,
+    optimizer_fn: Callable[..., optax.GradientTransformation],
+    schedule_fn: Callable[..., optax.Schedule] | None,
+    train_steps: int,
+    accumulate_steps: int,
+    seed: int,
+) -> TrainStep:
+    """The step :func:`train` runs: freezing from the model's parameter labels (an optax
+    partition when anything is frozen), the schedule over the run's updates, parameters and
+    optimizer state sharded by the rules and donated, batches sharded over data and fsdp.
+    ``tools/bench_train.py`` times this very step."""
+    labels = param_labels(model_config, run.abstract_params)
+    trainable = jax.tree.map(lambda label: label == TRAINABLE, labels)
+    updates = max(train_steps // accumulate_steps, 1)
+    schedule = (schedule_fn or (lambda total_steps: make_schedule("constant", 1e-3, total_steps)))(
+        total_steps=updates
+    )
+    frozen_any = not all(jax.tree.leaves(trainable))
+    tx = optimizer_fn(
+        schedule=schedule, labels=labels if frozen_any else None, accumulate_steps=accumulate_steps
+    )
+    abstract_opt = jax.eval_shape(tx.init, run.abstract_params)
+    opt_shardings = opt_state_shardings(abstract_opt, run)
+    kind = data.model_kind(model_config)
     extra = data.ENCODER_FEATURES if kind == data.ENCDEC else ()
-    return (*data.MODEL_FEATURES, *extra)
+    batch_shardings = {k: batch_sharding(run.mesh, 2) for k in (*data.MODEL_FEATURES, *extra)}
+    jitted = jax.jit(
+        make_train_step(run.module, tx, trainable, seed),
+        in_shardings=(run.param_shardings, opt_shardings, replicated(run.mesh), batch_shardings),
+        out_shardings=(run.param_shardings, opt_shardings, replicated(run.mesh)),
+        donate_argnums=(0, 1),
+    )
+    return TrainStep(tx, schedule, abstract_opt, opt_shardings, batch_shardings, jitted)
 
 
 def _batch_ways(run: RunModel) -> int:
