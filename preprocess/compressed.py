@@ -24,7 +24,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
-from tw_jax.io.files import open_read
+from tw_jax.io.paths import open_file
 from tw_jax.preprocess.errors import DumpError
 
 # Magic bytes -> format. bz2: "BZh" then the block size digit 1-9. gzip: 1f 8b.
@@ -174,7 +174,7 @@ def open_binary(path: str | os.PathLike[str]) -> CheckedStream:
     """
     path_s = os.fspath(path)
     try:
-        raw = open_read(path_s)  # handed to the returned stream, which closes it
+        raw = open_file(path_s, "rb")  # handed to the returned stream, which closes it
     except OSError as exc:
         raise DumpError(path_s, None, f"cannot open: {exc.strerror or exc}") from exc
     try:

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from tw_jax.io import files
+from tw_jax.io import paths
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.compressed import open_binary
 from tw_jax.preprocess.errors import DumpError
@@ -32,7 +32,7 @@ def index_for(dump: str | os.PathLike[str]) -> str | None:
     stem = name.removesuffix(".bz2").removesuffix(".xml")
     for suffix in (".txt.bz2", ".txt"):
         candidate = f"{folder}/{stem}-index{suffix}" if folder else f"{stem}-index{suffix}"
-        if files.exists(candidate):
+        if paths.exists(candidate):
             return candidate
     return None
 
@@ -59,7 +59,7 @@ def plan_ranges(
     The first range starts at 0 (the header stream) and the last ends at the end of the file (the
     closing stream), so together they hold every byte exactly once.
     """
-    size = files.size(dump)
+    size = paths.size(dump)
     starts = [o for o in stream_offsets(index) if 0 < o < size]
     if not starts:
         return [(0, size)]
@@ -71,7 +71,7 @@ def plan_ranges(
 
 def _streams(dump: str, start: int, end: int) -> Iterator[bytes]:
     """The decompressed bytes of each bz2 stream in [start, end)."""
-    with files.open_read(dump) as raw:
+    with paths.open_file(dump, "rb") as raw:
         raw.seek(start)
         remaining = end - start
         decompressor = bz2.BZ2Decompressor()

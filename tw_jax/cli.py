@@ -2,8 +2,9 @@
 
 Each stage module exposes ``add_parser(subparsers)``, which registers its arguments and sets
 ``func``; this file only wires them together, so stages stay importable and testable alone.
-Errors that name a file and a record (:class:`DumpError`) are printed plainly, without a
-traceback, and exit with status 2.
+Errors that name a file and a record (:class:`DumpError`) or a path that cannot be used
+(:class:`StorageError`: a missing bucket or object, refused credentials) are printed plainly,
+without a traceback, and exit with status 2.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from tw_jax.io.paths import StorageError
     from tw_jax.preprocess.errors import DumpError
     from tw_jax.preprocess.ssm.pipeline import SpacyModelError
 
@@ -49,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result = args.func(args)
-    except (DumpError, SpacyModelError) as error:
+    except (DumpError, SpacyModelError, StorageError) as error:
         print(f"tw-jax {args.command}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tw_jax.io import files
+from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
 from tw_jax.io.tfrecord import encode_example
 from tw_jax.preprocess.diffset.algorithm import ArticleDiff, compare
@@ -107,10 +107,10 @@ def _stats_combine_fn() -> Any:
 def _remove_previous_outputs(out: str) -> None:
     """An earlier run's files: its stats.json would mark the folder complete too early, and its
     shards with another count would still match the file patterns."""
-    files.delete_matching(files.join(out, STATS_FILE))
+    paths.remove_matching(paths.join(out, STATS_FILE))
     for name in OUTPUTS:
-        files.delete_matching(files.join(out, f"{name}.jsonl"))
-        files.delete_matching(files.join(out, f"{name}.tfrecord-?????-of-?????"))
+        paths.remove_matching(paths.join(out, f"{name}.jsonl"))
+        paths.remove_matching(paths.join(out, f"{name}.tfrecord-?????-of-?????"))
 
 
 def build_diffset_beam(
@@ -130,7 +130,7 @@ def build_diffset_beam(
     from apache_beam.options.pipeline_options import PipelineOptions
 
     old_path, new_path, out = os.fspath(old_path), os.fspath(new_path), os.fspath(out_dir)
-    if not files.is_url(out):
+    if not paths.is_url(out):
         Path(out).mkdir(parents=True, exist_ok=True)
     _remove_previous_outputs(out)
     flags = shlex.split(beam_options) if isinstance(beam_options, str) else list(beam_options)
@@ -168,7 +168,7 @@ def build_diffset_beam(
             )
             | "WriteStats"
             >> beam.io.WriteToText(
-                files.join(out, _PARTIAL_STATS), num_shards=1, shard_name_template=""
+                paths.join(out, _PARTIAL_STATS), num_shards=1, shard_name_template=""
             )
         )
         records = results | "Records" >> beam.FlatMap(records_for)
@@ -179,7 +179,7 @@ def build_diffset_beam(
                 | f"Json{name}" >> beam.Map(lambda kv: json_line(kv[1]))
                 | f"WriteJson{name}"
                 >> beam.io.WriteToText(
-                    files.join(out, name),
+                    paths.join(out, name),
                     file_name_suffix=".jsonl",
                     num_shards=1,
                     shard_name_template="",
@@ -189,16 +189,16 @@ def build_diffset_beam(
                 selected
                 | f"Example{name}" >> beam.Map(lambda kv: encode_example(kv[1]))
                 | f"WriteTFRecord{name}"
-                >> beam.io.WriteToTFRecord(files.join(out, f"{name}.tfrecord"))
+                >> beam.io.WriteToTFRecord(paths.join(out, f"{name}.tfrecord"))
             )
 
-    partial = files.join(out, _PARTIAL_STATS)
-    with files.open_read(partial) as handle:
+    partial = paths.join(out, _PARTIAL_STATS)
+    with paths.open_file(partial, "rb") as handle:
         report = json.loads(handle.read().decode("utf-8"))
-    if files.is_url(out):
-        with files.open_write(files.join(out, STATS_FILE)) as handle:
+    if paths.is_url(out):
+        with paths.open_file(paths.join(out, STATS_FILE), "wb") as handle:
             handle.write(json.dumps(report, indent=2, sort_keys=True).encode("utf-8") + b"\n")
     else:
-        write_json(files.join(out, STATS_FILE), report)
-    files.delete_matching(partial)
+        write_json(paths.join(out, STATS_FILE), report)
+    paths.remove_matching(partial)
     return report

@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from tw_jax.io import files
+from tw_jax.io import paths
 from tw_jax.preprocess.cli_options import add_runner_arguments
 
 
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         path = getattr(args, flag)
         if path is None:
             continue
-        if not files.is_url(path) and not os.path.isfile(path):
+        if not paths.is_url(path) and not os.path.isfile(path):
             print(f"tw-jax diffset: error: --{flag} {path}: no such file", file=sys.stderr)
             return 2
     if args.min_changed_chars < 0:

@@ -22,7 +22,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from tw_jax.io import files
+from tw_jax.io import paths
 from tw_jax.io.scratch_db import open_scratch
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.diffset.algorithm import compare
@@ -165,7 +165,7 @@ def _byte_ranges(path: str, workers: int) -> list[tuple[int, int]] | None:
     index = index_for(path) if workers > 1 else None
     if index is None:
         return None
-    splits = max(workers * WINDOW_PER_WORKER, -(-files.size(path) // _RANGE_BYTES))
+    splits = max(workers * WINDOW_PER_WORKER, -(-paths.size(path) // _RANGE_BYTES))
     return plan_ranges(path, index, splits)
 
 

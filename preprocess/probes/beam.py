@@ -346,8 +346,8 @@ def build_probes_beam(
     if "report" not in result:  # the pipeline ran elsewhere: read what it wrote
         import json
 
-        from tw_jax.io import files
+        from tw_jax.io import paths
 
-        with files.open_read(files.join(out_dir, "stats.json")) as handle:
+        with paths.open_file(paths.join(out_dir, "stats.json"), "rb") as handle:
             result["report"] = json.loads(handle.read().decode("utf-8"))
     return result["report"]

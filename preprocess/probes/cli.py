@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from tw_jax.io import files
+from tw_jax.io import paths
 from tw_jax.preprocess.cli_options import add_runner_arguments
 
 
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
     for flag in ("old", "new", "wikipedia", "old_wikipedia"):
         path = getattr(args, flag)
-        if path is not None and not files.is_url(path) and not os.path.isfile(path):
+        if path is not None and not paths.is_url(path) and not os.path.isfile(path):
             print(
                 f"tw-jax probes: error: --{flag.replace('_', '-')} {path}: no such file",
                 file=sys.stderr,

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tw_jax.io import files
+from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
 from tw_jax.io.tfrecord import ShardedTFRecordWriter, encode_example, frame
 from tw_jax.preprocess.probes.categorise import CATEGORIES
@@ -25,8 +25,8 @@ STATS_FILE = "stats.json"
 
 def clear_stats(out_dir: str | os.PathLike[str]) -> None:
     """An earlier run's stats.json would mark a half-rewritten folder as complete."""
-    if files.is_url(out_dir):
-        files.delete_matching(files.join(out_dir, STATS_FILE))
+    if paths.is_url(out_dir):
+        paths.remove_matching(paths.join(out_dir, STATS_FILE))
         return
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     discard(Path(out_dir) / STATS_FILE)
@@ -38,7 +38,7 @@ def write_probes_folder(
     lighttuning: Mapping[str, Sequence[Probe]],
     stats: dict[str, Any],
 ) -> None:
-    if files.is_url(out_dir):
+    if paths.is_url(out_dir):
         _write_to_object_store(os.fspath(out_dir), probes, lighttuning, stats)
         return
     out = Path(out_dir)
@@ -72,14 +72,14 @@ def _write_to_object_store(
     clear_stats(out)
     for category in CATEGORIES:
         rows = probes.get(category, ())
-        with files.open_write(files.join(out, f"{category}.csv")) as handle:
+        with paths.open_file(paths.join(out, f"{category}.csv"), "wb") as handle:
             handle.write(csv_text(rows).encode("utf-8"))
-        with files.open_write(files.join(out, f"{category}.tfrecord-00000-of-00001")) as handle:
+        with paths.open_file(paths.join(out, f"{category}.tfrecord-00000-of-00001"), "wb") as handle:
             for probe in rows:
                 handle.write(frame(encode_example(probe.as_features())))
-        with files.open_write(files.join(out, f"lighttuning_{category}.csv")) as handle:
+        with paths.open_file(paths.join(out, f"lighttuning_{category}.csv"), "wb") as handle:
             handle.write(csv_text(lighttuning.get(category, ())).encode("utf-8"))
-    with files.open_write(files.join(out, STATS_FILE)) as handle:
+    with paths.open_file(paths.join(out, STATS_FILE), "wb") as handle:
         handle.write(
             json.dumps(stats, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n"
         )

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from tw_jax.io import files
+from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
 from tw_jax.io.tfrecord import ShardedTFRecordWriter, frame, masked_crc32c, shard_name
 from tw_jax.preprocess.errors import DumpError
@@ -46,7 +46,7 @@ PARTS = ".ssm-parts"
 
 
 def _part(parts_dir: str, name: str, index: int, suffix: str) -> str:
-    return files.join(parts_dir, f"{name}-{index:09d}.{suffix}")
+    return paths.join(parts_dir, f"{name}-{index:09d}.{suffix}")
 
 
 def _read_jobs(source: tuple[str, str], job_chars: int) -> Iterator[Job]:
@@ -67,10 +67,10 @@ def _examples_fn(
         def process(self, job: Job) -> Iterator[int]:
             encoded, tally = process_job(self.nlp, self.labels, job, options)
             framed = [frame(record) for record in encoded]
-            with files.open_write(_part(parts_dir, job.name, job.index, "tfrecord")) as out:
+            with paths.open_file(_part(parts_dir, job.name, job.index, "tfrecord"), "wb") as out:
                 out.write(b"".join(framed))
             sidecar = {"tally": tally.to_state(), "sizes": [len(f) for f in framed]}
-            with files.open_write(_part(parts_dir, job.name, job.index, "json")) as out:
+            with paths.open_file(_part(parts_dir, job.name, job.index, "json"), "wb") as out:
                 out.write(json.dumps(sidecar).encode("utf-8"))
             yield len(job.articles)
 
@@ -120,7 +120,7 @@ def iter_frames(handle: IO[bytes], where: str) -> Iterator[bytes]:
 def _job_parts(parts_dir: str, name: str) -> list[int]:
     from apache_beam.io.filesystems import FileSystems
 
-    pattern = files.join(parts_dir, f"{name}-*.json")
+    pattern = paths.join(parts_dir, f"{name}-*.json")
     found = sorted(
         int(os.path.basename(m.path).split("-")[-1].split(".")[0])
         for match in FileSystems.match([pattern])
@@ -135,7 +135,7 @@ def _job_parts(parts_dir: str, name: str) -> list[int]:
 def _records(parts_dir: str, name: str, jobs: list[int]) -> Iterator[bytes]:
     for index in jobs:
         path = _part(parts_dir, name, index, "tfrecord")
-        with files.open_read(path) as handle:
+        with paths.open_file(path, "rb") as handle:
             yield from iter_frames(handle, path)
 
 
@@ -143,7 +143,7 @@ def write_planned_shards(prefix: str, records: Iterator[bytes], plan: list[int])
     """Writes ``records`` into ``len(plan)`` shards through Beam's FileSystems (object stores
     show a file only once it is closed)."""
     for index, count in enumerate(plan):
-        with files.open_write(os.fspath(shard_name(prefix, index, len(plan)))) as out:
+        with paths.open_file(shard_name(prefix, index, len(plan)), "wb") as out:
             for _ in range(count):
                 out.write(frame(next(records)))
 
@@ -154,13 +154,13 @@ def _assemble(parts_dir: str, out: str, name: str, max_shard_bytes: int) -> SsmT
     tally = SsmTally()
     sizes: list[int] = []
     for index in jobs:
-        with files.open_read(_part(parts_dir, name, index, "json")) as handle:
+        with paths.open_file(_part(parts_dir, name, index, "json"), "rb") as handle:
             sidecar = json.loads(handle.read().decode("utf-8"))
         tally.merge(SsmTally.from_state(sidecar["tally"]))
         sizes += sidecar["sizes"]
     records = _records(parts_dir, name, jobs)
-    prefix = files.join(out, f"{name}.tfrecord")
-    if files.is_url(out):
+    prefix = paths.join(out, f"{name}.tfrecord")
+    if paths.is_url(out):
         write_planned_shards(prefix, records, plan_shards(sizes, max_shard_bytes))
     else:
         writer = ShardedTFRecordWriter(prefix, max_shard_bytes)
@@ -197,22 +197,22 @@ def build_ssm_beam(
     options.check()
     names = list(dict.fromkeys(inputs))
     diffset_dir, out = os.fspath(diffset_dir), os.fspath(out_dir)
-    paths = check_inputs(diffset_dir, names)
+    input_files = check_inputs(diffset_dir, names)
     # Loaded here too: a missing model or unknown label fails before any worker starts.
     _, info = load_ner_pipeline(spacy_model)
     labels = options.resolve_labels(info.ner_labels)
-    if not files.is_url(out):
+    if not paths.is_url(out):
         Path(out).mkdir(parents=True, exist_ok=True)
-    parts_dir = files.join(out, PARTS)
+    parts_dir = paths.join(out, PARTS)
     clear_outputs(out)
-    files.delete_matching(files.join(parts_dir, "*"))
+    paths.remove_matching(paths.join(parts_dir, "*"))
     flags = shlex.split(beam_options) if isinstance(beam_options, str) else list(beam_options)
     try:
         try:
             with beam.Pipeline(options=PipelineOptions(flags or ["--runner=DirectRunner"])) as p:
                 _ = (
                     p
-                    | "Inputs" >> beam.Create(list(zip(names, paths, strict=True)))
+                    | "Inputs" >> beam.Create(list(zip(names, input_files, strict=True)))
                     | "ReadJobs" >> beam.FlatMap(_read_jobs, job_chars)
                     | "Spread" >> beam.Reshuffle()
                     | "Examples"
@@ -232,14 +232,14 @@ def build_ssm_beam(
             pipeline=info,
             seconds=time.perf_counter() - started,
         )
-        if files.is_url(out):
-            with files.open_write(files.join(out, STATS_FILE)) as handle:
+        if paths.is_url(out):
+            with paths.open_file(paths.join(out, STATS_FILE), "wb") as handle:
                 handle.write(json.dumps(report, indent=2, sort_keys=True).encode("utf-8") + b"\n")
         else:
-            write_json(files.join(out, STATS_FILE), report)
+            write_json(paths.join(out, STATS_FILE), report)
     finally:
-        files.delete_matching(files.join(parts_dir, "*"))
-        if not files.is_url(out):
+        paths.remove_matching(paths.join(parts_dir, "*"))
+        if not paths.is_url(out):
             with contextlib.suppress(OSError):
                 Path(parts_dir).rmdir()
     return report

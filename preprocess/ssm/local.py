@@ -19,7 +19,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from tw_jax.io import files
+from tw_jax.io import paths
 from tw_jax.preprocess.errors import DumpError
 from tw_jax.preprocess.parallel import fork_pool, ordered_map
 from tw_jax.preprocess.ssm.examples import SsmOptions, process_job
@@ -74,15 +74,15 @@ def check_inputs(diffset_dir: str | os.PathLike[str], inputs: Sequence[str]) -> 
     """The input files, each checked to exist; a missing one is a :class:`DumpError`."""
     if not inputs:
         raise SsmOptionsError("choose at least one input")
-    paths = []
+    found = []
     for name in inputs:
         path = input_path(diffset_dir, name)
-        if not files.exists(path):
+        if not paths.exists(path):
             raise DumpError(
                 path, None, "no such file; --in must be a folder written by `tw-jax diffset`"
             )
-        paths.append(path)
-    return paths
+        found.append(path)
+    return found
 
 
 def build_ssm(
@@ -108,7 +108,7 @@ def build_ssm(
     options = options or SsmOptions()
     options.check()
     names = list(dict.fromkeys(inputs))
-    paths = check_inputs(diffset_dir, names)
+    input_files = check_inputs(diffset_dir, names)
     nlp, info = load_ner_pipeline(spacy_model)
     labels = options.resolve_labels(info.ner_labels)
     tallies = {name: SsmTally() for name in names}
@@ -120,7 +120,7 @@ def build_ssm(
         with tqdm(
             desc="ssm", unit=" articles", disable=None if progress is None else not progress
         ) as bar:
-            for name, path in zip(names, paths, strict=True):
+            for name, path in zip(names, input_files, strict=True):
                 for count, encoded, tally in ordered_map(
                     _run_job, iter_jobs(name, path, job_chars), pool, workers
                 ):

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tw_jax.io import files
+from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
 from tw_jax.io.tfrecord import ShardedTFRecordWriter
 from tw_jax.preprocess.ssm.examples import SsmOptions
@@ -26,15 +26,15 @@ MAX_SHARD_BYTES = 256 << 20
 
 
 def shard_pattern(out_dir: str | os.PathLike[str], name: str) -> str:
-    return files.join(out_dir, f"{name}.tfrecord-?????-of-?????")
+    return paths.join(out_dir, f"{name}.tfrecord-?????-of-?????")
 
 
 def clear_outputs(out_dir: str | os.PathLike[str]) -> None:
     """Removes an earlier run's stats.json (it would mark the folder complete too early) and
     shards (those of an input not processed this time would no longer be described)."""
-    files.delete_matching(files.join(out_dir, STATS_FILE))
+    paths.remove_matching(paths.join(out_dir, STATS_FILE))
     for name in INPUTS:
-        files.delete_matching(shard_pattern(out_dir, name))
+        paths.remove_matching(shard_pattern(out_dir, name))
 
 
 def build_report(

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import orjson
 
-from tw_jax.io import files
+from tw_jax.io import paths
 from tw_jax.preprocess.errors import DumpError
 
 INPUTS = ("diffset", "full")  # the DiffSet folder's files this stage can read
@@ -42,7 +42,7 @@ class Job(NamedTuple):
 def input_path(diffset_dir: str | os.PathLike[str], name: str) -> str:
     if name not in INPUTS:
         raise SsmOptionsError(f"unknown SSM input {name!r}; choose from {', '.join(INPUTS)}")
-    return files.join(diffset_dir, f"{name}.jsonl")
+    return paths.join(diffset_dir, f"{name}.jsonl")
 
 
 _FIELDS = (("id", int, "an integer"), ("title", str, "a string"), ("text", str, "a string"))
@@ -61,7 +61,7 @@ def _check_record(record: object, path: str, where: str) -> None:
 
 def iter_articles(path: str) -> Iterator[Article]:
     """The records of a DiffSet JSON-lines file; a bad line is a :class:`DumpError` naming it."""
-    with files.open_read(path) as handle:
+    with paths.open_file(path, "rb") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue

@@ -70,7 +70,7 @@ def loaded_model(source: ModelSource) -> Iterator[tuple[Any, Any]]:
     """
     import gin
 
-    from tw_jax.io import files
+    from tw_jax.io import paths
     from tw_jax.models.sharding import activate
     from tw_jax.train import gin_setup
     from tw_jax.train.evaluation import load_params
@@ -101,7 +101,7 @@ def loaded_model(source: ModelSource) -> Iterator[tuple[Any, Any]]:
         if getattr(config, "model_type", None) != "t5":
             raise ValueError("CKL's zero-shot evaluation needs a T5 (GPT-2 is light-tuned first, "
                              "CKL App. G); the gin files build a " + type(config).__name__)
-    if not files.is_url(checkpoint):
+    if not paths.is_url(checkpoint):
         checkpoint = os.path.abspath(checkpoint)  # orbax refuses relative paths
     run = build_run_model(config, mesh or (-1, 1, 1))
     with activate(run.mesh):

@@ -9,15 +9,15 @@ both against TensorFlow's own parser.
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import BinaryIO
 
 import google_crc32c
 
+from tw_jax.io import paths
 from tw_jax.io.atomic import commit, discard, temporary_sibling
+from tw_jax.io.paths import PathLike
 
 FeatureValue = (
     int | str | bytes | float | Sequence[int] | Sequence[str] | Sequence[bytes] | Sequence[float]
@@ -102,9 +102,9 @@ def encode_example(features: Mapping[str, FeatureValue]) -> bytes:
 # --- files ------------------------------------------------------------------------------------
 
 
-def read_records(path: str | os.PathLike[str]) -> Iterator[bytes]:
+def read_records(path: PathLike) -> Iterator[bytes]:
     """Yields the records of a TFRecord file, checking both CRCs."""
-    with open(path, "rb") as handle:
+    with paths.open_file(path, "rb") as handle:
         while True:
             header = handle.read(12)
             if not header:
@@ -123,9 +123,9 @@ def read_records(path: str | os.PathLike[str]) -> Iterator[bytes]:
             yield record
 
 
-def shard_name(prefix: str | os.PathLike[str], index: int, count: int) -> Path:
+def shard_name(prefix: PathLike, index: int, count: int) -> paths.Path:
     """``prefix-00000-of-00004``: the shard naming of Beam, TFDS and SeqIO file patterns."""
-    return Path(f"{prefix}-{index:05d}-of-{count:05d}")
+    return paths.as_path(f"{prefix}-{index:05d}-of-{count:05d}")
 
 
 class ShardedTFRecordWriter:
@@ -136,11 +136,11 @@ class ShardedTFRecordWriter:
     shard, so readers of the file pattern find the dataset.
     """
 
-    def __init__(self, prefix: str | os.PathLike[str], max_shard_bytes: int = 256 << 20) -> None:
-        self.prefix = Path(prefix)
+    def __init__(self, prefix: PathLike, max_shard_bytes: int = 256 << 20) -> None:
+        self.prefix = paths.as_path(prefix)
         self.max_shard_bytes = max_shard_bytes
         self.records = 0
-        self._temporaries: list[Path] = []
+        self._temporaries: list[paths.Path] = []
         self._handle: BinaryIO | None = None
         self._shard_bytes = 0
         self.prefix.parent.mkdir(parents=True, exist_ok=True)
@@ -150,7 +150,7 @@ class ShardedTFRecordWriter:
             self._handle.close()
         temporary = temporary_sibling(f"{self.prefix}-{len(self._temporaries):05d}")
         self._temporaries.append(temporary)
-        self._handle = open(temporary, "wb")  # noqa: SIM115 - closed in _roll/commit/abort
+        self._handle = paths.open_file(temporary, "wb")  # closed in _roll/commit/abort
         self._shard_bytes = 0
 
     def write(self, record: bytes) -> None:
@@ -161,7 +161,7 @@ class ShardedTFRecordWriter:
         self._shard_bytes += len(framed)
         self.records += 1
 
-    def commit(self) -> list[Path]:
+    def commit(self) -> list[paths.Path]:
         if self._handle is None:
             self._roll()
         self._handle.close()
@@ -170,8 +170,9 @@ class ShardedTFRecordWriter:
         for temporary, final in zip(self._temporaries, finals, strict=True):
             commit(temporary, final)
         # Shards of an earlier run with another count would still match the file pattern.
-        for stale in self.prefix.parent.glob(f"{self.prefix.name}-?????-of-?????"):
-            if stale not in finals:
+        keep = {str(final) for final in finals}
+        for stale in paths.glob(f"{self.prefix}-?????-of-?????"):
+            if stale not in keep:
                 discard(stale)
         self._temporaries = []
         return finals
