@@ -116,3 +116,14 @@ def batch_sharding(mesh: Mesh, ndim: int, rules: LogicalRules = LOGICAL_AXIS_RUL
     """Sharding of a ``(batch, ...)`` input array: batch split as the rules say, the rest whole."""
     logical = PartitionSpec("batch", *([None] * (ndim - 1)))
     return nn.logical_to_mesh_sharding(logical, mesh, tuple(rules))
+
+
+def global_batch(batch: dict[str, np.ndarray], mesh: Mesh) -> dict[str, jax.Array]:
+    """A global batch (the same numpy rows on every host) as arrays sharded over the mesh's
+    batch axes: each device takes its own rows, whichever host it is on."""
+    placed = {}
+    for key, value in batch.items():
+        placed[key] = jax.make_array_from_callback(
+            value.shape, batch_sharding(mesh, value.ndim), lambda index, value=value: value[index]
+        )
+    return placed

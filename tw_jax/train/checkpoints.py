@@ -16,17 +16,24 @@ handled by the trainer), else ``INITIAL_CHECKPOINT_PATH``: a Hugging Face folder
 (``config.json`` + safetensors), a checkpoint step folder of ours, or a MODEL_DIR whose latest
 checkpoint is taken. Parameters it lacks (new LoRA / adapter / Modular weights) keep their fresh
 initialisation and are named in the log.
+
+Any layout. Every restore names its target: the current mesh's shardings (resume, a starting
+point, evaluation) or host numpy (:func:`read_params`), so a checkpoint written by 8 devices or
+2 hosts loads on 1, and the reverse. MODEL_DIR may be a bucket (gs://): orbax writes through
+epath and TensorStore.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
+import orbax.checkpoint as ocp
+
+from tw_jax.io import paths
+from tw_jax.io.paths import PathLike
 
 log = logging.getLogger(__name__)
 
@@ -37,25 +44,21 @@ class CheckpointError(RuntimeError):
     """A checkpoint that cannot be read or does not fit the model."""
 
 
-def manager(model_dir: str | os.PathLike[str], *, keep: int | None, asynchronous: bool = True) -> Any:
+def manager(model_dir: PathLike, *, keep: int | None, asynchronous: bool = True) -> Any:
     """An orbax ``CheckpointManager`` for ``MODEL_DIR/checkpoints`` keeping the last ``keep``."""
-    import orbax.checkpoint as ocp
-
     options = ocp.CheckpointManagerOptions(
         max_to_keep=keep,
         create=True,
         enable_async_checkpointing=asynchronous,
         cleanup_tmp_directories=True,
     )
-    directory = Path(model_dir).absolute() / CHECKPOINTS
+    directory = paths.as_path(paths.resolve(model_dir)) / CHECKPOINTS
     return ocp.CheckpointManager(directory, item_names=("params", "opt_state", "meta"),
                                  options=options)
 
 
 def save(mngr: Any, step: int, params: Any, opt_state: Any, meta: dict[str, Any]) -> None:
     """Start saving step ``step`` (returns before the write completes when asynchronous)."""
-    import orbax.checkpoint as ocp
-
     mngr.save(
         step,
         args=ocp.args.Composite(
@@ -68,9 +71,8 @@ def save(mngr: Any, step: int, params: Any, opt_state: Any, meta: dict[str, Any]
 
 
 def restore(mngr: Any, step: int, abstract_params: Any, abstract_opt_state: Any) -> tuple:
-    """``(params, opt_state, meta)`` of ``step``, placed as the abstract trees' shardings say."""
-    import orbax.checkpoint as ocp
-
+    """``(params, opt_state, meta)`` of ``step``, placed as the abstract trees' shardings say
+    (whatever mesh or host count saved them: orbax reshards onto the target)."""
     restored = mngr.restore(
         step,
         args=ocp.args.Composite(
@@ -82,59 +84,139 @@ def restore(mngr: Any, step: int, abstract_params: Any, abstract_opt_state: Any)
     return restored["params"], restored["opt_state"], dict(restored["meta"])
 
 
-def _step_folder(path: Path) -> Path:
+def _has_params(folder: str) -> bool:
+    return paths.isdir(paths.join(folder, "params"))
+
+
+def step_folder(path: PathLike) -> str:
     """A checkpoint step folder from a step folder, a ``checkpoints`` folder or a MODEL_DIR."""
-    if (path / "params").is_dir():
+    path = paths.resolve(path)
+    if _has_params(path):
         return path
-    for root in (path / CHECKPOINTS, path):
-        steps = [p for p in root.iterdir() if p.is_dir() and p.name.isdigit()] if root.is_dir() else []
-        steps = [p for p in steps if (p / "params").is_dir()]
-        if steps:
-            return max(steps, key=lambda p: int(p.name))
+    for root in (paths.join(path, CHECKPOINTS), path):
+        if not paths.isdir(root):
+            continue
+        steps = [int(n) for n in paths.listdir(root) if n.isdigit()]
+        for step in sorted(steps, reverse=True):
+            if _has_params(paths.join(root, str(step))):
+                return paths.join(root, str(step))
     raise CheckpointError(
         f"{path}: neither a Hugging Face folder (config.json) nor an orbax checkpoint of tw_jax "
         f"(a step folder with params/, or a MODEL_DIR with {CHECKPOINTS}/<step>/params)"
     )
 
 
-def read_params(path: str | os.PathLike[str]) -> Any:
-    """Unboxed parameters (numpy) of a Hugging Face folder or an orbax checkpoint of ours."""
-    folder = Path(path)
-    if not folder.exists():
-        raise CheckpointError(f"{folder}: initial checkpoint not found")
-    if (folder / "config.json").is_file():
-        from tw_jax.models.hf_io import read_config
+def is_hf_folder(path: PathLike) -> bool:
+    return paths.isfile(paths.join(path, "config.json"))
 
-        model_type = read_config(folder).get("model_type")
-        if model_type == "t5":
-            from tw_jax.models.t5_io import load_t5
 
-            return load_t5(folder)[1]
-        if model_type == "gpt2":
-            from tw_jax.models.hf_io import load_gpt2
+def _read_hf(folder: str) -> Any:
+    from tw_jax.models.hf_io import read_config
 
-            return load_gpt2(folder)[1]
-        raise CheckpointError(f"{folder / 'config.json'}: model_type {model_type!r} not supported")
-    import orbax.checkpoint as ocp
+    model_type = read_config(folder).get("model_type")
+    if model_type == "t5":
+        from tw_jax.models.t5_io import load_t5
 
-    step = _step_folder(folder)
+        return load_t5(folder)[1]
+    if model_type == "gpt2":
+        from tw_jax.models.hf_io import load_gpt2
+
+        return load_gpt2(folder)[1]
+    raise CheckpointError(f"{paths.join(folder, 'config.json')}: model_type {model_type!r} "
+                          "not supported")
+
+
+def _saved_shapes(params_dir: str) -> Any:
+    """The checkpoint's parameter tree: ``{name: ...: ArrayMetadata}``, read from its metadata."""
     with ocp.StandardCheckpointer() as checkpointer:
-        tree = checkpointer.restore(step / "params")
-    return jax.tree.map(np.asarray, tree)
+        metadata = checkpointer.metadata(params_dir)
+    tree = getattr(metadata, "item_metadata", metadata)
+    return getattr(tree, "tree", tree)
 
 
-def initial_params(fresh: Any, path: str | os.PathLike[str]) -> Any:
-    """``fresh`` (unboxed) with every tensor the checkpoint at ``path`` has replaced by it."""
-    from tw_jax.models.variants import fill_missing
+def read_params(path: PathLike) -> Any:
+    """Unboxed parameters (numpy, on the host) of a Hugging Face folder or an orbax checkpoint
+    of ours, whatever device layout saved it."""
+    folder = paths.resolve(path)
+    if not paths.exists(folder):
+        raise CheckpointError(f"{folder}: initial checkpoint not found")
+    if is_hf_folder(folder):
+        return _read_hf(folder)
+    params_dir = paths.join(step_folder(folder), "params")
+    as_numpy = jax.tree.map(
+        lambda _: ocp.RestoreArgs(restore_type=np.ndarray), _saved_shapes(params_dir)
+    )
+    with ocp.PyTreeCheckpointer() as checkpointer:
+        return checkpointer.restore(params_dir, args=ocp.args.PyTreeRestore(restore_args=as_numpy))
 
-    loaded = read_params(path)
+
+def _target(saved: Any, abstract: Any, where: tuple[str, ...] = ()) -> Any:
+    """The restore target: the checkpoint's tree with the model's shapes, dtypes and shardings.
+
+    A checkpoint tensor the model lacks, or one of another shape, means the config does not fit
+    the checkpoint: an error naming it."""
+    if not isinstance(saved, dict):
+        if abstract is None or isinstance(abstract, dict):
+            raise CheckpointError(f"checkpoint tensor {'/'.join(where)} has no place in the model")
+        if tuple(saved.shape) != tuple(abstract.shape):
+            raise CheckpointError(
+                f"checkpoint tensor {'/'.join(where)} has shape {tuple(saved.shape)}, the model "
+                f"expects {tuple(abstract.shape)}"
+            )
+        return abstract
+    abstract = abstract if isinstance(abstract, dict) else {}
+    unexpected = sorted(set(saved) - set(abstract))
+    if unexpected:
+        raise CheckpointError(
+            f"checkpoint has tensors the model lacks under {'/'.join(where) or 'the top level'}: "
+            f"{unexpected}"
+        )
+    return {key: _target(value, abstract[key], (*where, key)) for key, value in saved.items()}
+
+
+def _overlay(fresh: Any, loaded: Any, where: tuple[str, ...], missing: list[str]) -> Any:
+    if isinstance(fresh, dict):
+        loaded = loaded if isinstance(loaded, dict) else {}
+        return {k: _overlay(v, loaded.get(k), (*where, k), missing) for k, v in fresh.items()}
+    if loaded is None:
+        missing.append("/".join(where))
+        return fresh
+    return loaded
+
+
+def initial_params(fresh: Any, path: PathLike, abstract_params: Any) -> tuple[Any, list[str]]:
+    """``fresh`` (unboxed, placed) with every tensor the checkpoint at ``path`` has replaced by
+    it, in the shardings of ``abstract_params``; and the paths that kept their fresh values.
+
+    An orbax checkpoint is restored straight into the current mesh, whatever mesh or host count
+    saved it; a Hugging Face folder is read on the host and placed.
+    """
+    folder = paths.resolve(path)
+    if not paths.exists(folder):
+        raise CheckpointError(f"{folder}: initial checkpoint not found")
     try:
-        merged, missing = fill_missing(fresh, loaded)
-    except ValueError as error:
-        raise CheckpointError(f"{path}: {error}") from error
+        if is_hf_folder(folder):
+            host = _read_hf(folder)
+            loaded = jax.tree.map(
+                lambda x, a: jax.device_put(np.asarray(x, a.dtype), a.sharding),
+                host, _target(_shapes_of(host), abstract_params),
+            )
+        else:
+            params_dir = paths.join(step_folder(folder), "params")
+            target = _target(_saved_shapes(params_dir), abstract_params)
+            with ocp.StandardCheckpointer() as checkpointer:
+                loaded = checkpointer.restore(params_dir, target)
+    except CheckpointError as error:
+        raise CheckpointError(f"{folder}: {error}") from error
+    missing: list[str] = []
+    merged = _overlay(fresh, loaded, (), missing)
     if missing:
         log.info(
-            "%s: %d tensors are not in the checkpoint and start fresh: %s", path, len(missing),
+            "%s: %d tensors are not in the checkpoint and start fresh: %s", folder, len(missing),
             ", ".join(missing),
         )
     return merged, missing
+
+
+def _shapes_of(tree: Any) -> Any:
+    return jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), np.asarray(x).dtype), tree)

@@ -76,12 +76,16 @@ def _run(args: argparse.Namespace) -> int:
     except gin_setup.GinConfigError as error:
         print(f"tw-jax {command}: error: {error}", file=sys.stderr)
         return 2
-    from tw_jax.train import checkpoints, evaluation, trainer
+    from tw_jax.train import checkpoints, distributed, evaluation, trainer
 
     try:
         if command == "train":
             result = trainer.train()
-            print(f"trained to step {result['step']} (started at step {result['start_step']})")
+            if result["preempted"]:
+                print(f"{result['preempted']}: stopped at step {result['step']} with a checkpoint "
+                      f"(started at step {result['start_step']}); run again to resume")
+            else:
+                print(f"trained to step {result['step']} (started at step {result['start_step']})")
         elif command == "eval":
             metrics = evaluation.evaluate()
             print(" ".join(f"{k}={v}" for k, v in metrics.items()))
@@ -90,4 +94,7 @@ def _run(args: argparse.Namespace) -> int:
     except (trainer.TrainingDivergedError, checkpoints.CheckpointError) as error:
         print(f"tw-jax {command}: error: {error}", file=sys.stderr)
         return 1
+    except distributed.DistributedStartError as error:
+        print(f"tw-jax {command}: error: {error}", file=sys.stderr)
+        return 2
     return 0

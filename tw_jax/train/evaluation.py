@@ -10,16 +10,15 @@
   included) and writes one JSON object per example: index, inputs, targets and prediction text.
 
 The parameters are those of the latest checkpoint in MODEL_DIR, or of ``checkpoint_path`` (a
-step folder, a MODEL_DIR or a Hugging Face folder).
+step folder, a MODEL_DIR or a Hugging Face folder), restored onto this run's mesh whatever mesh
+or host count trained them. Paths may be relative or gs:// URLs.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import gin
@@ -27,35 +26,41 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from tw_jax.models.sharding import activate, batch_sharding, replicated
-from tw_jax.train import checkpoints, data
+from tw_jax.io import paths
+from tw_jax.io.atomic import atomic_open, write_json
+from tw_jax.io.paths import PathLike
+from tw_jax.models.sharding import activate, global_batch, replicated
+from tw_jax.train import checkpoints, data, distributed
 from tw_jax.train.state import RunModel, build_run_model
 from tw_jax.train.steps import make_score_step
 
 
 def load_params(
-    run: RunModel, model_dir: str | os.PathLike[str] | None, checkpoint_path: str | None
+    run: RunModel, model_dir: PathLike | None, checkpoint_path: str | None
 ) -> tuple[Any, int | None]:
-    """``(params, step)`` from ``checkpoint_path`` or the latest checkpoint of ``model_dir``."""
+    """``(params, step)`` from ``checkpoint_path`` or the latest checkpoint of ``model_dir``,
+    placed in the run's shardings."""
     source = checkpoint_path or model_dir
     if source is None:
         raise ValueError("pass model_dir or checkpoint_path")
+    source = paths.resolve(source)
     step = None
-    folder = Path(source)
-    if not (folder / "config.json").is_file():
+    if not checkpoints.is_hf_folder(source):
         try:
-            step_folder = checkpoints._step_folder(folder)  # noqa: SLF001
+            found = checkpoints.step_folder(source)
         except (checkpoints.CheckpointError, OSError) as error:
             raise checkpoints.CheckpointError(f"{source}: no checkpoint to evaluate") from error
-        step = int(step_folder.name) if step_folder.name.isdigit() else None
-    fresh = jax.device_get(run.init_params(0))
-    merged, missing = checkpoints.initial_params(fresh, source)
+        name = found.rstrip("/").rsplit("/", 1)[-1]
+        step = int(name) if name.isdigit() else None
+    merged, missing = checkpoints.initial_params(
+        run.init_params(0), source, run.abstract_params
+    )
     if missing:
         raise checkpoints.CheckpointError(
             f"{source}: the checkpoint lacks {len(missing)} parameters of this model "
             f"({', '.join(missing[:5])}...); is the gin config the one it was trained with?"
         )
-    return run.place(merged), step
+    return merged, step
 
 
 def _padded_batches(
@@ -79,16 +84,17 @@ def evaluate(
     mixture_or_task_name: str,
     task_feature_lengths: Mapping[str, int],
     batch_size: int,
-    model_dir: str | os.PathLike[str],
+    model_dir: PathLike,
     checkpoint_path: str | None = None,
     split: str = "validation",
     max_batches: int | None = None,
     mesh_shape: Sequence[int] = (-1, 1, 1),
 ) -> dict[str, Any]:
     """Metrics of the checkpoint on ``split`` of the task; also written under MODEL_DIR/eval."""
-    from tw_jax.io.atomic import write_json
     from tw_jax.train.trainer import _ensure_tasks
 
+    distributed.initialize()
+    model_dir = paths.resolve(model_dir)
     mixture_or_task_name = data.task_name(mixture_or_task_name, model_config)
     _ensure_tasks(mixture_or_task_name)
     run = build_run_model(model_config, mesh_shape)
@@ -105,7 +111,7 @@ def evaluate(
         for index, (batch, rows) in enumerate(_padded_batches(stream, batch_size)):
             if max_batches is not None and index >= max_batches:
                 break
-            placed = {k: jax.device_put(v, batch_sharding(run.mesh, v.ndim)) for k, v in batch.items()}
+            placed = global_batch(batch, run.mesh)
             out = jax.device_get(score(params, placed))
             scores.extend(out["log_likelihood"][:rows].tolist())
             counts.extend(out["tokens"][:rows].tolist())
@@ -124,7 +130,8 @@ def evaluate(
     }
     metrics["task_metrics"] = _task_score_metrics(mixture_or_task_name, scores, counts)
     name = f"{mixture_or_task_name}.{split}.step{step if step is not None else 'init'}.json"
-    write_json(Path(model_dir) / "eval" / name, metrics)
+    if jax.process_index() == 0:
+        write_json(paths.join(model_dir, "eval", name), metrics)
     return metrics
 
 
@@ -162,19 +169,20 @@ def infer(
     mixture_or_task_name: str,
     task_feature_lengths: Mapping[str, int],
     batch_size: int,
-    model_dir: str | os.PathLike[str],
-    output_path: str | os.PathLike[str] | None = None,
+    model_dir: PathLike,
+    output_path: PathLike | None = None,
     checkpoint_path: str | None = None,
     split: str = "validation",
     max_new_tokens: int | None = None,
     max_examples: int | None = None,
     mesh_shape: Sequence[int] = (-1, 1, 1),
-) -> Path:
+) -> str:
     """Greedy predictions for the task's ``inputs``, as JSONL (default MODEL_DIR/infer/...)."""
-    from tw_jax.io.atomic import atomic_open
     from tw_jax.models.decoding import greedy_decode
     from tw_jax.train.trainer import _ensure_tasks
 
+    distributed.initialize()
+    model_dir = paths.resolve(model_dir)
     mixture_or_task_name = data.task_name(mixture_or_task_name, model_config)
     _ensure_tasks(mixture_or_task_name)
     run = build_run_model(model_config, mesh_shape)
@@ -188,28 +196,31 @@ def infer(
     if max_examples is not None:
         dataset = dataset.take(max_examples)
     examples = list(dataset.as_numpy_iterator())
-    output = Path(output_path or Path(model_dir) / "infer" / f"{mixture_or_task_name}.{split}.jsonl")
+    output = paths.resolve(
+        output_path or paths.join(model_dir, "infer", f"{mixture_or_task_name}.{split}.jsonl")
+    )
+    lines = []
     with activate(run.mesh):
         params, _ = load_params(run, model_dir, checkpoint_path)
+        for start in range(0, len(examples), batch_size):
+            chunk = examples[start : start + batch_size]
+            padded = chunk + [{}] * (batch_size - len(chunk))
+            ids, mask = _prompt_rows(padded, prompt_length, left)
+            tokens = greedy_decode(
+                run.module, params, jnp.asarray(ids), jnp.asarray(mask),
+                max_new_tokens=new_tokens, eos_id=vocab.eos_id, pad_id=0,
+            )
+            for offset, (example, row) in enumerate(zip(chunk, np.asarray(tokens), strict=False)):
+                record = {
+                    "index": start + offset,
+                    "inputs": _text(vocab, example.get("inputs")),
+                    "targets": _text(vocab, example.get("targets")),
+                    "prediction": vocab.decode(_until_eos(row, vocab.eos_id)),
+                }
+                lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+    if jax.process_index() == 0:
         with atomic_open(output, "w", encoding="utf-8") as handle:
-            for start in range(0, len(examples), batch_size):
-                chunk = examples[start : start + batch_size]
-                padded = chunk + [{}] * (batch_size - len(chunk))
-                ids, mask = _prompt_rows(padded, prompt_length, left)
-                tokens = greedy_decode(
-                    run.module, params, jnp.asarray(ids), jnp.asarray(mask),
-                    max_new_tokens=new_tokens, eos_id=vocab.eos_id, pad_id=0,
-                )
-                for offset, (example, row) in enumerate(
-                    zip(chunk, np.asarray(tokens), strict=False)
-                ):
-                    record = {
-                        "index": start + offset,
-                        "inputs": _text(vocab, example.get("inputs")),
-                        "targets": _text(vocab, example.get("targets")),
-                        "prediction": vocab.decode(_until_eos(row, vocab.eos_id)),
-                    }
-                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            handle.writelines(lines)
     return output
 
 

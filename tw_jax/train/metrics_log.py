@@ -3,7 +3,8 @@
 One JSON object per logged step, with a ``step`` field; TensorBoard scalars under
 ``MODEL_DIR/train/``; a tqdm bar showing the same figures. On resume the lines of steps after the
 restored checkpoint (written by the run that was interrupted) are dropped first, so the file
-reads as one uninterrupted run.
+reads as one uninterrupted run. MODEL_DIR may be a bucket (:class:`tw_jax.io.growing.GrowingFile`
+says how its files grow there).
 """
 
 from __future__ import annotations
@@ -11,21 +12,26 @@ from __future__ import annotations
 import json
 import math
 import os
-from pathlib import Path
+import socket
+import time
 from typing import Any
+
+from tw_jax.io import paths
+from tw_jax.io.atomic import atomic_open
+from tw_jax.io.growing import GrowingFile
+from tw_jax.io.paths import PathLike
+from tw_jax.io.tfrecord import frame
 
 METRICS_FILE = "metrics.jsonl"
 TENSORBOARD_DIR = "train"
 
 
-def truncate_after(path: Path, step: int) -> None:
+def truncate_after(path: PathLike, step: int) -> None:
     """Keep only the lines of ``path`` whose ``step`` is at most ``step`` (atomic rewrite)."""
-    from tw_jax.io.atomic import atomic_open
-
-    if not path.exists():
+    if not paths.exists(path):
         return
     kept = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in paths.read_text(path).splitlines():
         if not line.strip():
             continue
         try:
@@ -47,41 +53,34 @@ def _finite_or_none(value: Any) -> Any:
 class EventWriter:
     """TensorBoard event files written directly: a TFRecord file of ``Event`` protos.
 
-    ``tf.summary`` needs the tensorboard package for its scalar op; the protos and the TFRecord
-    framing are in TensorFlow itself, and an event file is nothing more.
+    ``tf.summary`` needs the tensorboard package for its scalar op; the protos are in TensorFlow
+    itself, the TFRecord framing in :mod:`tw_jax.io.tfrecord`, and an event file is nothing
+    more. Written through :class:`GrowingFile`, so a bucket works like a local folder.
     """
 
-    def __init__(self, folder: Path) -> None:
-        import socket
-        import time
-
-        import tensorflow as tf
+    def __init__(self, folder: PathLike) -> None:
         from tensorflow.core.util import event_pb2
 
-        folder.mkdir(parents=True, exist_ok=True)
+        paths.makedirs(folder)
         name = f"events.out.tfevents.{time.time():.0f}.{socket.gethostname()}.{os.getpid()}"
-        self.path = folder / name
-        self._writer = tf.io.TFRecordWriter(str(self.path))
+        self.path = paths.join(folder, name)
+        self._file = GrowingFile(self.path)
         self._event = event_pb2.Event
-        self._writer.write(
-            event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2").SerializeToString()
-        )
-        self._writer.flush()
+        self._write(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
+
+    def _write(self, event: Any) -> None:
+        self._file.write(frame(event.SerializeToString()))
 
     def scalars(self, step: int, values: dict[str, float]) -> None:
-        import time
-
         from tensorflow.core.framework import summary_pb2
 
         summary = summary_pb2.Summary(
             value=[summary_pb2.Summary.Value(tag=k, simple_value=float(v)) for k, v in values.items()]
         )
-        event = self._event(wall_time=time.time(), step=step, summary=summary)
-        self._writer.write(event.SerializeToString())
-        self._writer.flush()
+        self._write(self._event(wall_time=time.time(), step=step, summary=summary))
 
     def close(self) -> None:
-        self._writer.close()
+        self._file.close()
 
 
 class MetricsLogger:
@@ -89,7 +88,7 @@ class MetricsLogger:
 
     def __init__(
         self,
-        model_dir: str | os.PathLike[str],
+        model_dir: PathLike,
         *,
         total_steps: int,
         start_step: int,
@@ -97,14 +96,16 @@ class MetricsLogger:
         progress: bool = True,
     ) -> None:
         self.enabled = enabled
-        self.path = Path(model_dir) / METRICS_FILE
+        self.path = paths.join(model_dir, METRICS_FILE)
+        self._lines: GrowingFile | None = None
         self._writer = None
         self._bar = None
         if not enabled:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        paths.makedirs(model_dir)
         truncate_after(self.path, start_step)
-        self._writer = EventWriter(Path(model_dir) / TENSORBOARD_DIR)
+        self._lines = GrowingFile(self.path)
+        self._writer = EventWriter(paths.join(model_dir, TENSORBOARD_DIR))
         if progress:
             from tqdm.auto import tqdm
 
@@ -114,8 +115,7 @@ class MetricsLogger:
         if not self.enabled:
             return
         record = {"step": int(step), **{k: _finite_or_none(v) for k, v in metrics.items()}}
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
+        self._lines.write((json.dumps(record) + "\n").encode("utf-8"))
         self._writer.scalars(int(step), {k: v for k, v in metrics.items() if v is not None})
 
     def advance(self, step: int, metrics: dict[str, float] | None = None) -> None:
@@ -131,5 +131,7 @@ class MetricsLogger:
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
+        if self._lines is not None:
+            self._lines.close()
         if self._writer is not None:
             self._writer.close()

@@ -11,8 +11,6 @@ Adafactor's factored row/column statistics, 2-D views) is small and replicated.
 from __future__ import annotations
 
 import dataclasses
-import logging
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,32 +21,6 @@ import jax.numpy as jnp
 from tw_jax.models import build_model
 from tw_jax.models.sharding import make_mesh, mesh_shardings, replicated
 from tw_jax.models.variants import path_names
-
-log = logging.getLogger(__name__)
-
-DISTRIBUTED_ENV = "TW_JAX_DISTRIBUTED"
-
-
-def maybe_initialize_distributed() -> bool:
-    """``jax.distributed.initialize()`` when the environment says this is a multi-host job.
-
-    That is ``JAX_COORDINATOR_ADDRESS`` set (with ``JAX_NUM_PROCESSES``/``JAX_PROCESS_ID``, or a
-    cluster jax detects by itself) or ``TW_JAX_DISTRIBUTED=1`` (TPU pods, SLURM: jax finds the
-    rest). Returns whether it initialised.
-    """
-    wanted = os.environ.get("JAX_COORDINATOR_ADDRESS") or os.environ.get(DISTRIBUTED_ENV, "") in (
-        "1", "true", "yes",
-    )
-    if not wanted:
-        return False
-    try:
-        jax.distributed.initialize()
-    except RuntimeError as error:  # already initialised by the caller
-        if "already" not in str(error).lower():
-            raise
-        return False
-    log.info("jax.distributed: process %d of %d", jax.process_index(), jax.process_count())
-    return True
 
 
 @dataclasses.dataclass

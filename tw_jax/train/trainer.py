@@ -15,7 +15,16 @@ Resume. If MODEL_DIR has a checkpoint, training continues from the latest one: p
 optimizer state (RecAdam's anchor included), the step (hence the dropout key,
 ``fold_in(seed, step)``) and the data position (the deterministic stream skips the batches
 already consumed). On CPU a run killed at any point and restarted ends bitwise equal to one that
-was never interrupted (tests/train/test_resume.py kills one with SIGKILL).
+was never interrupted (tests/train/test_resume_sigkill.py kills one with SIGKILL).
+
+Hosts. Every host reads the same global stream of ``batch_size`` examples per step and hands
+each of its devices that device's rows (:func:`global_batch`), so the batch of step ``s`` is
+the same whatever the number of hosts, and a run checkpointed on 2 hosts continues on 1 along
+the same loss curve. The price is that every host runs the whole input pipeline (reading and
+tokenising), which is cheap next to the model's step.
+
+Preemption. SIGTERM or SIGINT (any host) stops training at a step all hosts agree on, after
+saving a checkpoint of it (:mod:`tw_jax.train.preemption`); the summary says ``preempted``.
 
 Divergence. A NaN or infinite loss stops training with :class:`TrainingDivergedError` before
 anything else is saved; pending asynchronous saves are completed first, so the last good
@@ -27,29 +36,29 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import gin
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
-from tw_jax.models.sharding import activate, batch_sharding, replicated
+from tw_jax.io import paths
+from tw_jax.io.atomic import atomic_open
+from tw_jax.io.paths import PathLike
+from tw_jax.models.sharding import activate, batch_sharding, global_batch, replicated
 from tw_jax.models.variants import TRAINABLE, param_labels
-from tw_jax.train import checkpoints, data
+from tw_jax.train import checkpoints, data, distributed
 from tw_jax.train.flops import peak_flops_per_device, train_step_flops
 from tw_jax.train.metrics_log import MetricsLogger
 from tw_jax.train.optimizers import make_optimizer
+from tw_jax.train.preemption import Preemption
 from tw_jax.train.schedules import make_schedule
 from tw_jax.train.state import (
     RunModel,
     build_run_model,
-    maybe_initialize_distributed,
     opt_state_shardings,
     with_shardings,
 )
@@ -61,20 +70,11 @@ class TrainingDivergedError(RuntimeError):
     """The loss became NaN or infinite; training stopped without saving the bad state."""
 
 
-def _global_batch(batch: Mapping[str, np.ndarray], sharding_of: Callable[[int], Any]) -> dict:
-    return {
-        key: jax.make_array_from_process_local_data(sharding_of(value.ndim), value)
-        for key, value in batch.items()
-    }
-
-
-def write_gin_config(model_dir: Path, name: str) -> None:
+def write_gin_config(model_dir: PathLike, name: str) -> None:
     """The gin config (all bindings, or the operative ones) next to the checkpoints."""
-    from tw_jax.io.atomic import atomic_open
-
     text = gin.operative_config_str() if name == "operative_config.gin" else gin.config_str()
     if text.strip() and jax.process_index() == 0:
-        with atomic_open(model_dir / name, "w", encoding="utf-8") as handle:
+        with atomic_open(paths.join(model_dir, name), "w", encoding="utf-8") as handle:
             handle.write(text)
 
 
@@ -86,7 +86,7 @@ def train(
     task_feature_lengths: Mapping[str, int],
     train_steps: int,
     batch_size: int,
-    model_dir: str | os.PathLike[str],
+    model_dir: PathLike,
     optimizer_fn: Callable[..., optax.GradientTransformation] = make_optimizer,
     schedule_fn: Callable[..., optax.Schedule] | None = None,
     accumulate_steps: int = 1,
@@ -104,16 +104,19 @@ def train(
 
     ``optimizer_fn(schedule, labels=..., accumulate_steps=...)`` is typically the gin-configured
     ``make_optimizer`` (name, clipping, RecAdam options); ``schedule_fn(total_steps=...)`` the
-    configured ``make_schedule`` (default: constant 1e-3). ``batch_size`` is global; each host
-    reads ``batch_size / process_count`` examples of its own shard. ``peak_flops`` (per device)
-    overrides the table used for the MFU figure; None on CPU leaves MFU out.
+    configured ``make_schedule`` (default: constant 1e-3). ``batch_size`` is global (see the
+    module docstring for how hosts share it). ``peak_flops`` (per device) overrides the table
+    used for the MFU figure; None on CPU leaves MFU out. ``model_dir`` may be local (relative
+    paths are resolved) or a bucket.
 
-    Returns ``{"step", "start_step", "resumed", "params", "last_metrics", "fresh_parameters"}``.
+    Returns ``{"step", "start_step", "resumed", "preempted", "params", "last_metrics",
+    "fresh_parameters"}``; ``step`` is the last step trained (below ``train_steps`` when
+    preempted).
     """
-    maybe_initialize_distributed()
+    distributed.initialize()
     _check_arguments(train_steps, batch_size, accumulate_steps, checkpoint_period, log_period)
-    model_dir = Path(model_dir)
-    model_dir.mkdir(parents=True, exist_ok=True)
+    model_dir = paths.resolve(model_dir)
+    paths.makedirs(model_dir)
     write_gin_config(model_dir, "config.gin")
     mixture_or_task_name = data.task_name(mixture_or_task_name, model_config)
     _ensure_tasks(mixture_or_task_name)
@@ -121,11 +124,10 @@ def train(
     run = build_run_model(model_config, mesh_shape)
     kind = data.model_kind(model_config)
     _check_vocabulary(model_config, mixture_or_task_name)
-    hosts, host = jax.process_count(), jax.process_index()
-    if batch_size % hosts or batch_size % _batch_ways(run):
+    if batch_size % _batch_ways(run):
         raise ValueError(
-            f"batch_size={batch_size} must divide over {hosts} hosts and the mesh's "
-            f"{_batch_ways(run)} data x fsdp shards"
+            f"batch_size={batch_size} must divide over the mesh's {_batch_ways(run)} "
+            "data x fsdp shards"
         )
 
     train_step = build_train_step(
@@ -139,6 +141,7 @@ def train(
     mngr = checkpoints.manager(model_dir, keep=keep_checkpoints, asynchronous=async_checkpoints)
     latest = mngr.latest_step()
     fresh: list[str] = []
+    checkpoint_dir = paths.join(model_dir, checkpoints.CHECKPOINTS)
     with activate(run.mesh):
         if latest is not None:
             params, opt_state, meta = checkpoints.restore(
@@ -150,67 +153,81 @@ def train(
                     f"{model_dir}: the checkpoint of step {start_step} was trained with seed "
                     f"{meta['seed']}, this run has seed {seed}; resume needs the same seed"
                 )
-            log.info("resuming from %s at step %d", model_dir / checkpoints.CHECKPOINTS, start_step)
+            log.info("resuming from %s at step %d", checkpoint_dir, start_step)
         else:
             start_step = 0
             params = run.init_params(seed)
             if initial_checkpoint_path:
-                host_params = jax.device_get(params)
-                merged, fresh = checkpoints.initial_params(host_params, initial_checkpoint_path)
-                params = run.place(merged)
+                params, fresh = checkpoints.initial_params(
+                    params, initial_checkpoint_path, run.abstract_params
+                )
             opt_state = jax.jit(tx.init, out_shardings=opt_shardings)(params)
 
-        shard_of = lambda ndim: batch_sharding(run.mesh, ndim)  # noqa: E731
+        # The global stream on every host (see the module docstring): host-count independent.
         stream = data.batches(
-            mixture_or_task_name, task_feature_lengths, batch_size // hosts, kind, seed=seed,
-            start_batch=start_step, shard_index=host, num_shards=hosts,
+            mixture_or_task_name, task_feature_lengths, batch_size, kind, seed=seed,
+            start_batch=start_step,
             decoder_start_id=getattr(model_config, "decoder_start_token_id", 0),
         )
         logger = MetricsLogger(
-            model_dir, total_steps=train_steps, start_step=start_step, enabled=host == 0,
-            progress=progress,
+            model_dir, total_steps=train_steps, start_step=start_step,
+            enabled=jax.process_index() == 0, progress=progress,
         )
         device_kind = jax.devices()[0].device_kind
         peak = peak_flops if peak_flops is not None else peak_flops_per_device(device_kind)
         last_saved = latest
         metrics: dict[str, float] = {}
+        done = start_step
+        preempted: str | None = None
         try:
-            for step in range(start_step, train_steps):
-                started = time.perf_counter()
-                batch = _global_batch(next(stream), shard_of)
-                params, opt_state, out = train_step.jitted(params, opt_state, jnp.int32(step), batch)
-                loss = float(out["loss"])
-                elapsed = time.perf_counter() - started
-                if not math.isfinite(loss):
-                    mngr.wait_until_finished()
-                    where = (
-                        f"the last good checkpoint is step {last_saved} in "
-                        f"{model_dir / checkpoints.CHECKPOINTS}" if last_saved is not None
-                        else "no checkpoint was saved"
+            with Preemption() as preemption:
+                for step in range(start_step, train_steps):
+                    started = time.perf_counter()
+                    batch = global_batch(next(stream), run.mesh)
+                    params, opt_state, out = train_step.jitted(
+                        params, opt_state, jnp.int32(step), batch
                     )
-                    raise TrainingDivergedError(
-                        f"loss is {loss} at step {step + 1}; training stopped, {where}"
-                    )
-                done = step + 1
-                if step == start_step:
-                    write_gin_config(model_dir, "operative_config.gin")
-                if done % log_period == 0 or done == train_steps or step == start_step:
-                    metrics = _host_metrics(out, elapsed, schedule, step, accumulate_steps, flops,
-                                            peak)
-                    logger.log(done, metrics)
-                logger.advance(done, metrics)
-                if done % checkpoint_period == 0 or done == train_steps:
-                    meta = {"step": done, "batches_consumed": done, "seed": seed}
-                    checkpoints.save(mngr, done, params, opt_state, meta)
-                    last_saved = done
-            mngr.wait_until_finished()
+                    loss = float(out["loss"])
+                    elapsed = time.perf_counter() - started
+                    if not math.isfinite(loss):
+                        mngr.wait_until_finished()
+                        where = (
+                            f"the last good checkpoint is step {last_saved} in {checkpoint_dir}"
+                            if last_saved is not None else "no checkpoint was saved"
+                        )
+                        raise TrainingDivergedError(
+                            f"loss is {loss} at step {step + 1}; training stopped, {where}"
+                        )
+                    done = step + 1
+                    if step == start_step:
+                        write_gin_config(model_dir, "operative_config.gin")
+                    if done % log_period == 0 or done == train_steps or step == start_step:
+                        metrics = _host_metrics(out, elapsed, schedule, step, accumulate_steps,
+                                                flops, peak)
+                        logger.log(done, metrics)
+                    logger.advance(done, metrics)
+                    stop = preemption.reached(done) and done < train_steps
+                    if done % checkpoint_period == 0 or done == train_steps or stop:
+                        meta = {"step": done, "batches_consumed": done, "seed": seed}
+                        checkpoints.save(mngr, done, params, opt_state, meta)
+                        last_saved = done
+                    if stop:
+                        preempted = preemption.signal_name
+                        break
+                mngr.wait_until_finished()
         finally:
             logger.close()
             mngr.close()
+    if preempted:
+        log.warning(
+            "%s: stopped at step %d of %d; checkpoint saved in %s; run the same command again "
+            "to resume", preempted, done, train_steps, checkpoint_dir,
+        )
     return {
-        "step": max(train_steps, start_step),
+        "step": max(done, start_step),
         "start_step": start_step,
         "resumed": latest is not None,
+        "preempted": preempted,
         "params": params,
         "last_metrics": metrics,
         "fresh_parameters": fresh,

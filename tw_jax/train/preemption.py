@@ -1,0 +1,77 @@
+"""Preemption: SIGTERM or SIGINT ends training with a checkpoint at a step all hosts agree on.
+
+Spot and preemptible TPU VMs get SIGTERM some 30 seconds before they go; a scheduler (SLURM,
+Kubernetes) sends it too, and a person presses Ctrl-C. The trainer asks :meth:`reached` after
+every step; when it says yes, it saves a checkpoint of that step, waits for the write, logs one
+line and returns, and the same command run again resumes from there.
+
+- One process: handlers for SIGTERM and SIGINT set a flag; the step that sees it is the step
+  saved.
+- Several processes (``jax.distributed`` running): jax's preemption sync manager catches
+  SIGTERM on any host, tells the others through the coordination service, and
+  ``multihost_utils.reached_preemption_sync_point`` turns true on every host at the same step
+  (the largest step any host had reached, plus one), so all hosts save the same checkpoint
+  together. SIGINT is forwarded to this process as SIGTERM so it takes the same path.
+
+A second signal while the first is being handled stops at once (KeyboardInterrupt), for the
+impatient; the last complete checkpoint is still there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import threading
+from types import FrameType
+from typing import Any
+
+import jax
+
+log = logging.getLogger(__name__)
+
+_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class Preemption:
+    """Install with ``with Preemption() as preemption:``; ask ``preemption.reached(step)``."""
+
+    def __init__(self) -> None:
+        self.multihost = jax.process_count() > 1
+        self.signal_name: str | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> Preemption:
+        if threading.current_thread() is not threading.main_thread():
+            return self  # signal handlers can only be installed from the main thread
+        handled = (signal.SIGINT,) if self.multihost else _SIGNALS
+        for number in handled:
+            self._previous[number] = signal.signal(number, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for number, previous in self._previous.items():
+            with contextlib.suppress(ValueError, TypeError):
+                signal.signal(number, previous)
+        self._previous.clear()
+
+    def _handle(self, number: int, frame: FrameType | None) -> None:
+        name = signal.Signals(number).name
+        if self.signal_name is not None:
+            raise KeyboardInterrupt(f"{name} again: stopping without a checkpoint")
+        self.signal_name = name
+        if self.multihost:
+            # jax's own SIGTERM handler tells every host; this process follows the same path.
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def reached(self, step: int) -> bool:
+        """True at the step where training must stop and save (the same step on every host)."""
+        if self.multihost:
+            from jax.experimental import multihost_utils
+
+            if multihost_utils.reached_preemption_sync_point(step):
+                self.signal_name = self.signal_name or "SIGTERM"
+                return True
+            return False
+        return self.signal_name is not None
