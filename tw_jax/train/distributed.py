@@ -12,9 +12,15 @@ A run is multi-host when, in this order:
 3. ``TW_JAX_DISTRIBUTED=1``: the user says so; jax detects the rest (e.g. GKE's
    ``TPU_WORKER_HOSTNAMES``).
 
-Anything else is a single-host run, which never contacts a coordinator. A coordinator that
-cannot be reached fails within ``TW_JAX_COORDINATOR_TIMEOUT`` seconds (default 300, jax's own)
-with one line naming the address, instead of hanging.
+Anything else is a single-host run, which never contacts a coordinator.
+
+A coordinator that cannot be reached fails within ``TW_JAX_COORDINATOR_TIMEOUT`` seconds
+(default 300, jax's own) with one line naming the address, instead of hanging: jax aborts the
+whole process (a C++ fatal error, no Python exception) when it cannot register, so with an
+explicit launch each process first checks the address itself: process 0 that it can listen on
+the port, the others that something answers there (retried until the timeout, since hosts start
+at different times). What remains is jax's own abort when process 0 waits in vain for a peer
+that never starts; it too ends after the timeout.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ import glob
 import importlib.util
 import logging
 import os
+import socket
+import time
 from collections.abc import Mapping
 
 import jax
@@ -90,6 +98,45 @@ def detect_launch(environ: Mapping[str, str] = os.environ) -> Launch | None:
     return None
 
 
+def _host_port(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise DistributedStartError(
+            f"JAX_COORDINATOR_ADDRESS={address!r} is not HOST:PORT (e.g. 10.0.0.2:8476)"
+        )
+    return host.strip("[]"), int(port)
+
+
+def check_coordinator(launch: Launch, timeout: float) -> None:
+    """Process 0: the coordinator's port is free to listen on. Others: the coordinator answers
+    (retried until ``timeout`` seconds have passed)."""
+    host, port = _host_port(launch.coordinator_address or "")
+    if launch.process_id == 0:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(("", port))
+            except OSError as error:
+                raise DistributedStartError(
+                    f"process 0 cannot serve as coordinator on port {port} "
+                    f"({launch.coordinator_address}): {error.strerror or error}"
+                ) from error
+        return
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=min(5.0, timeout)):
+                return
+        except OSError as error:
+            if time.monotonic() >= deadline:
+                raise DistributedStartError(
+                    f"no coordinator answered at {launch.coordinator_address} within "
+                    f"{timeout:g} s (process {launch.process_id} of {launch.num_processes}): "
+                    f"{error.strerror or error}"
+                ) from error
+            time.sleep(0.5)
+
+
 def initialize(environ: Mapping[str, str] = os.environ) -> bool:
     """Starts ``jax.distributed`` when :func:`detect_launch` says so; returns whether it did.
 
@@ -101,6 +148,8 @@ def initialize(environ: Mapping[str, str] = os.environ) -> bool:
     if jax.distributed.is_initialized():
         return False
     timeout = int(environ.get(TIMEOUT_ENV, "300"))
+    if launch.how == "explicit":
+        check_coordinator(launch, timeout)
     try:
         jax.distributed.initialize(
             coordinator_address=launch.coordinator_address,

@@ -1,0 +1,112 @@
+"""Preemption: SIGTERM (or SIGINT) during `tw-jax train` saves a checkpoint at the step it was
+seen, logs one line and exits 0; the same command resumes from the next step and ends bitwise
+equal to an uninterrupted run. With two hosts, SIGTERM to one of them stops both at the same
+step."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import jax
+import numpy as np
+import pytest
+from train_helpers import read_metrics, subprocess_env
+
+from tw_jax.train.checkpoints import read_params
+
+LONG = 400  # steps a run would take if nobody stopped it
+
+
+def _command(model_dir, steps):
+    # Constant LR: a run of N steps and the first N steps of a longer run are the same run.
+    return [
+        sys.executable, "-m", "tw_jax.cli", "train",
+        "--gin_file=diff.gin", "--gin_file=models/gpt2_tiny.gin", "--gin_file=runs/cpu_smoke.gin",
+        f"--gin.MODEL_DIR={model_dir}", f"--gin.TRAIN_STEPS={steps}",
+        "--gin.CHECKPOINT_PERIOD=1000", "--gin.SCHEDULE='constant'",
+        "--gin.tw_jax.train.train.progress=False",
+    ]
+
+
+def _logged_steps(model_dir) -> int:
+    try:
+        return len(read_metrics(model_dir))
+    except (FileNotFoundError, ValueError):
+        return 0
+
+
+def _stop_after(process, model_dir, steps: int, number: int) -> float:
+    """Sends signal ``number`` once ``steps`` steps are logged; returns seconds until exit."""
+    deadline = time.monotonic() + 300
+    while _logged_steps(model_dir) < steps:
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "the run did not reach the step to stop at"
+        time.sleep(0.05)
+    sent = time.monotonic()
+    process.send_signal(number)
+    process.wait(timeout=120)
+    return time.monotonic() - sent
+
+
+def _saved(model_dir) -> list[int]:
+    return sorted(int(p.name) for p in (model_dir / "checkpoints").iterdir() if p.name.isdigit())
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_saves_the_step_and_the_rerun_continues(number, tmp_path, train_data,
+                                                         compile_cache):
+    env = subprocess_env(train_data, compile_cache)
+    run = tmp_path / "run"
+    process = subprocess.Popen(_command(run, LONG), env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    seconds = _stop_after(process, run, 3, number)
+    stdout, stderr = process.communicate()
+    assert process.returncode == 0, stderr[-3000:]
+    stopped = _saved(run)
+    assert len(stopped) == 1 and 3 <= stopped[0] < LONG
+    name = signal.Signals(number).name
+    assert f"{name}: stopped at step {stopped[0]} with a checkpoint" in stdout
+    assert sum(f"{name}: stopped at step {stopped[0]} of {LONG}" in line
+               for line in stderr.splitlines()) == 1
+    assert seconds < 30, f"{name} to exit took {seconds:.1f} s"
+    if number == signal.SIGINT:
+        return  # the rest is the same for both signals
+
+    end = stopped[0] + 2
+    rerun = subprocess.run(_command(run, end), env=env, capture_output=True, text=True)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert f"started at step {stopped[0]}" in rerun.stdout
+    assert [m["step"] for m in read_metrics(run)] == list(range(1, end + 1))
+
+    straight = tmp_path / "straight"
+    subprocess.run(_command(straight, end), env=env, check=True, capture_output=True)
+    expected, got = read_params(straight / "checkpoints" / str(end)), read_params(
+        run / "checkpoints" / str(end))
+    for a, b in zip(jax.tree.leaves(expected), jax.tree.leaves(got), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_sigterm_to_one_host_stops_both_at_the_same_step(tmp_path, train_data, compile_cache):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    run = tmp_path / "hosts"
+    processes = []
+    for index in range(2):
+        env = dict(subprocess_env(train_data, compile_cache, devices=1),
+                   JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}", JAX_NUM_PROCESSES="2",
+                   JAX_PROCESS_ID=str(index), TW_JAX_COORDINATOR_TIMEOUT="120")
+        processes.append(subprocess.Popen(_command(run, LONG), env=env, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))
+    _stop_after(processes[1], run, 3, signal.SIGTERM)
+    outputs = [process.communicate(timeout=120) for process in processes]
+    for process, (_, stderr) in zip(processes, outputs, strict=True):
+        assert process.returncode == 0, stderr[-3000:]
+    stopped = _saved(run)
+    assert len(stopped) == 1 and 3 <= stopped[0] < LONG
+    for stdout, _ in outputs:
+        assert f"SIGTERM: stopped at step {stopped[0]} with a checkpoint" in stdout
