@@ -128,10 +128,8 @@ def _read_hf(folder: str) -> Any:
 
 def _saved_shapes(params_dir: str) -> Any:
     """The checkpoint's parameter tree: ``{name: ...: ArrayMetadata}``, read from its metadata."""
-    with ocp.StandardCheckpointer() as checkpointer:
-        metadata = checkpointer.metadata(params_dir)
-    tree = getattr(metadata, "item_metadata", metadata)
-    return getattr(tree, "tree", tree)
+    metadata = ocp.StandardCheckpointHandler().metadata(paths.as_path(params_dir))
+    return metadata.tree
 
 
 def read_params(path: PathLike) -> Any:
