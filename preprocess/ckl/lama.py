@@ -200,7 +200,11 @@ def build_invariant_lama(
     *,
     progress: bool | None = None,
 ) -> dict[str, Any]:
-    """Writes an InvariantLAMA folder from one Wikidata dump and returns its stats."""
+    """Writes an InvariantLAMA folder from one Wikidata dump and returns its stats.
+
+    The dump and ``out_dir`` may be local paths or ``gs://`` URLs: the dump is streamed, the
+    label index is scratch in the local temporary folder, the outputs are written atomically.
+    """
     from tw_jax.preprocess.ckl.outputs import clear_stats, write_lama_folder
     from tw_jax.preprocess.labels import LabelIndex
 

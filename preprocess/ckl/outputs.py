@@ -15,9 +15,9 @@ import csv
 import io
 import os
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
+from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
 from tw_jax.preprocess.ckl.lama import LamaProbe
 from tw_jax.preprocess.ckl.release import INVARIANT, LamaRow, answers_json_text
@@ -31,9 +31,10 @@ FACT_COLUMNS = ("id", "subject_id", "relation_id", "object_id", "subject", "rela
 
 
 def clear_stats(out_dir: str | os.PathLike[str]) -> None:
-    """An earlier run's stats.json would mark a half-rewritten folder as complete."""
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
-    discard(Path(out_dir) / STATS_FILE)
+    """An earlier run's stats.json would mark a half-rewritten folder as complete (``out_dir``
+    is a local folder or a ``gs://`` URL)."""
+    paths.makedirs(out_dir)
+    discard(paths.join(out_dir, STATS_FILE))
 
 
 def _csv(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -47,7 +48,7 @@ def _csv(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def write_lama_folder(
     out_dir: str | os.PathLike[str], probes: Sequence[LamaProbe], stats: dict[str, Any]
 ) -> None:
-    out = Path(out_dir)
+    out = os.fspath(out_dir)
     clear_stats(out)
     files = {
         LAMA_FILE: _csv(LAMA_COLUMNS, [(p.id, p.input, p.output) for p in probes]),
@@ -59,6 +60,6 @@ def write_lama_folder(
         ]),
     }
     for name, text in files.items():
-        with atomic_open(out / name, "w", encoding="utf-8", newline="") as handle:
+        with atomic_open(paths.join(out, name), "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
-    write_json(out / STATS_FILE, stats)
+    write_json(paths.join(out, STATS_FILE), stats)

@@ -32,9 +32,9 @@ import os
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
 from tw_jax.io.tfrecord import ShardedTFRecordWriter, encode_example
 from tw_jax.preprocess.ckl.release import (
@@ -84,17 +84,20 @@ def probe_csv_text(rows: Sequence[LamaRow], label: str, category: str) -> tuple[
     return csv_text(probes), lost
 
 
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _write(path: str, text: str) -> None:
     with atomic_open(path, "w", encoding="utf-8", newline="") as handle:
         handle.write(text)
 
 
-def write_ssm(file: Any, prefix: Path) -> dict[str, int]:
+def _copy(source: str, target: str) -> None:
+    """Copies one file atomically, between any two places (local, ``gs://``)."""
+    with paths.open_file(source, "rb") as reader, atomic_open(target, "wb") as writer:
+        shutil.copyfileobj(reader, writer, 8 << 20)
+
+
+def write_ssm(file: Any, prefix: str) -> dict[str, int]:
     """TFRecords (``inputs``, ``targets``) of an SSM CSV under ``prefix``; their counts."""
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    for old in prefix.parent.glob(prefix.name + "-*"):
-        discard(old)  # shards of an earlier layout would match the task's pattern
+    paths.remove_matching(f"{prefix}-*")  # shards of an earlier layout match the task's pattern
     skipped: list[int] = []
     writer = ShardedTFRecordWriter(prefix)
     examples = 0
@@ -121,14 +124,18 @@ def layout_phases(
     initial_corpus: str | None = None,
     t5_vocab: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
-    """Writes the phases folder (module docstring) and returns its manifest."""
+    """Writes the phases folder (module docstring) and returns its manifest.
+
+    ``out_dir`` and ``t5_vocab`` may be local paths or ``gs://`` URLs; the manifest is written
+    last, so the folder is complete exactly when it exists.
+    """
     from tw_jax.tasks.ckl import find_files, lama_files, read_lama_set
 
     if not phases:
         raise ValueError("no phases given (one --corpus per phase)")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    discard(out / MANIFEST)
+    out = os.fspath(out_dir)
+    paths.makedirs(out)
+    discard(paths.join(out, MANIFEST))
     files = find_files(source)
     by_name = {name: (task, spec) for task, (name, spec) in lama_files(files).items()}
 
@@ -150,39 +157,37 @@ def layout_phases(
     manifest: dict[str, Any] = {"source": os.fspath(source), "phases": []}
     for index, spec in enumerate(phases, start=1):
         pair = pair_id(index)
-        folder = out / pair
+        folder = paths.join(out, pair)
         names = {"unchanged": invariant, "updated": spec.updated, "new": spec.new,
                  "new_easy": spec.new_easy}
         sets = {c: task_of(n, f"phase {index} {c}") for c, n in names.items()}
-        counts: dict[str, Any] = {"ssm": write_ssm(corpus(spec.corpus),
-                                                   folder / "ssm" / "diffset.tfrecord")}
+        counts: dict[str, Any] = {"ssm": write_ssm(
+            corpus(spec.corpus), paths.join(folder, "ssm", "diffset.tfrecord"))}
         for category, name in names.items():
             rows: list[LamaRow] = []
             if name is not None:
                 _, lama = by_name[name]
                 rows = read_lama_set(files, name, lama)
-                _write(folder / "ckl" / name, lama_csv_text(rows, lama.kind))
-                _write(folder / "ckl" / f"{name[:-4]}_answers.json",
+                _write(paths.join(folder, "ckl", name), lama_csv_text(rows, lama.kind))
+                _write(paths.join(folder, "ckl", f"{name[:-4]}_answers.json"),
                        answers_json_text(rows, lama.kind))
             if category in PROBE_CATEGORIES:
                 label = by_name[name][1].label if name is not None else category
                 text, lost = probe_csv_text(rows, label, category)
-                _write(folder / "probes" / f"{category}.csv", text)
+                _write(paths.join(folder, "probes", f"{category}.csv"), text)
                 counts[category] = {"probes": len(rows), "without_cloze": lost}
-        _write(folder / "probes" / "deleted.csv", probe_csv_text([], "", "deleted")[0])
+        _write(paths.join(folder, "probes", "deleted.csv"), probe_csv_text([], "", "deleted")[0])
         manifest["phases"].append({"pair": pair, "corpus": spec.corpus, "files": names,
                                    "sets": sets, "counts": counts})
     if initial_corpus is not None:
-        prefix = out / INITIAL_MONTH / "ssm" / "full.tfrecord"
+        prefix = paths.join(out, INITIAL_MONTH, "ssm", "full.tfrecord")
         manifest["initial_corpus"] = {"file": initial_corpus,
                                       **write_ssm(corpus(initial_corpus), prefix)}
     if t5_vocab is not None:
-        target = out / "vocab" / "t5" / "spiece.model"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(t5_vocab, target)
+        _copy(os.fspath(t5_vocab), paths.join(out, "vocab", "t5", "spiece.model"))
         manifest["t5_vocab"] = os.fspath(t5_vocab)
     manifest["invariant"] = invariant_task
-    write_json(out / MANIFEST, manifest)
+    write_json(paths.join(out, MANIFEST), manifest)
     return manifest
 
 

@@ -18,6 +18,10 @@ drawn with a generator seeded by (seed, entity); the rest keep their article ord
 at least one example are split by subset into dev and test: sorted by id, shuffled with a
 generator seeded by (seed, subset), the first ``ceil(n * dev_fraction)`` go to dev. The output is
 a function of the dumps and the options alone.
+
+The dumps and ``OUT`` may be local paths or ``gs://`` URLs: dumps are streamed, every file is
+written atomically (in a bucket an object appears whole when its upload completes), and
+``stats.json`` last.
 """
 
 from __future__ import annotations
@@ -30,9 +34,9 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
+from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.ecbd import spans as span_rules
@@ -167,7 +171,7 @@ def split_entities(subset: str, qids: Sequence[str], options: BuildOptions) -> d
     return {qid: ("dev" if i < n_dev else "test") for i, qid in enumerate(ordered)}
 
 
-def _write_jsonl(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+def _write_jsonl(path: str, rows: Sequence[dict[str, Any]]) -> None:
     with atomic_open(path, "w", encoding="utf-8") as handle:
         for row in rows:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -188,8 +192,8 @@ def build_ecbd(
     options = options or BuildOptions()
     options.check()
     started = time.perf_counter()
-    out = Path(out_dir)
-    discard(out / "stats.json")  # an interrupted rebuild must not look complete
+    out = os.fspath(out_dir)
+    discard(paths.join(out, "stats.json"))  # an interrupted rebuild must not look complete
     source = "given"
     if nlp is None:
         nlp, source = span_rules.load_parser(options.spacy_model)
@@ -231,9 +235,9 @@ def build_ecbd(
                 "random": [r for r in rows if r["span_type"] == span_rules.RANDOM],
             }
             for kind, kind_rows in files.items():
-                path = out / subset / file_name(kind, split)
-                _write_jsonl(path, kind_rows)
-                written.append(str(path.relative_to(out)))
+                name = f"{subset}/{file_name(kind, split)}"
+                _write_jsonl(paths.join(out, subset, file_name(kind, split)), kind_rows)
+                written.append(name)
             subsets[subset][split] = {"entities": len(qids), "np_spans": len(files["np"]),
                                       "random_spans": len(files["random"])}
         for qid in sorted(by_subset[subset], key=_qid_key):
@@ -246,7 +250,7 @@ def build_ecbd(
                 "sentences": len({ex["ex_id"] for ex in examples}),
                 "examples": dict(sorted(types.items())),
             })
-    _write_jsonl(out / "entities.jsonl", entity_rows)
+    _write_jsonl(paths.join(out, "entities.jsonl"), entity_rows)
     span_types = Counter(ex["span_type"] for _, _, rows in per_entity.values() for ex in rows)
     stats = {
         "options": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()},
@@ -269,5 +273,5 @@ def build_ecbd(
         },
         "wikipedia_passes": index.passes,
     }
-    write_json(out / "stats.json", stats)
+    write_json(paths.join(out, "stats.json"), stats)
     return stats

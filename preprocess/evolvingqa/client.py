@@ -10,8 +10,12 @@ any server speaking the same protocol (vLLM, llama.cpp, TGI, a gateway) works.
 - HTTP 429 and 5xx, timeouts and connection errors are retried up to ``max_retries`` times with
   exponential backoff (``backoff``·2^k seconds, at most ``max_backoff``; a ``Retry-After`` header
   in seconds is honoured within the same cap). Other errors raise :class:`ChatError` at once.
-- ``cache``: a JSON-lines file of (request digest, reply). A request seen before is answered from
-  it, so an interrupted generation run restarts where it stopped without paying twice.
+- ``cache``: a JSON-lines file of (request digest, reply), local or ``gs://``. A request seen
+  before is answered from it, so an interrupted generation run restarts where it stopped without
+  paying twice. A local cache is appended to and flushed at every reply; an object in a bucket
+  cannot be appended to, so it is uploaded whole at most every ``cache_upload_every`` seconds
+  and when the client is closed (:class:`tw_jax.io.growing.GrowingFile`): close the client, or
+  use it as a context manager.
 """
 
 from __future__ import annotations
@@ -25,8 +29,10 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
+
+from tw_jax.io import paths
+from tw_jax.io.growing import GrowingFile
 
 RETRIED_STATUS = frozenset({429, 500, 502, 503, 504})
 
@@ -51,6 +57,7 @@ class ChatClient:
         temperature: float = 0.0,
         max_tokens: int | None = 256,
         cache: str | os.PathLike[str] | None = None,
+        cache_upload_every: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if not endpoint.startswith(("http://", "https://")):
@@ -69,7 +76,9 @@ class ChatClient:
                 raise ChatError(f"environment variable {api_key_env} (the API key) is not set")
         self.requests = 0  # HTTP requests made, retries included
         self._lock = threading.Lock()
-        self._cache_path = Path(cache) if cache is not None else None
+        self._cache_path = os.fspath(cache) if cache is not None else None
+        self._cache_upload_every = cache_upload_every
+        self._cache_file: GrowingFile | None = None  # opened at the first new reply
         self._cache = self._load_cache()
 
     def __repr__(self) -> str:
@@ -80,9 +89,9 @@ class ChatClient:
 
     def _load_cache(self) -> dict[str, str]:
         found: dict[str, str] = {}
-        if self._cache_path is None or not self._cache_path.exists():
+        if self._cache_path is None or not paths.exists(self._cache_path):
             return found
-        with open(self._cache_path, encoding="utf-8") as handle:
+        with paths.open_file(self._cache_path, "r", encoding="utf-8") as handle:
             for line in handle:
                 try:
                     record = json.loads(line)
@@ -94,11 +103,26 @@ class ChatClient:
     def _remember(self, key: str, reply: str) -> None:
         if self._cache_path is None:
             return
+        line = json.dumps({"key": key, "reply": reply}, ensure_ascii=False) + "\n"
         with self._lock:
             self._cache[key] = reply
-            self._cache_path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self._cache_path, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps({"key": key, "reply": reply}, ensure_ascii=False) + "\n")
+            if self._cache_file is None:
+                self._cache_file = GrowingFile(self._cache_path,
+                                               upload_every=self._cache_upload_every)
+            self._cache_file.write(line.encode("utf-8"))
+
+    def close(self) -> None:
+        """Writes out the cache (uploads it, in a bucket); the client stays usable."""
+        with self._lock:
+            if self._cache_file is not None:
+                self._cache_file.close()
+                self._cache_file = None
+
+    def __enter__(self) -> ChatClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     # --- requests -------------------------------------------------------------------------
 

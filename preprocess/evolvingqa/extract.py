@@ -18,7 +18,9 @@ then extracts, as JSON lines with the entities spaCy finds (:mod:`.entities`):
 
 A stage folder that is already complete with the same options is reused (``force`` redoes it).
 Every output is written atomically and ``stats.json`` last; ``evolvingqa/build.json`` (written
-last of all) records months, pairs, options and counts.
+last of all) records months, pairs, options and counts. Dumps and the output folder may be local
+or ``gs://`` URLs (dumps and stage outputs are read streaming); the indexes and the checked
+Unchanged passages are scratch in the local temporary folder.
 """
 
 from __future__ import annotations
@@ -31,11 +33,11 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
+from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.diffset.local import OldIndex, build_diffset
@@ -95,15 +97,15 @@ def build_evolvingqa(
     options.check()
     dumps = [os.fspath(d) for d in dumps]
     for dump in dumps:
-        if not os.path.isfile(dump):
+        if not paths.isfile(dump):
             raise DumpError(dump, None, "no such file")
     months = list(months) if months else [layout.month_of_dump(d) for d in dumps]
     if len(months) != len(dumps):
         raise layout.LayoutError(f"{len(dumps)} dumps but {len(months)} months")
     pairs = layout.pairs_of(months)
-    out = Path(out)
+    out = os.fspath(out)
     started = time.perf_counter()
-    discard(layout.window_dir(out) / layout.BUILD_FILE)
+    discard(paths.join(layout.window_dir(out), layout.BUILD_FILE))
     summary: dict[str, Any] = {
         "months": months, "dumps": dumps, "options": asdict(options), "pairs": {},
     }
@@ -114,21 +116,21 @@ def build_evolvingqa(
     with tempfile.TemporaryDirectory(prefix="tw_jax_evolvingqa_") as scratch:
         candidates = Candidates(scratch, options.seed)
         for _, _, pair in pairs:
-            candidates.add_pair(layout.diffset_dir(out, pair) / "unchanged.jsonl")
+            candidates.add_pair(paths.join(layout.diffset_dir(out, pair), "unchanged.jsonl"))
         unchanged = {"candidates": candidates.count()}
         sampled = candidates.sample(options.unchanged_articles)
         candidates.close()
-        checked_path = Path(scratch) / "checked.jsonl"
+        checked_path = os.path.join(scratch, "checked.jsonl")
         checked: dict[int, bytes] = {}
         for index, ((old_m, new_m, pair), old_dump) in enumerate(zip(pairs, dumps, strict=False)):
             check = sampled if index == 0 else {}
-            old_index = Path(scratch) / f"old-{pair}.sqlite"
-            changed = _changed_ids(layout.diffset_dir(out, pair) / "diffset.jsonl")
+            old_index = os.path.join(scratch, f"old-{pair}.sqlite")
+            changed = _changed_ids(paths.join(layout.diffset_dir(out, pair), "diffset.jsonl"))
             with open(checked_path, "a", encoding="utf-8") as sink:
                 _index_old(old_dump, old_index, changed, check, checked, sink, old_m, options,
                            progress)
             summary["pairs"][pair]["extraction"] = _extract_pair(
-                out, pair, old_m, new_m, OldIndex(str(old_index)), tagger, options
+                out, pair, old_m, new_m, OldIndex(old_index), tagger, options
             )
         selected = select(checked, options.unchanged_articles)
         unchanged.update(sampled=len(sampled), unchanged_in_first_snapshot=len(checked),
@@ -136,22 +138,21 @@ def build_evolvingqa(
         unchanged["passages"] = _write_unchanged(out, checked_path, selected, tagger, unchanged)
     summary["unchanged"] = unchanged
     summary["seconds"] = round(time.perf_counter() - started, 2)
-    write_json(layout.window_dir(out) / layout.BUILD_FILE, summary)
+    write_json(paths.join(layout.window_dir(out), layout.BUILD_FILE), summary)
     return summary
 
 
 # --- the existing stages ------------------------------------------------------------------
 
 
-def _complete(folder: Path) -> dict[str, Any] | None:
-    path = folder / layout.STATS_FILE
-    if not path.exists():
+def _complete(folder: str) -> dict[str, Any] | None:
+    path = paths.join(folder, layout.STATS_FILE)
+    if not paths.exists(path):
         return None
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+    return json.loads(paths.read_text(path))
 
 
-def _stages(out: Path, pair: str, old_dump: str, new_dump: str, options: BuildOptions,
+def _stages(out: str, pair: str, old_dump: str, new_dump: str, options: BuildOptions,
             progress: bool | None) -> dict[str, Any]:
     """The Changed set and its SSM corpus of one pair, reusing complete folders."""
     target = layout.diffset_dir(out, pair)
@@ -182,23 +183,23 @@ def _stages(out: Path, pair: str, old_dump: str, new_dump: str, options: BuildOp
 # --- reading the old snapshot -------------------------------------------------------------
 
 
-def _changed_ids(diffset_jsonl: Path) -> set[int]:
+def _changed_ids(diffset_jsonl: str) -> set[int]:
     return {int(r["id"]) for r in iter_jsonl(diffset_jsonl) if r.get("kind") == "changed"}
 
 
 def _index_old(
-    dump: str, index_path: Path, changed: set[int], check: dict[int, tuple[bytes, bytes]],
+    dump: str, index_path: str, changed: set[int], check: dict[int, tuple[bytes, bytes]],
     checked: dict[int, bytes], sink: Any, month: str, options: BuildOptions,
     progress: bool | None,
 ) -> None:
     """One pass over the old dump: changed articles into an on-disk index (for Edited pairs),
     sampled Unchanged candidates checked against their text (passages appended to ``sink``)."""
-    index = OldIndex(str(index_path), create=True)
+    index = OldIndex(index_path, create=True)
     rows: list[tuple[int, str, str, bytes]] = []
     quiet = None if progress is None else not progress
     try:
         pages = iter_articles(iter_dump_pages(dump, Skips()), Skips())
-        for page in tqdm(pages, desc=f"reading {Path(dump).name}", unit=" articles",
+        for page in tqdm(pages, desc=f"reading {paths.as_path(dump).name}", unit=" articles",
                          disable=quiet):
             if page.id in changed:
                 rows.append((page.id, page.title, page.markup,
@@ -227,7 +228,7 @@ def _index_old(
 # --- extraction of one pair ---------------------------------------------------------------
 
 
-def _joined(diffset_jsonl: Path, full_jsonl: Path) -> Iterator[tuple[dict, dict]]:
+def _joined(diffset_jsonl: str, full_jsonl: str) -> Iterator[tuple[dict, dict]]:
     """(DiffSet record, the article's full record): diffset.jsonl is full.jsonl's subsequence."""
     full = iter_jsonl(full_jsonl)
     for record in iter_jsonl(diffset_jsonl):
@@ -236,16 +237,17 @@ def _joined(diffset_jsonl: Path, full_jsonl: Path) -> Iterator[tuple[dict, dict]
                 yield record, whole
                 break
         else:
-            raise DumpError(str(diffset_jsonl), f"id {record['id']}", f"not in {full_jsonl}")
+            raise DumpError(diffset_jsonl, f"id {record['id']}", f"not in {full_jsonl}")
 
 
 def _pair_records(
-    out: Path, pair: str, old_m: str, new_m: str, old_index: OldIndex, tally: Counter,
+    out: str, pair: str, old_m: str, new_m: str, old_index: OldIndex, tally: Counter,
     edited: list[dict], chunk_words: int,
 ) -> Iterator[dict]:
     """New passages of a pair (yielded) and its Edited pairs (appended to ``edited``)."""
     folder = layout.diffset_dir(out, pair)
-    for record, whole in _joined(folder / "diffset.jsonl", folder / "full.jsonl"):
+    for record, whole in _joined(paths.join(folder, "diffset.jsonl"),
+                                 paths.join(folder, "full.jsonl")):
         article_id, kind, text = int(record["id"]), record.get("kind", "new"), record["text"]
         tally[f"changed_set_{kind}"] += 1
         if kind == "changed":
@@ -271,7 +273,7 @@ def _pair_records(
                    "text": passage}
 
 
-def _write_tagged(path: Path, records: Iterable[dict], fields: dict[str, str],
+def _write_tagged(path: str, records: Iterable[dict], fields: dict[str, str],
                   tagger: EntityTagger) -> tuple[int, int]:
     """Writes ``records`` with the entities of each ``text field`` under its ``entity field``;
     returns (records, records with a text without entities: no answer candidate there)."""
@@ -293,23 +295,22 @@ def _write_tagged(path: Path, records: Iterable[dict], fields: dict[str, str],
     return count, bare
 
 
-def _extract_pair(out: Path, pair: str, old_m: str, new_m: str, old_index: OldIndex,
+def _extract_pair(out: str, pair: str, old_m: str, new_m: str, old_index: OldIndex,
                   tagger: EntityTagger, options: BuildOptions) -> dict[str, Any]:
     folder = layout.extraction_dir(out, pair)
-    folder.mkdir(parents=True, exist_ok=True)
-    discard(folder / layout.STATS_FILE)
+    discard(paths.join(folder, layout.STATS_FILE))
     tally: Counter = Counter()
     edited: list[dict] = []
     try:
         new_records = _pair_records(out, pair, old_m, new_m, old_index, tally, edited,
                                     options.chunk_words)
         new_count, new_bare = _write_tagged(
-            folder / layout.NEW_PASSAGES, new_records, {"text": "entities"}, tagger
+            paths.join(folder, layout.NEW_PASSAGES), new_records, {"text": "entities"}, tagger
         )
     finally:
         old_index.close()
     edited_count, edited_bare = _write_tagged(
-        folder / layout.EDITED_PAIRS, edited,
+        paths.join(folder, layout.EDITED_PAIRS), edited,
         {"old_text": "old_entities", "new_text": "new_entities"}, tagger,
     )
     stats = {"pair": pair, "old_month": old_m, "new_month": new_m,
@@ -317,19 +318,18 @@ def _extract_pair(out: Path, pair: str, old_m: str, new_m: str, old_index: OldIn
              "without_entities": {"new": new_bare, "edited": edited_bare},
              **{k: tally[k] for k in ("changed_set_new", "changed_set_changed",
                                       "articles_with_revisions", "old_article_missing")}}
-    write_json(folder / layout.STATS_FILE, stats)
+    write_json(paths.join(folder, layout.STATS_FILE), stats)
     return stats
 
 
-def _write_unchanged(out: Path, checked_path: Path, selected: set[int], tagger: EntityTagger,
+def _write_unchanged(out: str, checked_path: str, selected: set[int], tagger: EntityTagger,
                      summary: dict[str, Any]) -> int:
     folder = layout.window_dir(out)
-    folder.mkdir(parents=True, exist_ok=True)
-    discard(folder / layout.STATS_FILE)
+    discard(paths.join(folder, layout.STATS_FILE))
     records = (r for r in iter_jsonl(checked_path) if int(r["article_id"]) in selected)
     count, bare = _write_tagged(
-        folder / layout.UNCHANGED_PASSAGES, records, {"text": "entities"}, tagger
+        paths.join(folder, layout.UNCHANGED_PASSAGES), records, {"text": "entities"}, tagger
     )
-    write_json(folder / layout.STATS_FILE,
+    write_json(paths.join(folder, layout.STATS_FILE),
                {**summary, "passages": count, "without_entities": bare})
     return count

@@ -6,19 +6,20 @@ question and two answers per Edited pair) with the paper's prompts (:mod:`.promp
 the filters reject (:mod:`.filters`), and writes the QA sets (:mod:`.qa_csv`). Requests run on
 ``concurrency`` threads, in input order; with a cache file an interrupted run resumes for free
 (:class:`~.client.ChatClient`). ``generate.json`` counts every passage under the reason it was
-kept or dropped.
+kept or dropped. The build folder and the QA folder may be local or ``gs://`` URLs.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
-from pathlib import Path
 from typing import Any
 
+from tw_jax.io import paths
 from tw_jax.preprocess.evolvingqa import filters, layout, prompts
 from tw_jax.preprocess.evolvingqa.client import ChatClient
 from tw_jax.preprocess.evolvingqa.qa_csv import PAPER_FINETUNE_FRACTION, QA, write_qa_sets
@@ -114,13 +115,13 @@ def _run(records: Iterable[dict[str, Any]], work: Callable[[dict[str, Any]], Out
     return kept
 
 
-def pairs_with_passages(data: Path) -> list[str]:
+def pairs_with_passages(data: str | os.PathLike[str]) -> list[str]:
     """The month pairs of a build folder that have extraction outputs, in order."""
-    if not data.is_dir():
+    if not paths.isdir(data):
         return []
-    return sorted(p.name for p in data.iterdir()
-                  if _PAIR.match(p.name) and (layout.extraction_dir(data, p.name)
-                                              / layout.STATS_FILE).exists())
+    return [name for name in paths.listdir(data)
+            if _PAIR.match(name)
+            and paths.exists(paths.join(layout.extraction_dir(data, name), layout.STATS_FILE))]
 
 
 PASSAGE_FIELDS = ("id", "title", "month", "text", "entities")
@@ -128,15 +129,15 @@ EDITED_FIELDS = ("id", "title", "old_month", "new_month", "old_text", "new_text"
                  "old_entities", "new_entities")
 
 
-def _limited(path: Path, limit: int | None, fields: tuple[str, ...]) -> Iterator[dict[str, Any]]:
+def _limited(path: str, limit: int | None, fields: tuple[str, ...]) -> Iterator[dict[str, Any]]:
     return islice(iter_jsonl(path, fields), limit)
 
 
 def generate_with_llm(
-    data: str | Path,
+    data: str | os.PathLike[str],
     client: ChatClient,
     *,
-    qa_dir: str | Path | None = None,
+    qa_dir: str | os.PathLike[str] | None = None,
     llm_filters: bool = True,
     limit: int | None = None,
     concurrency: int = 1,
@@ -147,12 +148,12 @@ def generate_with_llm(
 
     ``limit`` caps the passages read from each file (a trial run before paying for all).
     """
-    data = Path(data)
-    unchanged_path = layout.window_dir(data) / layout.UNCHANGED_PASSAGES
-    if not unchanged_path.exists():
+    data = os.fspath(data)
+    unchanged_path = paths.join(layout.window_dir(data), layout.UNCHANGED_PASSAGES)
+    if not paths.exists(unchanged_path):
         from tw_jax.preprocess.errors import DumpError
 
-        raise DumpError(str(unchanged_path), None, "no such file; run `tw-jax evolvingqa build`")
+        raise DumpError(unchanged_path, None, "no such file; run `tw-jax evolvingqa build`")
     generator = Generator(client, llm_filters=llm_filters)
     reasons: dict[str, Counter] = {"unchanged": Counter()}
     unchanged = _run(_limited(unchanged_path, limit, PASSAGE_FIELDS), generator.passage, concurrency,
@@ -162,15 +163,15 @@ def generate_with_llm(
     for pair in pairs_with_passages(data):
         folder = layout.extraction_dir(data, pair)
         reasons[f"new_{pair}"], reasons[f"edited_{pair}"] = Counter(), Counter()
-        new[pair] = _run(_limited(folder / layout.NEW_PASSAGES, limit, PASSAGE_FIELDS),
+        new[pair] = _run(_limited(paths.join(folder, layout.NEW_PASSAGES), limit, PASSAGE_FIELDS),
                          generator.passage, concurrency, reasons[f"new_{pair}"])
-        edited[pair] = _run(_limited(folder / layout.EDITED_PAIRS, limit, EDITED_FIELDS),
+        edited[pair] = _run(_limited(paths.join(folder, layout.EDITED_PAIRS), limit, EDITED_FIELDS),
                             generator.edited, concurrency, reasons[f"edited_{pair}"])
     details = {
         "generator": "llm", "endpoint": client.url, "model": client.model,
         "llm_filters": llm_filters, "requests": client.requests,
         "reasons": {name: dict(sorted(c.items())) for name, c in reasons.items()},
     }
-    target = Path(qa_dir) if qa_dir is not None else layout.qa_dir(data)
+    target = os.fspath(qa_dir) if qa_dir is not None else layout.qa_dir(data)
     return write_qa_sets(target, unchanged, new, edited, finetune_fraction=finetune_fraction,
                          seed=seed, details=details)

@@ -13,7 +13,9 @@
                              unchanged_eval.csv, new_<MMMM>.csv, edited_<MMMM>.csv
 
 Month pairs are named ``MMMM`` (old month, new month) as everywhere in tw_jax; months are
-``YYYY-MM`` so prompts can say "written in August 2021".
+``YYYY-MM`` so prompts can say "written in August 2021". ``OUT`` is a local folder or a
+``gs://`` URL: the folders below are strings joined by :func:`tw_jax.io.paths.join`, never
+:mod:`pathlib` paths (which would turn ``gs://b/x`` into the local ``gs:/b/x``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from __future__ import annotations
 import calendar
 import os
 import re
-from pathlib import Path
+
+from tw_jax.io import paths
+from tw_jax.io.paths import PathLike
 
 EXTRACTION = "evolvingqa"
 QA = "qa"
@@ -50,7 +54,7 @@ def check_month(month: str) -> str:
 
 def month_of_dump(path: str | os.PathLike[str]) -> str:
     """``2021-08`` from a dump name such as ``enwiki-20210801-pages-articles.xml.bz2``."""
-    match = _DUMP_DATE.search(Path(path).name)
+    match = _DUMP_DATE.search(paths.as_path(path).name)
     if not match or not 1 <= int(match.group(2)) <= 12:
         raise LayoutError(f"cannot tell the month of {path} from its name; pass --months")
     return f"{match.group(1)}-{match.group(2)}"
@@ -81,24 +85,24 @@ def pairs_of(months: list[str]) -> list[tuple[str, str, str]]:
                                           strict=True)]
 
 
-def diffset_dir(out: Path, pair: str) -> Path:
-    return out / pair / "diffset"
+def diffset_dir(out: PathLike, pair: str) -> str:
+    return paths.join(out, pair, "diffset")
 
 
-def ssm_dir(out: Path, pair: str) -> Path:
-    return out / pair / "ssm"
+def ssm_dir(out: PathLike, pair: str) -> str:
+    return paths.join(out, pair, "ssm")
 
 
-def extraction_dir(out: Path, pair: str) -> Path:
-    return out / pair / EXTRACTION
+def extraction_dir(out: PathLike, pair: str) -> str:
+    return paths.join(out, pair, EXTRACTION)
 
 
-def window_dir(out: Path) -> Path:
-    return out / EXTRACTION
+def window_dir(out: PathLike) -> str:
+    return paths.join(out, EXTRACTION)
 
 
-def qa_dir(out: Path) -> Path:
-    return out / QA
+def qa_dir(out: PathLike) -> str:
+    return paths.join(out, QA)
 
 
 def new_qa(pair: str) -> str:

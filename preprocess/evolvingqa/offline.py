@@ -13,30 +13,49 @@ relation question templates of :mod:`.questions`:
   whose previous object equals the new one after normalisation are dropped and counted.
 
 The probes folder is a TemporalWiki data folder (``<MMMM>/probes/{unchanged,new,updated}.csv``);
-the sets are written as :mod:`.qa_csv` writes every generator's.
+the sets are written as :mod:`.qa_csv` writes every generator's. Both folders may be local or
+``gs://`` URLs (read through :mod:`tw_jax.io.paths`, not TensorFlow's file system, which cannot
+be pointed at a storage emulator).
 """
 
 from __future__ import annotations
 
+import io
+import os
+import re
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
+from tw_jax.io import paths
 from tw_jax.preprocess.errors import DumpError
 from tw_jax.preprocess.evolvingqa.filters import same_answer
 from tw_jax.preprocess.evolvingqa.qa_csv import PAPER_FINETUNE_FRACTION, QA, write_qa_sets
 from tw_jax.preprocess.evolvingqa.questions import question
 
 PREVIOUS_SEPARATOR = " | "
+_PAIR = re.compile(r"^\d{4}$")
 
 
-def _read(probes: Path, pair: str, category: str) -> list[dict[str, str]]:
-    from tw_jax.tasks.sources import read_probe_csv
+def probe_pairs(probes: str | os.PathLike[str]) -> list[str]:
+    """The month pairs of a data folder that have a ``<MMMM>/probes`` folder, in order."""
+    if not paths.isdir(probes):
+        return []
+    return [name for name in paths.listdir(probes)
+            if _PAIR.match(name) and paths.isdir(paths.join(probes, name, "probes"))]
 
-    path = probes / pair / "probes" / f"{category}.csv"
-    if not path.exists():
-        raise DumpError(str(path), None, f"no {category} probes for {pair} (run tw-jax probes)")
-    return read_probe_csv(str(path))
+
+def _read(probes: str, pair: str, category: str) -> list[dict[str, str]]:
+    from tw_jax.tasks.sources import read_probe_rows
+
+    path = paths.join(probes, pair, "probes", f"{category}.csv")
+    if not paths.exists(path):
+        raise DumpError(path, None, f"no {category} probes for {pair} (run tw-jax probes)")
+    data = paths.read_bytes(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DumpError(path, f"byte {error.start}", "not UTF-8") from None
+    return read_probe_rows(io.StringIO(text, newline=""), path)
 
 
 def _qa(row: dict[str, str], tally: Counter, answer2: str | None = None,
@@ -49,9 +68,9 @@ def _qa(row: dict[str, str], tally: Counter, answer2: str | None = None,
 
 
 def generate_offline(
-    probes: str | Path,
+    probes: str | os.PathLike[str],
     pairs: list[str],
-    qa_dir: str | Path,
+    qa_dir: str | os.PathLike[str],
     *,
     finetune_fraction: float = PAPER_FINETUNE_FRACTION,
     seed: int = 0,
@@ -59,7 +78,7 @@ def generate_offline(
     """Writes the QA sets of ``pairs`` from the probes under ``probes``; returns the summary."""
     if not pairs:
         raise ValueError("no month pairs to generate questions for")
-    probes = Path(probes)
+    probes = os.fspath(probes)
     templates: Counter = Counter()
     skipped: Counter = Counter()
     facts = [_read(probes, pair, "unchanged") for pair in pairs]
@@ -84,7 +103,7 @@ def generate_offline(
                 skipped["same_answer"] += 1
             else:
                 edited[pair].append(_qa(row, templates, previous[0], f"{pair}/updated/{i}"))
-    details = {"generator": "offline", "probes": str(probes), "pairs": pairs,
+    details = {"generator": "offline", "probes": probes, "pairs": pairs,
                "templates": dict(sorted(templates.items())), "skipped": dict(sorted(skipped.items()))}
-    return write_qa_sets(Path(qa_dir), unchanged, new, edited,
+    return write_qa_sets(qa_dir, unchanged, new, edited,
                          finetune_fraction=finetune_fraction, seed=seed, details=details)

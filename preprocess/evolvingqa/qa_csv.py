@@ -7,18 +7,19 @@ counts, written last. The paper splits its Unchanged pairs at random into 80K fo
 and the rest (49,504) for evaluation; :func:`split_unchanged` does the same with a fraction
 (default 0.62 ≈ 80,000 / 129,504) and a seed. A question asked twice with different answers is
 ambiguous and dropped; exact duplicates are kept once (before the split, so no question is in
-both halves).
+both halves). The QA folder may be local or a ``gs://`` URL.
 """
 
 from __future__ import annotations
 
 import csv
+import os
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
 from tw_jax.preprocess.evolvingqa import layout
 from tw_jax.tasks.metrics import normalize_answer
@@ -73,7 +74,7 @@ def split_unchanged(rows: Sequence[QA], fraction: float, seed: int) -> tuple[lis
             [r for i, r in enumerate(rows) if i not in train])
 
 
-def write_csv(path: Path, rows: Sequence[QA], *, edited: bool) -> None:
+def write_csv(path: str | os.PathLike[str], rows: Sequence[QA], *, edited: bool) -> None:
     with atomic_open(path, "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(EDITED_HEADER if edited else QA_HEADER)
@@ -82,7 +83,7 @@ def write_csv(path: Path, rows: Sequence[QA], *, edited: bool) -> None:
 
 
 def write_qa_sets(
-    qa_dir: Path,
+    qa_dir: str | os.PathLike[str],
     unchanged: Sequence[QA],
     new: dict[str, Sequence[QA]],
     edited: dict[str, Sequence[QA]],
@@ -92,23 +93,24 @@ def write_qa_sets(
     details: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Writes every set (see the module docstring); returns the ``generate.json`` contents."""
-    qa_dir.mkdir(parents=True, exist_ok=True)
-    discard(qa_dir / GENERATE_FILE)
+    qa_dir = os.fspath(qa_dir)
+    paths.makedirs(qa_dir)
+    discard(paths.join(qa_dir, GENERATE_FILE))
     counts: dict[str, Any] = {}
     rows, ambiguous = dedupe(unchanged)
     train, evaluation = split_unchanged(rows, finetune_fraction, seed)
-    write_csv(qa_dir / layout.UNCHANGED_TRAIN, train, edited=False)
-    write_csv(qa_dir / layout.UNCHANGED_EVAL, evaluation, edited=False)
+    write_csv(paths.join(qa_dir, layout.UNCHANGED_TRAIN), train, edited=False)
+    write_csv(paths.join(qa_dir, layout.UNCHANGED_EVAL), evaluation, edited=False)
     counts["unchanged"] = {"train": len(train), "eval": len(evaluation), "ambiguous": ambiguous}
     for pair, pair_rows in sorted(new.items()):
         kept, ambiguous = dedupe(pair_rows)
-        write_csv(qa_dir / layout.new_qa(pair), kept, edited=False)
+        write_csv(paths.join(qa_dir, layout.new_qa(pair)), kept, edited=False)
         counts[f"new_{pair}"] = {"rows": len(kept), "ambiguous": ambiguous}
     for pair, pair_rows in sorted(edited.items()):
         kept, ambiguous = dedupe(pair_rows)
-        write_csv(qa_dir / layout.edited_qa(pair), kept, edited=True)
+        write_csv(paths.join(qa_dir, layout.edited_qa(pair)), kept, edited=True)
         counts[f"edited_{pair}"] = {"rows": len(kept), "ambiguous": ambiguous}
     summary = {"sets": counts, "finetune_fraction": finetune_fraction, "seed": seed,
                **(details or {})}
-    write_json(qa_dir / GENERATE_FILE, summary)
+    write_json(paths.join(qa_dir, GENERATE_FILE), summary)
     return summary

@@ -23,9 +23,9 @@ import json
 import math
 import os
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
+from tw_jax.io import paths
 from tw_jax.io.scratch_db import open_scratch
 from tw_jax.preprocess.errors import DumpError
 
@@ -44,9 +44,9 @@ def sample_key(seed: int, article_id: int) -> bytes:
 def iter_jsonl(
     path: str | os.PathLike[str], required: tuple[str, ...] = ("id", "text")
 ) -> Iterator[dict[str, Any]]:
-    """Records of a stage's JSON-lines file, each an object with the ``required`` fields; a bad
-    line is a :class:`DumpError` with its number."""
-    with open(path, encoding="utf-8") as handle:
+    """Records of a stage's JSON-lines file (local or ``gs://``, streamed), each an object with
+    the ``required`` fields; a bad line is a :class:`DumpError` with its number."""
+    with paths.open_file(path, "r", encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -83,7 +83,7 @@ class Candidates:
         )
         self.pairs = 0
 
-    def add_pair(self, unchanged_jsonl: Path) -> None:
+    def add_pair(self, unchanged_jsonl: str) -> None:
         """Fold in one pair's ``unchanged.jsonl`` (in month order)."""
         records = iter_jsonl(unchanged_jsonl)
         if self.pairs == 0:

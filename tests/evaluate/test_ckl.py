@@ -241,9 +241,11 @@ def test_eval_reports_bad_arguments(setup, tmp_path, capsys):
     assert "categories unchanged, updated, new, new_easy" in capsys.readouterr().err
     assert _cli([*base, "--method", "Vanilla X"]) == 2
     assert "not a lower-case name" in capsys.readouterr().err
-    assert _cli(["eval", "--data", str(tmp_path / "none"), "--out", str(tmp_path), "--model",
-                 str(setup["hf"])]) == 2
-    assert "--data " + str(tmp_path / "none") + ": no such file or folder" in (
+    with pytest.raises(SystemExit) as stopped:  # the path type's one-line argparse error
+        _cli(["eval", "--data", str(tmp_path / "none"), "--out", str(tmp_path), "--model",
+              str(setup["hf"])])
+    assert stopped.value.code == 2
+    assert "--data: " + str(tmp_path / "none") + ": no such file or folder" in (
         capsys.readouterr().err)
     assert not (tmp_path / "results.jsonl").exists()
 

@@ -20,6 +20,10 @@ lengths, appends ``OUT_DIR/results.jsonl`` and prints CKL Table 2 with FUAR; ``e
 the same for every checkpoint of a lifelong run over a ``phases`` folder (give the runner an
 absolute ``--out``: it hands each phase's checkpoint folder on as INITIAL_CHECKPOINT_PATH, which
 orbax refuses relative). Errors in the input name the file and the line.
+
+Every path may be local or a ``gs://`` URL; each is resolved once here (``type=input_path``:
+it must exist; ``type=output_path``: its bucket must), so a missing input is argparse's
+one-line error, exit status 2, before any work starts.
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ import logging
 import math
 import sys
 from typing import Any
+
+from tw_jax.io import paths
+from tw_jax.io.cli_paths import input_path, output_path
 
 PREFIX = "tw-jax ckl"
 
@@ -57,8 +64,9 @@ def _decode_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=32, help="probes decoded per batch")
     parser.add_argument("--max-probes", type=int, default=None, metavar="N",
                         help="score only the first N probes of each set (smoke runs)")
-    parser.add_argument("--vocab", default=None, help="T5 SentencePiece model (default: the "
-                        "--model folder's spiece.model, $TW_JAX_T5_VOCAB, DATA/vocab/t5/)")
+    parser.add_argument("--vocab", default=None, type=input_path,
+                        help="T5 SentencePiece model (default: the --model folder's "
+                             "spiece.model, $TW_JAX_T5_VOCAB, DATA/vocab/t5/)")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -73,8 +81,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Facts of the 28 time-invariant relations of CKL Table 4 as cloze probes: "
                     "OUT/invariantLAMA.csv (id,input,output), invariantLAMA_answers.json, "
                     "invariantLAMA_facts.csv and stats.json (last).")
-    build.add_argument("--wikidata", required=True, help="Wikidata JSON dump (.json[.bz2|.gz])")
-    build.add_argument("--out", required=True, help="output folder")
+    build.add_argument("--wikidata", required=True, type=input_path,
+                       help="Wikidata JSON dump (.json[.bz2|.gz]), local or gs://")
+    build.add_argument("--out", required=True, type=output_path,
+                       help="output folder, local or gs://")
     build.add_argument("--seed", type=int, default=0, help="seed of the per-relation sample")
     build.add_argument("--max-per-relation", type=int, default=1000,
                        help="facts kept per relation (LAMA T-REx: 1000; 0 keeps all)")
@@ -88,11 +98,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "eval", help="zero-shot EM/F1 of a model on CKL's probe sets",
         description="Appends OUT/results.jsonl and prints CKL Table 2 (EM, FUAR).")
     _gin_arguments(evaluate)
-    evaluate.add_argument("--data", required=True, help="CKL folder or zip (released or built)")
-    evaluate.add_argument("--out", required=True, help="results.jsonl goes here")
+    evaluate.add_argument("--data", required=True, type=input_path,
+                          help="CKL folder or zip (released or built)")
+    evaluate.add_argument("--out", required=True, type=output_path,
+                          help="results.jsonl goes here")
     source = evaluate.add_mutually_exclusive_group(required=True)
-    source.add_argument("--model", help="a Hugging Face folder (config.json + safetensors)")
-    source.add_argument("--model-dir", help="an orbax MODEL_DIR (needs --gin_file)")
+    source.add_argument("--model", type=input_path,
+                        help="a Hugging Face folder (config.json + safetensors)")
+    source.add_argument("--model-dir", type=input_path,
+                        help="an orbax MODEL_DIR (needs --gin_file)")
     evaluate.add_argument("--method", default="initial",
                           help="method name in the results (default initial: the base model)")
     evaluate.add_argument("--trained-through", default=None, metavar="base|MMMM",
@@ -104,7 +118,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                                "optionally with its results category, e.g. "
                                "ckl_new_lama_easy:new to count NLE as the acquired set (FUAR's "
                                "T^A, as CKL Tables 3 and 7)")
-    evaluate.add_argument("--predictions", default=None, metavar="DIR",
+    evaluate.add_argument("--predictions", default=None, metavar="DIR", type=output_path,
                           help="also write each set's predictions as JSONL here")
     _decode_arguments(evaluate)
     evaluate.set_defaults(func=run_eval)
@@ -114,14 +128,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Registers the CKL tasks of --data and runs the trainer (tw-jax train) on "
                     "MIXTURE_OR_TASK_NAME, by default ckl_recent_news_ssm (gin/ckl.gin).")
     _gin_arguments(train, required=True)
-    train.add_argument("--data", required=True, help="CKL folder or zip with recent_news_*.csv")
+    train.add_argument("--data", required=True, type=input_path,
+                       help="CKL folder or zip with recent_news_*.csv")
     train.add_argument("--task", default=None,
                        help="task or mixture to train on (e.g. ckl_recent_news_small_ssm, "
                             "ckl_mixreview_ssm); default: the gin MIXTURE_OR_TASK_NAME")
     train.add_argument("--epochs", type=float, default=None,
                        help="set TRAIN_STEPS to this many passes over the corpus at BATCH_SIZE "
                             "(CKL: 4)")
-    train.add_argument("--vocab", default=None, help="T5 SentencePiece model")
+    train.add_argument("--vocab", default=None, type=input_path, help="T5 SentencePiece model")
     train.set_defaults(func=run_train)
 
     phases = commands.add_parser(
@@ -130,8 +145,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                     "corpus, its probes and its sets in CKL's format (see "
                     "tw_jax.preprocess.ckl.phases). Lists are comma-separated, one item per "
                     "phase, '-' for none.")
-    phases.add_argument("--data", required=True, help="CKL folder or zip")
-    phases.add_argument("--out", required=True, help="the data folder to write (DATA)")
+    phases.add_argument("--data", required=True, type=input_path, help="CKL folder or zip")
+    phases.add_argument("--out", required=True, type=output_path,
+                        help="the data folder to write (DATA), local or gs://")
     phases.add_argument("--corpus", required=True, type=_csv, metavar="CSV,CSV",
                         help="each phase's SSM corpus, e.g. recent_news_small1.csv,...")
     phases.add_argument("--new", type=_csv, default=None, metavar="CSV,CSV",
@@ -142,7 +158,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="the forgetting set of every phase (default invariantLAMA.csv)")
     phases.add_argument("--initial-corpus", default=None, metavar="CSV",
                         help="D_0's SSM corpus for Mix-Review (wikipedia_pretrain_*.csv)")
-    phases.add_argument("--vocab", default=None, help="copied to DATA/vocab/t5/spiece.model")
+    phases.add_argument("--vocab", default=None, type=input_path,
+                        help="copied to DATA/vocab/t5/spiece.model")
     phases.set_defaults(func=run_phases)
 
     phase_eval = commands.add_parser(
@@ -150,8 +167,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Scores INITIAL and each phase's checkpoint (from LIFELONG/state) on every "
                     "phase's sets, appends LIFELONG/results.jsonl, prints CKL Table 2 (FUAR).")
     _gin_arguments(phase_eval, required=True)
-    phase_eval.add_argument("--data", required=True, help="the phases data folder")
-    phase_eval.add_argument("--lifelong", required=True, metavar="OUT",
+    phase_eval.add_argument("--data", required=True, type=input_path,
+                            help="the phases data folder")
+    phase_eval.add_argument("--lifelong", required=True, metavar="OUT", type=input_path,
                             help="the tw-jax lifelong --out folder")
     phase_eval.add_argument("--method", default=None,
                             help="method of the run (default: the first gin file's stem)")
@@ -166,20 +184,11 @@ def _error(command: str, message: Any) -> int:
     return 2
 
 
-def _missing(path: str, flag: str = "--data") -> str | None:
-    """Why ``path`` cannot be read (None when it exists)."""
-    import os
-
-    return None if os.path.exists(path) else f"{flag} {path}: no such file or folder"
-
-
 def run_build(args: argparse.Namespace) -> int:
-    import os
-
     from tw_jax.preprocess.ckl.lama import LamaOptions, build_invariant_lama
 
-    if not os.path.isfile(args.wikidata):
-        return _error("build-lama", f"--wikidata {args.wikidata}: no such file")
+    if not paths.isfile(args.wikidata):
+        return _error("build-lama", f"--wikidata {args.wikidata}: not a file")
     options = LamaOptions(seed=args.seed, max_per_relation=args.max_per_relation or None,
                           max_subject_frac=args.max_subject_frac,
                           max_object_frac=args.max_object_frac,
@@ -198,13 +207,11 @@ def run_build(args: argparse.Namespace) -> int:
 
 def _vocab(args: argparse.Namespace) -> str | None:
     """--vocab, else the Hugging Face folder's spiece.model when it has one."""
-    from pathlib import Path
-
     if args.vocab:
         return args.vocab
     model = getattr(args, "model", None)
-    if model and (Path(model) / "spiece.model").is_file():
-        return str(Path(model) / "spiece.model")
+    if model and paths.isfile(paths.join(model, "spiece.model")):
+        return paths.join(model, "spiece.model")
     return None
 
 
@@ -225,8 +232,6 @@ def run_eval(args: argparse.Namespace) -> int:
     from tw_jax.train import checkpoints, gin_setup
 
     logging.basicConfig(level=logging.WARNING)
-    if problem := _missing(args.data):
-        return _error("eval", problem)
     names = register_ckl(args.data, _vocab(args))
     present = ckl.category_map(names)
     main = [t for t in present if t in ("ckl_invariant_lama", "ckl_updated_lama",
@@ -276,8 +281,6 @@ def run_train(args: argparse.Namespace) -> int:
     from tw_jax.train import checkpoints, gin_setup, trainer
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    if problem := _missing(args.data):
-        return _error("train", problem)
     names = register_ckl(args.data, args.vocab)
     bindings = list(args.gin_bindings)
     if args.task:
@@ -340,8 +343,6 @@ def run_phases(args: argparse.Namespace) -> int:
     from tw_jax.preprocess.ckl.phases import PhaseSpec, layout_phases, phase_summary
 
     corpora = args.corpus
-    if problem := _missing(args.data):
-        return _error("phases", problem)
     try:
         if any(c is None for c in corpora):
             raise ValueError("every phase needs a --corpus file")

@@ -16,16 +16,22 @@ type), and with ``--recall-k`` Tables 7 and 8 (T5 only).
 There is no ``train``: ECBD is an evaluation benchmark of frozen models (the paper fine-tunes
 nothing), and continuing to train on the entities' articles would train on the very sentences
 the cloze spans come from. Train with ``tw-jax train``/``lifelong`` and evaluate the checkpoints.
+
+Every path may be local or a ``gs://`` URL, resolved once here (``type=input_path`` /
+``type=output_path``): a missing input is argparse's one-line error, exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import posixpath
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
+
+from tw_jax.io import paths
+from tw_jax.io.cli_paths import input_path, output_path
 
 _SPLITS = ("dev", "test")
 
@@ -46,9 +52,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     build = commands.add_parser("build", help="build an ECBD folder from dumps",
                                 description="Writes OUT/{year}/{np,random}_spans_{dev,test}.json, "
                                             "entities.jsonl and stats.json (last).")
-    build.add_argument("--wikidata", required=True, help="Wikidata JSON dump (.json[.bz2|.gz])")
-    build.add_argument("--wikipedia", required=True, help="Wikipedia dump (XML or WikiExtractor)")
-    build.add_argument("--out", required=True, help="output folder")
+    build.add_argument("--wikidata", required=True, type=input_path,
+                       help="Wikidata JSON dump (.json[.bz2|.gz]), local or gs://")
+    build.add_argument("--wikipedia", required=True, type=input_path,
+                       help="Wikipedia dump (XML or WikiExtractor), local or gs://")
+    build.add_argument("--out", required=True, type=output_path,
+                       help="output folder, local or gs://")
     build.add_argument("--years", default="2017-2021",
                        help="origination years kept: FIRST-LAST, YEAR or 'all' (default 2017-2021)")
     build.add_argument("--min-words", type=int, default=500,
@@ -68,15 +77,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                                    description="Span perplexity (and recall@k) under ORIGINAL / "
                                                "NO ENT / RANDOM DEF. / DEFINITION inputs.")
     evaluate.__class__ = _GinArgumentParser  # --gin.KEY=VALUE, as tw-jax eval accepts
-    evaluate.add_argument("--data", required=True, help="ECBD folder (built or released)")
-    evaluate.add_argument("--out", required=True, help="results and tables go here")
+    evaluate.add_argument("--data", required=True, type=input_path,
+                          help="ECBD folder (built or released)")
+    evaluate.add_argument("--out", required=True, type=output_path,
+                          help="results and tables go here")
     source = evaluate.add_mutually_exclusive_group(required=True)
-    source.add_argument("--model", help="a Hugging Face folder (config.json + safetensors)")
-    source.add_argument("--model-dir", help="an orbax MODEL_DIR (needs --gin_file and --vocab)")
+    source.add_argument("--model", type=input_path,
+                        help="a Hugging Face folder (config.json + safetensors)")
+    source.add_argument("--model-dir", type=input_path,
+                        help="an orbax MODEL_DIR (needs --gin_file and --vocab)")
     evaluate.add_argument("--gin_file", action="append", default=[], metavar="FILE")
     evaluate.add_argument("--gin_bindings", action="append", default=[], metavar="KEY=VALUE")
     evaluate.add_argument("--gin_search_paths", action="append", default=[], metavar="DIR")
-    evaluate.add_argument("--vocab", default=None,
+    evaluate.add_argument("--vocab", default=None, type=input_path,
                           help="vocabulary (default: the --model folder): spiece.model or a "
                                "GPT-2 folder")
     evaluate.add_argument("--name", default=None, help="model name in results (default: folder)")
@@ -96,8 +109,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     evaluate.set_defaults(func=run_eval)
 
     report = commands.add_parser("report", help="tables from ecbd_results.jsonl files")
-    report.add_argument("results", nargs="+", help="OUT_DIRs or ecbd_results.jsonl files")
-    report.add_argument("--out", default=None, help="write ecbd_report.md and CSVs here")
+    report.add_argument("results", nargs="+", type=input_path,
+                        help="OUT_DIRs or ecbd_results.jsonl files")
+    report.add_argument("--out", default=None, type=output_path,
+                        help="write ecbd_report.md and CSVs here")
     report.set_defaults(func=run_report)
 
 
@@ -112,8 +127,8 @@ def run_build(args: argparse.Namespace) -> int:
     from tw_jax.preprocess.ssm.pipeline import SpacyModelError
 
     for flag in ("wikidata", "wikipedia"):
-        if not Path(getattr(args, flag)).is_file():
-            return _error(f"--{flag} {getattr(args, flag)}: no such file")
+        if not paths.isfile(getattr(args, flag)):
+            return _error(f"--{flag} {getattr(args, flag)}: not a file")
     try:
         options = BuildOptions(
             years=parse_years(args.years), min_words=args.min_words,
@@ -160,7 +175,7 @@ def _load_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
             return activate(run.mesh)
 
         with context():
-            params, _ = load_params(run, str(Path(args.model_dir).resolve()), None)
+            params, _ = load_params(run, args.model_dir, None)  # resolved: absolute or a URL
         model = run.module
     vocab_path = args.vocab or args.model
     t5 = getattr(model.config, "model_type", None) == "t5"
@@ -188,16 +203,17 @@ def run_eval(args: argparse.Namespace) -> int:
         model, params, vocabulary, context = _load_model(args)
     except (ValueError, FileNotFoundError, GinConfigError, CheckpointError) as error:
         return _error(str(error))
-    name = args.name or Path(args.model or args.model_dir).resolve().name
+    name = args.name or posixpath.basename(args.model or args.model_dir)
     options = ecbd.EcbdOptions(
         input_types=tuple(args.inputs or INPUTS), n_definition=args.definition_sentences,
         seed=args.seed, batch_size=args.batch_size, recall_k=args.recall_k,
         beam_size=args.beam_size, max_new_tokens=args.max_new_tokens)
     with context():
         run = ecbd.evaluate_ecbd(model, params, vocabulary, data, name, options)
-    out = Path(args.out)
+    out = args.out
     results_file = ecbd.append_results(out, run.results)
-    with atomic_open(out / f"ecbd_examples.{name}.jsonl", "w", encoding="utf-8") as handle:
+    with atomic_open(paths.join(out, f"ecbd_examples.{name}.jsonl"), "w",
+                     encoding="utf-8") as handle:
         handle.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in run.records)
     print(f"ecbd {name}: {len(run.records)} scored examples; {len(run.results)} results "
           f"appended to {results_file}")
@@ -211,7 +227,7 @@ def run_report(args: argparse.Namespace) -> int:
     from tw_jax.evaluate.ecbd import latest, read_results
 
     results = latest(r for path in args.results for r in read_results(path))
-    _render(results, Path(args.out) if args.out else None)
+    _render(results, args.out)
     return 0
 
 
@@ -289,7 +305,7 @@ def ecbd_tables(results: Sequence[Any]) -> list[Any]:
     return tables
 
 
-def _render(results: Sequence[Any], out: Path | None) -> None:
+def _render(results: Sequence[Any], out: str | None) -> None:
     from tw_jax.io.atomic import atomic_open
 
     tables = ecbd_tables(results)
@@ -297,8 +313,9 @@ def _render(results: Sequence[Any], out: Path | None) -> None:
     print(text, end="")
     if out is None:
         return
-    with atomic_open(out / "ecbd_report.md", "w", encoding="utf-8") as handle:
+    with atomic_open(paths.join(out, "ecbd_report.md"), "w", encoding="utf-8") as handle:
         handle.write(text)
     for table in tables:
-        with atomic_open(out / "ecbd_tables" / f"{table.name}.csv", "w", encoding="utf-8") as h:
-            h.write(table.csv())
+        with atomic_open(paths.join(out, "ecbd_tables", f"{table.name}.csv"), "w",
+                         encoding="utf-8") as handle:
+            handle.write(table.csv())

@@ -18,7 +18,8 @@ file first (``evolvingqa.gin`` or ``evolvingqa_qa.gin``: the paper's settings) a
 is ``--epochs`` passes over the data at BATCH_SIZE unless ``--gin.TRAIN_STEPS`` is given. ``eval``
 appends ``results.jsonl`` (Unchanged → unchanged, New → new, Edited → updated) and prints the
 paper's Table 1 rows and Table 5's multiple-choice split. Bad input is an error naming the file
-and line, exit status 2.
+and line, exit status 2. Every path may be local or a ``gs://`` URL, resolved once here
+(``type=input_path``: it must exist; ``type=output_path``: its bucket must).
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ import logging
 import math
 import os
 import sys
-from pathlib import Path
 from typing import Any
+
+from tw_jax.io import paths
+from tw_jax.io.cli_paths import input_path, output_path
 
 PREFIX = "tw-jax evolvingqa"
 STAGE_GIN = {"continual": "evolvingqa.gin", "qa": "evolvingqa_qa.gin"}
@@ -51,12 +54,26 @@ def _gin_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gin_bindings", action="append", default=[], metavar="KEY=VALUE",
                         help="one gin binding, after the files (also --gin.KEY=VALUE)")
     parser.add_argument("--gin_search_paths", action="append", default=[], metavar="DIR")
-    parser.add_argument("--t5-vocab", default=None, help="T5 SentencePiece model (default: "
+    parser.add_argument("--t5-vocab", default=None, type=input_path,
+                        help="T5 SentencePiece model (default: "
                         "$TW_JAX_T5_VOCAB, else DATA/vocab/t5/spiece.model)")
 
 
 def _count(text: str) -> int | None:
     return None if text == "all" else int(text)
+
+
+def _folder(text: str) -> str:
+    """A folder that may not exist yet (``generate --data`` when the probes are elsewhere):
+    resolved, and its bucket checked, as an output folder is."""
+    return output_path(text)
+
+
+def _output_file(text: str) -> str:
+    """A file to write or extend (the reply cache): resolved, its folder checked as an output
+    folder is (a bucket must exist)."""
+    resolved = paths.resolve(text)
+    return paths.join(output_path(paths.parent(resolved)), paths.as_path(resolved).name)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -71,9 +88,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Per month pair: the DiffSet stage with --min-changed-chars (the Changed "
                     "set), the SSM stage on it, New passages and Edited pairs; over the window: "
                     "Unchanged passages. evolvingqa/build.json is written last.")
-    build.add_argument("--dumps", nargs="+", required=True, metavar="DUMP",
-                       help="Wikipedia dumps (XML or WikiExtractor JSON lines), oldest first")
-    build.add_argument("--out", required=True, help="output folder (a tw_jax data folder)")
+    build.add_argument("--dumps", nargs="+", required=True, metavar="DUMP", type=input_path,
+                       help="Wikipedia dumps (XML or WikiExtractor JSON lines), oldest first; "
+                            "local or gs://")
+    build.add_argument("--out", required=True, type=output_path,
+                       help="output folder (a tw_jax data folder), local or gs://")
     build.add_argument("--months", default=None, metavar="YYYY-MM,…",
                        help="the dumps' months (default: from names such as enwiki-20230201-…)")
     build.add_argument("--min-changed-chars", type=int, default=500,
@@ -96,8 +115,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="With --endpoint: the paper's prompts and filters against any "
                     "OpenAI-compatible chat endpoint. Without: questions from the Wikidata "
                     "probes' UNCHANGED/NEW/UPDATED facts through relation templates.")
-    generate.add_argument("--data", required=True, help="the build folder")
-    generate.add_argument("--out", default=None, help="QA folder (default DATA/qa)")
+    generate.add_argument("--data", required=True, type=_folder, help="the build folder")
+    generate.add_argument("--out", default=None, type=output_path,
+                          help="QA folder (default DATA/qa)")
     generate.add_argument("--endpoint", default=None, help="e.g. https://api.openai.com/v1")
     generate.add_argument("--model", default=None, help="the endpoint's model name")
     generate.add_argument("--api-key-env", default=None, metavar="VAR",
@@ -109,8 +129,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                           help="skip the LLM equivalence/hallucination checks (A.2.2-A.2.3)")
     generate.add_argument("--limit", type=int, default=None, metavar="N",
                           help="passages per file at most (a trial run)")
-    generate.add_argument("--cache", default=None, help="reply cache (default QA/llm_cache.jsonl)")
-    generate.add_argument("--probes", default=None, metavar="DATA_DIR",
+    generate.add_argument("--cache", default=None, type=_output_file,
+                          help="reply cache (default QA/llm_cache.jsonl)")
+    generate.add_argument("--probes", default=None, metavar="DATA_DIR", type=input_path,
                           help="offline: the folder with <MMMM>/probes/ (default --data)")
     generate.add_argument("--finetune-fraction", type=float, default=0.62,
                           help="Unchanged pairs for QA fine-tuning (paper: 80K of 129.5K)")
@@ -122,11 +143,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Runs the trainer with the stage's gin file first, then --gin_file files.")
     _gin_arguments(train)
     train.add_argument("--stage", choices=sorted(STAGE_GIN), required=True)
-    train.add_argument("--data", required=True, help="the build folder (DATA_DIR)")
-    train.add_argument("--model-dir", required=True, help="MODEL_DIR of this run")
+    train.add_argument("--data", required=True, type=input_path,
+                       help="the build folder (DATA_DIR)")
+    train.add_argument("--model-dir", required=True, type=output_path,
+                       help="MODEL_DIR of this run")
     train.add_argument("--month", default=None, metavar="MMMM", help="continual: the month pair")
-    train.add_argument("--qa", default=None, help="qa: the QA folder (default DATA/qa)")
-    train.add_argument("--initial-checkpoint", default=None,
+    train.add_argument("--qa", default=None, type=input_path,
+                       help="qa: the QA folder (default DATA/qa)")
+    train.add_argument("--initial-checkpoint", default=None, type=input_path,
                        help="start from this checkpoint (orbax MODEL_DIR or Hugging Face folder)")
     train.add_argument("--epochs", type=float, default=1.0,
                        help="passes over the data (qa: 1 as the paper; continual: unstated in "
@@ -137,8 +161,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "eval", help="EM/F1 on Unchanged, New, Edited and the Edited multiple choice",
         description="Scores a QA fine-tuned checkpoint; appends OUT/results.jsonl.")
     _gin_arguments(evaluate)
-    evaluate.add_argument("--qa", required=True, help="QA folder or zip (released or generated)")
-    evaluate.add_argument("--checkpoint", required=True, help="MODEL_DIR, step or HF folder")
+    evaluate.add_argument("--qa", required=True, type=input_path,
+                          help="QA folder or zip (released or generated)")
+    evaluate.add_argument("--checkpoint", required=True, type=input_path,
+                          help="MODEL_DIR, step or HF folder")
     evaluate.add_argument("--month", required=True, metavar="MMMM",
                           help="the time step (results' eval_month)")
     evaluate.add_argument("--label", default=None,
@@ -146,7 +172,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--method", default="initial", help="method name in the results")
     evaluate.add_argument("--trained-through", default=None, metavar="base|MMMM",
                           help="default: base for --method initial, else --month")
-    evaluate.add_argument("--out", required=True, help="results.jsonl goes here")
+    evaluate.add_argument("--out", required=True, type=output_path,
+                          help="results.jsonl goes here")
     evaluate.add_argument("--sets", default="unchanged,new,edited", help="sets to score")
     evaluate.add_argument("--max-questions", type=int, default=None, metavar="N")
     evaluate.add_argument("--batch-size", type=int, default=32)
@@ -158,6 +185,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
+    from tw_jax.preprocess.evolvingqa import layout
     from tw_jax.preprocess.evolvingqa.extract import BuildOptions, build_evolvingqa
     from tw_jax.preprocess.evolvingqa.layout import LayoutError
     from tw_jax.preprocess.ssm.pipeline import SpacyModelError
@@ -185,7 +213,8 @@ def run_build(args: argparse.Namespace) -> int:
     print(f"Unchanged over {summary['months'][0]}..{summary['months'][-1]}: "
           f"{unchanged['selected_articles']} articles of {unchanged['candidates']} candidates, "
           f"{unchanged['passages']} passages")
-    print(f"done in {summary['seconds']} s; {Path(args.out) / 'evolvingqa' / 'build.json'}")
+    print(f"done in {summary['seconds']} s; "
+          f"{paths.join(layout.window_dir(args.out), layout.BUILD_FILE)}")
     return 0
 
 
@@ -194,25 +223,24 @@ def run_generate(args: argparse.Namespace) -> int:
     from tw_jax.preprocess.evolvingqa.client import ChatClient, ChatError
     from tw_jax.preprocess.evolvingqa.generate import generate_with_llm, pairs_with_passages
 
-    data = Path(args.data)
-    qa_dir = Path(args.out) if args.out else layout.qa_dir(data)
+    data = args.data
+    qa_dir = args.out or layout.qa_dir(data)
     try:
         if args.endpoint:
             if not args.model:
                 return _error("generate", "--endpoint needs --model")
-            client = ChatClient(args.endpoint, args.model, api_key_env=args.api_key_env,
-                                timeout=args.timeout, max_retries=args.max_retries,
-                                cache=args.cache or qa_dir / "llm_cache.jsonl")
-            summary = generate_with_llm(
-                data, client, qa_dir=qa_dir, llm_filters=not args.no_llm_filters,
-                limit=args.limit, concurrency=args.concurrency,
-                finetune_fraction=args.finetune_fraction, seed=args.seed)
+            with ChatClient(args.endpoint, args.model, api_key_env=args.api_key_env,
+                            timeout=args.timeout, max_retries=args.max_retries,
+                            cache=args.cache or paths.join(qa_dir, "llm_cache.jsonl")) as client:
+                summary = generate_with_llm(
+                    data, client, qa_dir=qa_dir, llm_filters=not args.no_llm_filters,
+                    limit=args.limit, concurrency=args.concurrency,
+                    finetune_fraction=args.finetune_fraction, seed=args.seed)
         else:
-            from tw_jax.preprocess.evolvingqa.offline import generate_offline
+            from tw_jax.preprocess.evolvingqa.offline import generate_offline, probe_pairs
 
-            probes = Path(args.probes or args.data)
-            pairs = pairs_with_passages(data) or sorted(
-                p.parent.name for p in probes.glob("[0-9][0-9][0-9][0-9]/probes"))
+            probes = args.probes or args.data
+            pairs = pairs_with_passages(data) or probe_pairs(probes)
             summary = generate_offline(probes, pairs, qa_dir,
                                        finetune_fraction=args.finetune_fraction, seed=args.seed)
     except (ChatError, ValueError) as error:
@@ -230,7 +258,7 @@ def run_generate(args: argparse.Namespace) -> int:
 
 def _absolute(path: str | None) -> str | None:
     """Local paths made absolute (orbax refuses relative ones); URLs (gs://…) kept."""
-    return path if path is None or "://" in path else os.path.abspath(path)
+    return None if path is None else paths.resolve(path)
 
 
 def _explicit(bindings: list[str], macro: str) -> bool:
@@ -243,19 +271,18 @@ def _training_data(args: argparse.Namespace) -> tuple[str, int]:
     from tw_jax.tasks.evolvingqa import FINETUNE, read_qa_csv, register_evolvingqa, task_name
 
     if args.stage == "qa":
-        qa_dir = Path(args.qa) if args.qa else layout.qa_dir(Path(args.data))
+        qa_dir = args.qa or layout.qa_dir(args.data)
         register_evolvingqa(qa_dir, t5_vocab=args.t5_vocab, data_dir=args.data)
-        return task_name(FINETUNE), len(read_qa_csv(qa_dir / layout.UNCHANGED_TRAIN))
+        return task_name(FINETUNE), len(read_qa_csv(paths.join(qa_dir, layout.UNCHANGED_TRAIN)))
     import tw_jax.tasks
 
     if not args.month:
         raise ValueError("--stage continual needs --month MMMM")
-    stats = layout.ssm_dir(Path(args.data), args.month) / layout.STATS_FILE
-    if not stats.exists():
+    stats = paths.join(layout.ssm_dir(args.data, args.month), layout.STATS_FILE)
+    if not paths.exists(stats):
         raise ValueError(f"{stats}: no SSM corpus for {args.month} (run tw-jax evolvingqa build)")
     tw_jax.tasks.register_all(args.data, t5_vocab=args.t5_vocab)
-    with open(stats, encoding="utf-8") as handle:
-        return f"twiki_diffset_{args.month}_ssm", int(json.load(handle)["examples"])
+    return f"twiki_diffset_{args.month}_ssm", int(json.loads(paths.read_text(stats))["examples"])
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -332,7 +359,7 @@ def run_eval(args: argparse.Namespace) -> int:
     except (gin_setup.GinConfigError, checkpoints.CheckpointError, FileNotFoundError,
             ValueError) as error:
         return _error("eval", error)
-    folder = Path(args.out) / "predictions" / f"{args.method}.{trained}.{args.month}"
+    folder = paths.join(args.out, "predictions", f"{args.method}.{trained}.{args.month}")
     for scores in scored:
         eqa.write_predictions(folder, scores, rows[scores.name])
     print(f"EvolvingQA {args.method} trained through {trained}, time step {args.month}:")

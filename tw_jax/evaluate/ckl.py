@@ -27,12 +27,12 @@ import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tw_jax.evaluate.results import BASE, Result, append_results
+from tw_jax.io import paths
 from tw_jax.preprocess.ckl.phases import MANIFEST
 
 METRICS = ("em", "f1", "em_previous", "f1_previous")
@@ -70,7 +70,6 @@ def loaded_model(source: ModelSource) -> Iterator[tuple[Any, Any]]:
     """
     import gin
 
-    from tw_jax.io import paths
     from tw_jax.models.sharding import activate
     from tw_jax.train import gin_setup
     from tw_jax.train.evaluation import load_params
@@ -196,11 +195,12 @@ def results_of(scores: Sequence[SetScores], method: str, trained_through: str, p
     ]
 
 
-def write_predictions(folder: str | os.PathLike[str], label: str, scores: SetScores) -> Path:
-    """``folder/<label>.<task>.jsonl``: id and prediction per probe (the reference's log)."""
+def write_predictions(folder: str | os.PathLike[str], label: str, scores: SetScores) -> str:
+    """``folder/<label>.<task>.jsonl``: id and prediction per probe (the reference's log);
+    ``folder`` is local or a ``gs://`` URL."""
     from tw_jax.io.atomic import atomic_open
 
-    path = Path(folder) / f"{label}.{scores.task}.jsonl"
+    path = paths.join(folder, f"{label}.{scores.task}.jsonl")
     with atomic_open(path, "w", encoding="utf-8") as handle:
         for row_id, prediction in zip(scores.ids, scores.predictions, strict=True):
             handle.write(json.dumps({"id": row_id, "prediction": prediction},
@@ -215,15 +215,15 @@ def read_manifest(data_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """``DATA/ckl_phases.json`` as ``tw-jax ckl phases`` wrote it."""
     from tw_jax.preprocess.errors import DumpError
 
-    path = Path(data_dir) / MANIFEST
-    if not path.is_file():
-        raise DumpError(str(path), None, "no CKL phases manifest (run tw-jax ckl phases)")
+    path = paths.join(data_dir, MANIFEST)
+    if not paths.isfile(path):
+        raise DumpError(path, None, "no CKL phases manifest (run tw-jax ckl phases)")
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        manifest = json.loads(paths.read_text(path))
     except json.JSONDecodeError as error:
-        raise DumpError(str(path), f"line {error.lineno}", f"not JSON ({error.msg})") from None
+        raise DumpError(path, f"line {error.lineno}", f"not JSON ({error.msg})") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("phases"), list):
-        raise DumpError(str(path), None, "not a CKL phases manifest (no 'phases' list)")
+        raise DumpError(path, None, "not a CKL phases manifest (no 'phases' list)")
     return manifest
 
 
@@ -253,14 +253,14 @@ class PhasesOptions:
     limit: int | None = None
 
 
-def _checkpoint(out: Path, method: str, trained_through: str) -> str:
+def _checkpoint(out: str, method: str, trained_through: str) -> str:
     from tw_jax.preprocess.errors import DumpError
 
-    path = out / "state" / method / f"{trained_through}.json"
-    if not path.is_file():
-        raise DumpError(str(path), None, f"no {method} checkpoint through {trained_through} "
+    path = paths.join(out, "state", method, f"{trained_through}.json")
+    if not paths.isfile(path):
+        raise DumpError(path, None, f"no {method} checkpoint through {trained_through} "
                         "(run tw-jax lifelong on the phases folder first)")
-    return str(json.loads(path.read_text(encoding="utf-8"))["model_dir"])
+    return str(json.loads(paths.read_text(path))["model_dir"])
 
 
 def evaluate_phases(options: PhasesOptions) -> list[Result]:
@@ -272,7 +272,7 @@ def evaluate_phases(options: PhasesOptions) -> list[Result]:
 
     manifest = read_manifest(options.data_dir)
     pairs = [phase["pair"] for phase in manifest["phases"]]
-    out = Path(options.lifelong_dir)
+    out = os.fspath(options.lifelong_dir)
     method = method_name(options.gin_files, options.method)
     initial_files = options.initial_gin_files or default_initial_gin_files(options.gin_files)
     models = [(0, INITIAL, BASE, initial_files)]
@@ -288,7 +288,7 @@ def evaluate_phases(options: PhasesOptions) -> list[Result]:
         invariant: SetScores | None = None  # InvariantLAMA is one file in every phase
         with loaded_model(source) as (module, params):
             for i, phase in enumerate(manifest["phases"], start=1):
-                register_ckl(Path(options.data_dir) / phase["pair"] / "ckl", vocab,
+                register_ckl(paths.join(options.data_dir, phase["pair"], "ckl"), vocab,
                              group="ckl_phases")
                 for category, task in sorted(phase["sets"].items()):
                     if task is None or not scored_here(k, i, category):

@@ -28,7 +28,6 @@ import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,6 +35,7 @@ import numpy as np
 from tw_jax.evaluate.perplexity import causal_example, score_examples, seq2seq_example
 from tw_jax.evaluate.scorer import CausalExample, bucket_length, is_encoder_decoder
 from tw_jax.evaluate.tokens import encode_with_offsets
+from tw_jax.io import paths
 from tw_jax.preprocess.errors import DumpError
 from tw_jax.tasks.ecbd import (
     INPUTS,
@@ -340,12 +340,24 @@ RESULTS_FILE = "ecbd_results.jsonl"
 _FIELDS = tuple(EcbdResult.__dataclass_fields__)
 
 
-def append_results(out_dir: str | os.PathLike[str], results: Sequence[EcbdResult]) -> Path:
-    """Append results to ``OUT_DIR/ecbd_results.jsonl`` in one write (as results.jsonl is)."""
-    path = Path(out_dir) / RESULTS_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
+def append_results(out_dir: str | os.PathLike[str], results: Sequence[EcbdResult]) -> str:
+    """Append results to ``OUT_DIR/ecbd_results.jsonl`` in one write (as results.jsonl is).
+
+    An object in a bucket cannot be appended to: there the old bytes plus the new lines are
+    uploaded under a temporary name and moved into place, so a reader sees the old lines or all
+    of them. Two runs appending to one bucket file at once may lose one run's lines (the later
+    upload wins): give concurrent runs their own ``OUT_DIR`` (``tw-jax ecbd report`` reads many).
+    """
+    from tw_jax.io.atomic import atomic_open
+
+    path = paths.join(out_dir, RESULTS_FILE)
     payload = "".join(json.dumps(asdict(r), allow_nan=False) + "\n" for r in results)
-    with open(path, "a", encoding="utf-8") as handle:
+    if paths.is_url(path):
+        before = paths.read_bytes(path) if paths.exists(path) else b""
+        with atomic_open(path, "wb") as handle:
+            handle.write(before + payload.encode("utf-8"))
+        return path
+    with paths.open_file(path, "a", encoding="utf-8") as handle:
         handle.write(payload)
         handle.flush()
         os.fsync(handle.fileno())
@@ -353,13 +365,14 @@ def append_results(out_dir: str | os.PathLike[str], results: Sequence[EcbdResult
 
 
 def read_results(path: str | os.PathLike[str]) -> list[EcbdResult]:
-    """The results of a file (or ``OUT_DIR``), latest per key; bad lines name file and line."""
-    path = Path(path)
-    path = path / RESULTS_FILE if path.is_dir() else path
-    if not path.is_file():
-        raise DumpError(str(path), None, f"no {RESULTS_FILE} (tw-jax ecbd eval writes it)")
+    """The results of a file (or ``OUT_DIR``), local or ``gs://``, latest per key; bad lines
+    name file and line."""
+    path = os.fspath(path)
+    path = paths.join(path, RESULTS_FILE) if paths.isdir(path) else path
+    if not paths.isfile(path):
+        raise DumpError(path, None, f"no {RESULTS_FILE} (tw-jax ecbd eval writes it)")
     results = []
-    with open(path, encoding="utf-8") as handle:
+    with paths.open_file(path, "r", encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
@@ -367,6 +380,6 @@ def read_results(path: str | os.PathLike[str]) -> list[EcbdResult]:
                 record = json.loads(line)
                 results.append(EcbdResult(**{f: record[f] for f in _FIELDS}))
             except (json.JSONDecodeError, KeyError, TypeError) as error:
-                raise DumpError(str(path), f"line {number}",
+                raise DumpError(path, f"line {number}",
                                 f"not an ECBD result ({type(error).__name__}: {error})") from None
     return latest(results)

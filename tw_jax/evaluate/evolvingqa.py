@@ -27,7 +27,6 @@ import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import flax.linen as nn
@@ -169,11 +168,13 @@ def loaded_model(
 
 
 def write_predictions(folder: str | os.PathLike[str], scores: SetScores,
-                      rows: Sequence[Mapping[str, str]]) -> Path:
-    """``folder/<set>.jsonl``: question, answers and prediction per row (error analysis)."""
+                      rows: Sequence[Mapping[str, str]]) -> str:
+    """``folder/<set>.jsonl``: question, answers and prediction per row (error analysis);
+    ``folder`` is local or a ``gs://`` URL."""
+    from tw_jax.io import paths
     from tw_jax.io.atomic import atomic_open
 
-    path = Path(folder) / f"{scores.name}.jsonl"
+    path = paths.join(folder, f"{scores.name}.jsonl")
     with atomic_open(path, "w", encoding="utf-8") as handle:
         for row, prediction in zip(rows, scores.predictions, strict=True):
             handle.write(json.dumps({**row, "prediction": prediction}, ensure_ascii=False) + "\n")

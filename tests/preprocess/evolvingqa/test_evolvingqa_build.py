@@ -148,8 +148,10 @@ def test_edited_pairs_below_the_filter_through_the_cli(sample_world, tmp_path, c
 
 
 def test_bad_input_is_a_one_line_error(tmp_path, capsys):
-    assert evolvingqa_cli.main(["evolvingqa", "build", "--dumps", str(tmp_path / "nope.xml"),
-                                str(tmp_path / "nope2.xml"), "--out", str(tmp_path)]) == 2
+    with pytest.raises(SystemExit) as stopped:  # the path type's one-line argparse error
+        evolvingqa_cli.main(["evolvingqa", "build", "--dumps", str(tmp_path / "nope.xml"),
+                             str(tmp_path / "nope2.xml"), "--out", str(tmp_path)])
+    assert stopped.value.code == 2
     assert "nope.xml: no such file" in capsys.readouterr().err
     dump = tmp_path / "enwiki-20210801-pages-articles.xml"
     dump.write_text("<mediawiki></mediawiki>")
