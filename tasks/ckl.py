@@ -40,11 +40,11 @@ import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import seqio
 import tensorflow as tf
 
+from tw_jax.io import paths
 from tw_jax.preprocess.ckl import release
 from tw_jax.preprocess.errors import DumpError
 from tw_jax.tasks import metrics
@@ -235,10 +235,9 @@ def register_ckl(
     The T5 vocabulary is ``t5_vocab``, else ``$TW_JAX_T5_VOCAB``, else
     ``FOLDER/vocab/t5/spiece.model``. Registering the same ``group`` again replaces its tasks.
     """
-    root = Path(folder_or_zip)
+    root = os.fspath(folder_or_zip)  # local or in a bucket: never a pathlib.Path
     files = find_files(root)
-    vocabulary = LazyVocabulary("t5", t5_path(os.fspath(root) if root.is_dir() else None,
-                                              t5_vocab))
+    vocabulary = LazyVocabulary("t5", t5_path(root if paths.isdir(root) else None, t5_vocab))
     registrar = Registrar(group)
     lama_features = {k: seqio.Feature(vocabulary, add_eos=True) for k in ("inputs", "targets")}
     for task, (name, spec) in lama_files(files).items():

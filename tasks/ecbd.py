@@ -36,8 +36,8 @@ import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
+from tw_jax.io import paths
 from tw_jax.preprocess.errors import DumpError
 
 SENTINEL_0, SENTINEL_1 = "<extra_id_0>", "<extra_id_1>"
@@ -135,31 +135,34 @@ def parse_example(line: str, path: str, number: int, subset: str, split: str) ->
 
 
 def read_ecbd_file(path: str | os.PathLike[str], subset: str, split: str) -> list[EcbdExample]:
-    """Every example of one file, in file order (blank lines skipped)."""
+    """Every example of one file (local or in a bucket), in file order (blank lines skipped)."""
     path_s = os.fspath(path)
     try:
-        with open(path_s, encoding="utf-8") as handle:
+        with paths.open_file(path_s, "r", encoding="utf-8") as handle:
             return [parse_example(line, path_s, n, subset, split)
                     for n, line in enumerate(handle, 1) if line.strip()]
     except UnicodeDecodeError as error:
         raise DumpError(path_s, f"byte {error.start}", "not UTF-8") from None
 
 
-def discover(folder: str | os.PathLike[str]) -> dict[tuple[str, str], list[Path]]:
-    """``{(subset, split): [files]}`` of an ECBD folder: ``folder/{subset}/…`` or one subset's
-    files directly in ``folder`` (the folder's name is then the subset)."""
-    root = Path(folder)
-    if not root.is_dir():
-        raise DumpError(str(root), None, "no such ECBD folder")
-    found: dict[tuple[str, str], list[Path]] = {}
-    for directory in [root, *sorted(p for p in root.iterdir() if p.is_dir())]:
-        for path in sorted(directory.iterdir()):
-            match = _FILE.match(path.name)
-            if match and path.is_file():
-                subset = directory.name
+def discover(folder: str | os.PathLike[str]) -> dict[tuple[str, str], list[str]]:
+    """``{(subset, split): [files]}`` of an ECBD folder (local or in a bucket):
+    ``folder/{subset}/…`` or one subset's files directly in ``folder`` (the folder's name is
+    then the subset)."""
+    root = os.fspath(folder).rstrip("/") or "/"
+    if not paths.isdir(root):
+        raise DumpError(root, None, "no such ECBD folder")
+    found: dict[tuple[str, str], list[str]] = {}
+    below = [paths.join(root, name) for name in paths.listdir(root)]
+    for directory in [root, *sorted(p for p in below if paths.isdir(p))]:
+        for name in paths.listdir(directory):
+            match = _FILE.match(name)
+            path = paths.join(directory, name)
+            if match and paths.isfile(path):
+                subset = os.path.basename(directory)
                 found.setdefault((subset, match.group(2)), []).append(path)
     if not found:
-        raise DumpError(str(root), None, "no ECBD files ({subset}/np_spans_dev.json, …)")
+        raise DumpError(root, None, "no ECBD files ({subset}/np_spans_dev.json, …)")
     return found
 
 

@@ -38,6 +38,7 @@ from typing import IO
 
 import seqio
 
+from tw_jax.io import paths
 from tw_jax.preprocess.errors import DumpError
 from tw_jax.tasks import metrics
 from tw_jax.tasks.preprocessors import tokenize_keep_text
@@ -90,13 +91,12 @@ def read_qa_rows(handle: IO[str], name: str, *, edited: bool) -> list[dict[str, 
 
 
 def read_qa_csv(path: str | os.PathLike[str], *, edited: bool | None = None) -> list[dict[str, str]]:
-    """Rows of a QA CSV on disk; ``edited`` None tells the kind from the file name."""
+    """Rows of a QA CSV (local or in a bucket); ``edited`` None tells the kind from the name."""
     path = os.fspath(path)
     if edited is None:
         match = _FILE.match(os.path.basename(path))
         edited = bool(match) and _KIND[match.group(1)] == EDITED
-    with open(path, "rb") as handle:
-        data = handle.read()
+    data = paths.read_bytes(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

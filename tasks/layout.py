@@ -12,8 +12,10 @@
 The full snapshot of month MM is therefore ``<MM>/full/full.*`` when that folder exists, else
 ``<PPMM>/diffset/full.*`` of the pair whose NEW month is MM (its SSM version likewise
 ``<MM>/ssm/full.*``, else ``<PPMM>/ssm/full.*``). Months are discovered from the folders present;
-a task is registered when the stage folder it reads exists. Paths go through ``tf.io.gfile``, so
-a ``gs://`` data folder works as a local one.
+a task is registered when the stage folder it reads exists. Discovery goes through
+:mod:`tw_jax.io.paths`, so a ``gs://`` data folder works as a local one (on any GCS endpoint,
+an emulator included), and the file patterns handed to seqio are the URLs themselves
+(``gs://bucket/data/0809/ssm/diffset.tfrecord-*-of-*``), which tf.data reads.
 
 The initial snapshot of a pair (what Mix-Review replays) is found by walking back along the
 pairs: ``1011`` → ``0910`` → ``0809`` → ``08``, the first month no pair ends in.
@@ -25,7 +27,7 @@ import dataclasses
 import os
 import re
 
-import tensorflow as tf
+from tw_jax.io import paths
 
 DATA_DIR_ENV = "TW_JAX_DATA_DIR"
 T5_VOCAB_ENV = "TW_JAX_T5_VOCAB"
@@ -36,8 +38,8 @@ _MONTH = re.compile(r"^\d{2}$")
 
 
 def join(*parts: str) -> str:
-    """``os.path.join``, which also joins ``gs://bucket`` URLs correctly on POSIX."""
-    return os.path.join(*parts)
+    """Joins a data folder (a local path or a ``gs://`` URL) and names below it."""
+    return paths.join(*parts)
 
 
 def shards(folder: str, name: str) -> str:
@@ -76,11 +78,30 @@ class Snapshot:
     ssm_pattern: str | None
 
 
+class Folders:
+    """Which folders exist. Locally each is asked about; in a bucket each parent is listed once
+    and its children read from the listing (one request per parent, not one per folder asked
+    about: every host of a job registers the tasks at import)."""
+
+    def __init__(self) -> None:
+        self._listings: dict[str, frozenset[str]] = {}
+
+    def isdir(self, folder: str) -> bool:
+        if not paths.is_url(folder):
+            return os.path.isdir(folder)
+        parent, name = folder.rstrip("/").rsplit("/", 1)
+        if parent not in self._listings:
+            found = paths.listdir(parent) if paths.isdir(parent) else []
+            self._listings[parent] = frozenset(n.rstrip("/") for n in found)
+        return name in self._listings[parent]
+
+
 @dataclasses.dataclass(frozen=True)
 class Layout:
     data_dir: str
     pairs: dict[str, Pair]
     snapshots: dict[str, Snapshot]
+    folders: Folders = dataclasses.field(default_factory=Folders, compare=False, repr=False)
 
     def initial_month(self, pair: Pair) -> str:
         """The first month of the chain of pairs that ``pair`` belongs to."""
@@ -94,29 +115,28 @@ class Layout:
         return month
 
     def has(self, folder: str) -> bool:
-        return tf.io.gfile.isdir(folder)
+        return self.folders.isdir(folder)
 
 
 def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> str | None:
-    """The argument, else ``$TW_JAX_DATA_DIR``, else ``None``."""
-    if data_dir is not None:
-        return os.fspath(data_dir)
-    return os.environ.get(DATA_DIR_ENV) or None
+    """The argument, else ``$TW_JAX_DATA_DIR``, else ``None``; a URL stays a URL (a trailing
+    ``/`` dropped, so the patterns built from it have no ``//``)."""
+    found = os.fspath(data_dir) if data_dir is not None else os.environ.get(DATA_DIR_ENV)
+    if not found:
+        return None
+    return paths.resolve(found) if paths.is_url(found) else found
 
 
 def discover(data_dir: str | os.PathLike[str]) -> Layout:
     """The pairs and snapshots present under ``data_dir`` (empty when the folder is missing)."""
     data_dir = os.fspath(data_dir)
-    names = (
-        sorted(n.rstrip("/") for n in tf.io.gfile.listdir(data_dir))
-        if (tf.io.gfile.isdir(data_dir))
-        else []
-    )
+    folders = Folders()
+    names = sorted(n.rstrip("/") for n in paths.listdir(data_dir)) if paths.isdir(data_dir) else []
     pairs: dict[str, Pair] = {}
     for name in names:
         match = _PAIR.match(name)
         folder = join(data_dir, name)
-        if match and tf.io.gfile.isdir(folder):
+        if match and folders.isdir(folder):
             pairs[name] = Pair(name, match.group(1), match.group(2), folder)
     by_new: dict[str, Pair] = {}
     for pair in pairs.values():
@@ -126,15 +146,17 @@ def discover(data_dir: str | os.PathLike[str]) -> Layout:
     for month in sorted(months):
         own = join(data_dir, month)
         pair = by_new.get(month)
-        text = _first_present((join(own, "full"), "full"), (pair.diffset, "full") if pair else None)
-        ssm = _first_present((join(own, "ssm"), "full"), (pair.ssm, "full") if pair else None)
+        text = _first_present(folders, (join(own, "full"), "full"),
+                              (pair.diffset, "full") if pair else None)
+        ssm = _first_present(folders, (join(own, "ssm"), "full"),
+                             (pair.ssm, "full") if pair else None)
         if text or ssm:
             snapshots[month] = Snapshot(month, text, ssm)
-    return Layout(data_dir, pairs, snapshots)
+    return Layout(data_dir, pairs, snapshots, folders)
 
 
-def _first_present(*candidates: tuple[str, str] | None) -> str | None:
+def _first_present(folders: Folders, *candidates: tuple[str, str] | None) -> str | None:
     for candidate in candidates:
-        if candidate and tf.io.gfile.isdir(candidate[0]):
+        if candidate and folders.isdir(candidate[0]):
             return shards(*candidate)
     return None

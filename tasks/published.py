@@ -15,7 +15,9 @@ released zips ``TWiki_Diffsets.zip``, ``TWiki_Probes.zip``, ``Wikipedia_Full.zip
 plus ``twiki_mixreview_MMMM_lm`` where the initial month's full snapshot is present. The release
 has no SSM version, NON-DiffSet or light-tuning sets, so those tasks need ``tw-jax`` data.
 
-Zip members are read in place, never extracted; an archive with an absolute member path, a
+The folder or zip may be local or in a bucket (``gs://``): files are listed and read through
+:mod:`tw_jax.io.paths`, a zip in a bucket with ranged reads. Zip members are read in place, never
+extracted; an archive with an absolute member path, a
 ``..`` component or a symbolic link is refused whole (:class:`UnsafeArchiveError`).
 :func:`extract_safely` unpacks one (for faster reading) under the same rules and checks every
 destination stays inside the target folder.
@@ -23,9 +25,11 @@ destination stays inside the target folder.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import os
+import posixpath
 import re
 import shutil
 import stat
@@ -39,6 +43,7 @@ import numpy as np
 import seqio
 import tensorflow as tf
 
+from tw_jax.io import paths
 from tw_jax.preprocess.errors import DumpError
 from tw_jax.tasks.mixreview import MixReviewMixture
 from tw_jax.tasks.probes import PROBE_SPLITS, register_row_tasks
@@ -69,10 +74,21 @@ def _unsafe_reason(info: zipfile.ZipInfo) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def open_zip(archive: str | os.PathLike[str]) -> Iterator[zipfile.ZipFile]:
+    """A zip file, local or in a bucket (read with ranged requests, not downloaded whole)."""
+    if not paths.is_url(archive):
+        with zipfile.ZipFile(archive) as handle:
+            yield handle
+        return
+    with paths.open_file(archive, "rb") as raw, zipfile.ZipFile(raw) as handle:
+        yield handle
+
+
 def safe_members(archive: str | os.PathLike[str]) -> list[zipfile.ZipInfo]:
     """The archive's members, after checking every one (any unsafe member refuses all)."""
     try:
-        with zipfile.ZipFile(archive) as handle:
+        with open_zip(archive) as handle:
             members = handle.infolist()
     except zipfile.BadZipFile as error:
         raise DumpError(os.fspath(archive), None, f"not a readable zip: {error}") from None
@@ -84,11 +100,15 @@ def safe_members(archive: str | os.PathLike[str]) -> list[zipfile.ZipInfo]:
 
 
 def extract_safely(archive: str | os.PathLike[str], target: str | os.PathLike[str]) -> list[Path]:
-    """Unpacks ``archive`` under ``target``; returns the files written."""
+    """Unpacks ``archive`` (local or in a bucket) under the local folder ``target``; returns the
+    files written."""
+    if paths.is_url(target):
+        raise ValueError(f"{os.fspath(target)}: extract into a local folder (zips in a bucket "
+                         "are read in place)")
     root = Path(target).resolve()
     written = []
     members = safe_members(archive)
-    with zipfile.ZipFile(archive) as handle:
+    with open_zip(archive) as handle:
         for info in members:
             destination = (root / info.filename).resolve()
             if not destination.is_relative_to(root):
@@ -120,22 +140,23 @@ class PublishedFile:
 
     def open_text(self) -> IO[str]:
         if self.archive is None:
-            return open(self.location, encoding="utf-8", newline="")  # noqa: SIM115
-        handle = zipfile.ZipFile(self.archive)  # closed with the member (see below)
+            return paths.open_file(self.location, "r", encoding="utf-8", newline="")
+        stack = contextlib.ExitStack()  # the zip (and its object) close with the member
+        handle = stack.enter_context(open_zip(self.archive))
         member = handle.open(self.location)
         text = io.TextIOWrapper(member, encoding="utf-8", newline="")
         original_close = text.close
 
         def close() -> None:
             original_close()
-            handle.close()
+            stack.close()
 
         text.close = close  # type: ignore[method-assign]
         return text
 
 
-def _zip_files(archive: Path) -> Iterator[PublishedFile]:
-    stem = archive.stem
+def _zip_files(archive: str) -> Iterator[PublishedFile]:
+    stem = posixpath.splitext(posixpath.basename(archive))[0]
     for info in safe_members(archive):
         if info.is_dir():
             continue
@@ -145,23 +166,41 @@ def _zip_files(archive: Path) -> Iterator[PublishedFile]:
         yield PublishedFile(path, info.filename, os.fspath(archive))
 
 
+def walk_files(root: str) -> Iterator[tuple[str, str]]:
+    """``(path, path relative to root with / separators)`` of every file below a local folder
+    or a folder in a bucket, folders in sorted order, names sorted within each."""
+    if not paths.is_url(root):
+        for folder, _, names in sorted(os.walk(root)):
+            for name in sorted(names):
+                path = os.path.join(folder, name)
+                yield path, os.path.relpath(path, root).replace(os.sep, "/")
+        return
+    prefix = root.rstrip("/") + "/"
+    folders = [root.rstrip("/")]
+    while folders:  # epath's walk() drops the gs:// of the folders it yields, so list by hand
+        folder = folders.pop(0)
+        names = paths.listdir(folder)
+        below = [paths.join(folder, n) for n in names]
+        subfolders = sorted(p for p in below if paths.isdir(p))
+        for path in below:
+            if path not in subfolders:
+                yield path, path[len(prefix):]
+        folders = sorted(folders + subfolders)
+
+
 def index_files(root: str | os.PathLike[str]) -> list[PublishedFile]:
-    """Every file of a release folder or zip, zips inside the folder included."""
-    root = Path(root)
-    if root.is_file():
+    """Every file of a release folder or zip (local or in a bucket), zips inside included."""
+    root = os.fspath(root)
+    if paths.isfile(root):
         return list(_zip_files(root))
-    if not root.is_dir():
+    if not paths.isdir(root):
         raise FileNotFoundError(f"{root}: no such folder or zip of TemporalWiki files")
     found = []
-    for folder, _, names in sorted(os.walk(root)):
-        for name in sorted(names):
-            path = Path(folder, name)
-            if name.lower().endswith(".zip"):
-                found.extend(_zip_files(path))
-            else:
-                found.append(
-                    PublishedFile(PurePosixPath(path.relative_to(root).as_posix()), os.fspath(path))
-                )
+    for path, relative in walk_files(root):
+        if relative.lower().endswith(".zip"):
+            found.extend(_zip_files(path))
+        else:
+            found.append(PublishedFile(PurePosixPath(relative), path))
     return found
 
 

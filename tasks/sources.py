@@ -3,13 +3,15 @@
 TFRecords go through ``seqio.TFExampleDataSource`` (file-level sharding and shuffling for
 free); a pattern that matches nothing fails with the stage to run, not seqio's bare "No file
 is found". Probe CSVs are small (thousands of rows) and are read whole, row by row, so a bad
-row fails with its file and line, before any tensor exists.
+row fails with its file and line, before any tensor exists. They are read in Python through
+:mod:`tw_jax.io.paths` (a local file or a ``gs://`` object, on any GCS endpoint).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO
@@ -17,6 +19,7 @@ from typing import IO
 import seqio
 import tensorflow as tf
 
+from tw_jax.io import paths
 from tw_jax.preprocess.errors import DumpError
 
 # Wikipedia articles in one CSV field exceed the csv module's default 128 KiB limit.
@@ -88,8 +91,9 @@ def read_probe_rows(handle: IO[str], name: str) -> list[dict[str, str]]:
 
 
 def read_probe_csv(path: str) -> list[dict[str, str]]:
-    with tf.io.gfile.GFile(path, "rb") as raw:
-        data = raw.read()
+    """Rows of a probes CSV, local or in a bucket (see :func:`read_probe_rows`)."""
+    path = os.fspath(path)
+    data = paths.read_bytes(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

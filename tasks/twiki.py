@@ -19,11 +19,12 @@ part), and a perplexity metric from scores.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 
 import seqio
-import tensorflow as tf
 
+from tw_jax.io import paths
 from tw_jax.tasks import metrics
 from tw_jax.tasks.layout import Layout, shards
 from tw_jax.tasks.mixreview import MixReviewMixture
@@ -84,6 +85,13 @@ def text_source(pattern: str, stage: str) -> TFRecordSource:
     return TFRecordSource({split: pattern for split in CORPUS_SPLITS}, ("text",), stage)
 
 
+def _lister(folder: str) -> Callable[[str], bool]:
+    """Whether a file of ``folder`` exists, from one listing (one request in a bucket, not one
+    per probe file)."""
+    names = set(paths.listdir(folder))
+    return lambda path: os.path.basename(path) in names
+
+
 def register_layout(
     registrar: Registrar, layout: Layout, vocabularies: Mapping[str, seqio.Vocabulary]
 ) -> list[str]:
@@ -116,7 +124,7 @@ def register_layout(
                 registrar, ssm_tasks[name], shards(pair.ssm, "diffset"), ssm_stage, t5
             )
         if layout.has(pair.probes):
-            register_probe_folder(registrar, name, pair.probes, vocabularies, tf.io.gfile.exists)
+            register_probe_folder(registrar, name, pair.probes, vocabularies, _lister(pair.probes))
     for month, snapshot in layout.snapshots.items():
         if snapshot.text_pattern:
             register_lm_task(

@@ -24,9 +24,9 @@ import io
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
 
 from tw_jax.io.atomic import atomic_open
+from tw_jax.io.paths import Path, as_path
 
 EOS_TOKEN = "<|endoftext|>"
 T5_MODEL_FILE = "spiece.model"
@@ -158,7 +158,7 @@ def train_sentencepiece(
         )
     except RuntimeError as error:
         raise ValueError(f"SentencePiece training for {model_prefix}: {error}") from error
-    path = Path(f"{os.fspath(model_prefix)}.model")
+    path = as_path(f"{os.fspath(model_prefix)}.model")
     with atomic_open(path, "wb") as handle:
         handle.write(model.getvalue())
     return path
@@ -208,7 +208,7 @@ def train_byte_level_bpe(
     if set(vocab) != set(trained.get_vocab(with_added_tokens=True)):
         raise AssertionError("renumbered byte-level vocabulary differs from the trained one")
 
-    out = Path(out_dir)
+    out = as_path(out_dir)
     tokenizer = build_byte_level_bpe_tokenizer(vocab, merges, eos_token)
     with atomic_open(out / VOCAB_FILE, "w", encoding="utf-8") as handle:
         json.dump(vocab, handle, ensure_ascii=False)
@@ -229,10 +229,10 @@ def write_demo_vocabularies(
     sizes both vocabularies come out smaller instead of failing.
     """
     texts = list(_texts(texts))
-    out = Path(out_dir)
+    out = as_path(out_dir)
     (out / "t5").mkdir(parents=True, exist_ok=True)
     t5 = train_sentencepiece(
-        texts, out / "t5" / Path(T5_MODEL_FILE).stem, DEMO_T5_PIECES, hard_vocab_limit=False
+        texts, out / "t5" / os.path.splitext(T5_MODEL_FILE)[0], DEMO_T5_PIECES, hard_vocab_limit=False
     )
     gpt2 = train_byte_level_bpe(texts, out / "gpt2", 256 + DEMO_GPT2_MERGES + 1)
     return {"t5": t5, "gpt2": gpt2}

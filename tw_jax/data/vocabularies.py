@@ -5,7 +5,10 @@
   ``vocab.json`` + ``merges.txt``, usable wherever seqio takes a vocabulary (``seqio.Feature``,
   ``seqio.preprocessors.tokenize``, ``decode_tf`` in metrics).
 
-Paths go through ``tf.io.gfile``, as seqio's own loader does, so ``gs://`` works too.
+Paths go through :mod:`tw_jax.io.paths`, so a vocabulary in a bucket (``gs://``, on any GCS
+endpoint, an emulator included) loads as a local one. seqio reads a SentencePiece model itself
+with ``tf.io.gfile``, so a model in a bucket is first copied into a local cache file named by
+its contents (:func:`local_t5_model`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -29,6 +33,7 @@ from tw_jax.data.vocab_training import (
     build_byte_level_bpe_tokenizer,
     gpt2_byte_to_unicode,
 )
+from tw_jax.io import paths
 
 T5_EXTRA_IDS = 100
 T5_MODEL_NAMES = ("spiece.model", "spm.model")
@@ -44,15 +49,16 @@ class VocabularyFileError(ValueError):
 
 
 def _join(folder: str, name: str) -> str:
-    return os.path.join(folder, name)
+    return paths.join(folder, name)
 
 
 def _read_text(path: str) -> str:
     try:
-        with tf.io.gfile.GFile(path, "r") as handle:
-            return handle.read()
-    except tf.errors.NotFoundError as error:
+        data = paths.read_bytes(path)
+    except FileNotFoundError as error:
         raise FileNotFoundError(f"{path}: no such file") from error
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise VocabularyFileError(path, f"not UTF-8 text ({error})") from error
 
@@ -64,15 +70,32 @@ def _read_text(path: str) -> str:
 def resolve_t5_model(path: str | os.PathLike[str]) -> str:
     """The SentencePiece model file: ``path`` itself, or ``spiece.model``/``spm.model`` in it."""
     path = os.fspath(path)
-    if tf.io.gfile.isdir(path):
+    if paths.isdir(path):
         for name in T5_MODEL_NAMES:
             candidate = _join(path, name)
-            if tf.io.gfile.exists(candidate):
+            if paths.isfile(candidate):
                 return candidate
         raise FileNotFoundError(f"{path}: no SentencePiece model ({' or '.join(T5_MODEL_NAMES)})")
-    if not tf.io.gfile.exists(path):
+    if not paths.exists(path):
         raise FileNotFoundError(f"{path}: no such SentencePiece model file")
     return path
+
+
+def local_t5_model(model_file: str) -> str:
+    """A local file with the model's bytes: ``model_file`` itself when local; for a URL a copy
+    in the OS temp folder named by its SHA-256 (written atomically, reused while it lasts), so
+    seqio's loader and its cache keyed by file name never see two models under one name."""
+    if not paths.is_url(model_file):
+        return model_file
+    data = paths.read_bytes(model_file)
+    folder = os.path.join(tempfile.gettempdir(), "tw_jax_vocab")
+    local = os.path.join(folder, hashlib.sha256(data).hexdigest()[:32] + ".model")
+    if not os.path.isfile(local):
+        from tw_jax.io.atomic import atomic_open
+
+        with atomic_open(local, "wb") as handle:
+            handle.write(data)
+    return local
 
 
 def t5_vocabulary(
@@ -87,7 +110,7 @@ def t5_vocabulary(
     converters pad with 0.
     """
     model_file = resolve_t5_model(path)
-    vocabulary = seqio.SentencePieceVocabulary(model_file, extra_ids=extra_ids)
+    vocabulary = seqio.SentencePieceVocabulary(local_t5_model(model_file), extra_ids=extra_ids)
     try:
         vocabulary.load_model()
     except Exception as error:  # protobuf DecodeError or sentencepiece's RuntimeError
@@ -119,18 +142,18 @@ class _Sources:
 
 
 def _resolve_gpt2_files(path: str) -> _Sources:
-    if tf.io.gfile.isdir(path):
-        if tf.io.gfile.exists(_join(path, TOKENIZER_FILE)):
+    if paths.isdir(path):
+        if paths.isfile(_join(path, TOKENIZER_FILE)):
             return _Sources(tokenizer_json=_join(path, TOKENIZER_FILE))
         vocab, merges = _join(path, VOCAB_FILE), _join(path, MERGES_FILE)
-        if tf.io.gfile.exists(vocab) and tf.io.gfile.exists(merges):
+        if paths.isfile(vocab) and paths.isfile(merges):
             return _Sources(vocab_json=vocab, merges_txt=merges)
         raise FileNotFoundError(
             f"{path}: no {TOKENIZER_FILE}, nor {VOCAB_FILE} + {MERGES_FILE}, in this folder"
         )
-    if not tf.io.gfile.exists(path):
+    if not paths.exists(path):
         raise FileNotFoundError(f"{path}: no such byte-level BPE vocabulary file or folder")
-    folder = os.path.dirname(path)
+    folder = os.path.dirname(path)  # posixpath: URLs too
     if path.endswith(".txt"):
         return _Sources(vocab_json=_join(folder, VOCAB_FILE), merges_txt=path)
     if os.path.basename(path) == VOCAB_FILE:

@@ -39,21 +39,27 @@ read). The state records the metric groups scored per month, so a rerun asking f
 (``--metrics ppl,qa`` after ``ppl``) scores only the new ones. ``train_seconds`` counts the training of the invocation that finished the update (time
 spent before an interruption is not included). A rerun with ``eval_matrix`` only adds the
 missing (checkpoint, month) scores.
+
+Places. ``OUT`` and the data folder may be local or in a bucket (``--out gs://…``, ``--data
+gs://…``): every path is kept as a string (a URL stays a URL; a local path is made absolute),
+the runner's own files (results, state, the proper-noun block cache) go through
+:mod:`tw_jax.io.paths`, and MODEL_DIRs and the data folder are handed to the trainer and the
+evaluator as those strings. In a bucket, ``results.jsonl`` is rewritten whole on each append
+(:mod:`tw_jax.evaluate.results`) and the state files are written atomically as objects.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from tw_jax.evaluate.month_eval import GROUPS, BlockCache, EvalSettings, evaluate_month
 from tw_jax.evaluate.results import BASE, NO_MONTH, Result, append_results, results_path
+from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
 
 log = logging.getLogger(__name__)
@@ -84,7 +90,7 @@ class LifelongOptions:
 
     gin_files: list[str]
     months: list[str]
-    out_dir: Path
+    out_dir: str  # local path or URL (run_lifelong resolves it)
     data_dir: str | None = None
     gin_bindings: list[str] = field(default_factory=list)
     gin_search_paths: list[str] = field(default_factory=list)
@@ -111,7 +117,7 @@ class LifelongSummary:
     """What one invocation did: updates trained, (checkpoint, month) pairs scored, skips."""
 
     method: str
-    results: Path
+    results: paths.Path
     trained: list[str] = field(default_factory=list)
     evaluated: list[tuple[str, str]] = field(default_factory=list)
     appended: int = 0
@@ -119,15 +125,15 @@ class LifelongSummary:
     _blocks: BlockCache | None = None
 
     def block_cache(self, options: LifelongOptions, settings: EvalSettings) -> BlockCache:
-        """One cache of proper-noun blocks per run, on disk under ``OUT/propn_blocks``."""
+        """One cache of proper-noun blocks per run, kept under ``OUT/propn_blocks``."""
         if self._blocks is None:
-            self._blocks = BlockCache(Path(options.out_dir) / "propn_blocks", settings)
+            self._blocks = BlockCache(paths.join(options.out_dir, "propn_blocks"), settings)
         return self._blocks
 
 
 def method_name(gin_files: Sequence[str], method: str | None = None) -> str:
     """``method``, else the stem of the first gin file (``kadapter.gin`` → ``kadapter``)."""
-    name = method or (Path(gin_files[0]).stem if gin_files else "")
+    name = method or (paths.as_path(gin_files[0]).stem if gin_files else "")
     if not _NAME.match(name):
         raise LifelongError(f"method name {name!r} is not a lower-case name; pass --method")
     return name
@@ -173,23 +179,23 @@ def default_initial_gin_files(gin_files: Sequence[str]) -> list[str]:
 # --- state --------------------------------------------------------------------------------
 
 
-def _state_path(out_dir: Path, method: str, trained_through: str) -> Path:
-    return out_dir / "state" / method / f"{trained_through}.json"
+def _state_path(out_dir: str, method: str, trained_through: str) -> str:
+    return paths.join(out_dir, "state", method, f"{trained_through}.json")
 
 
-def _read_state(path: Path) -> dict[str, Any] | None:
+def _read_state(path: str) -> dict[str, Any] | None:
     import json
 
     from tw_jax.preprocess.errors import DumpError
 
-    if not path.exists():
+    if not paths.exists(path):
         return None
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
+        state = json.loads(paths.read_text(path))
     except json.JSONDecodeError as error:
-        raise DumpError(str(path), None, f"not JSON ({error.msg}); delete it to redo") from None
+        raise DumpError(path, None, f"not JSON ({error.msg}); delete it to redo") from None
     if not isinstance(state, dict) or not isinstance(state.get("evaluated"), list):
-        raise DumpError(str(path), None, "not a lifelong state (no 'evaluated' list)")
+        raise DumpError(path, None, "not a lifelong state (no 'evaluated' list)")
     return state
 
 
@@ -219,7 +225,7 @@ def _macro(name: str) -> Any:
 
 
 def _train(
-    options: LifelongOptions, files: Sequence[str], model_dir: Path, task: str,
+    options: LifelongOptions, files: Sequence[str], model_dir: str, task: str,
     start_from: str | None,
 ) -> dict[str, Any]:
     """Train one update into ``model_dir``; returns the state to record."""
@@ -293,14 +299,12 @@ def _score(
 
 def lighttuning_rows(data_dir: str, month: str) -> int:
     """How many rows the month's light-tuning sets hold (UNCHANGED, UPDATED, NEW)."""
-    import tensorflow as tf
-
-    from tw_jax.tasks.layout import join
     from tw_jax.tasks.probes import LIGHTTUNING_MIX
     from tw_jax.tasks.sources import read_probe_csv
 
-    paths = [join(data_dir, month, "probes", f"lighttuning_{c}.csv") for c in LIGHTTUNING_MIX]
-    return sum(len(read_probe_csv(p)) for p in paths if tf.io.gfile.exists(p))
+    files = [paths.join(data_dir, month, "probes", f"lighttuning_{c}.csv")
+             for c in LIGHTTUNING_MIX]
+    return sum(len(read_probe_csv(p)) for p in files if paths.exists(p))
 
 
 def _lighttune(
@@ -318,7 +322,7 @@ def _lighttune(
         return None
     batch = min(options.lighttune_batch_size, rows)
     steps = -(-rows // batch)
-    target = options.out_dir / "lighttuned" / method / trained_through / month
+    target = paths.join(options.out_dir, "lighttuned", method, trained_through, month)
     config = _parse(options, files, [f"MODEL_DIR={str(target)!r}"])
     kind = "_ssm" if data.model_kind(config) == data.ENCDEC else "_object"
     length = options.lighttune_length
@@ -337,7 +341,7 @@ def _lighttune(
 
 
 def _record(
-    options: LifelongOptions, files: Sequence[str], state_path: Path, state: dict[str, Any],
+    options: LifelongOptions, files: Sequence[str], state_path: str, state: dict[str, Any],
     method: str, trained_through: str, months: Sequence[str], data_dir: str,
     vocabulary_task: str, summary: LifelongSummary,
 ) -> None:
@@ -414,13 +418,13 @@ def _initial_step(
     task = f"twiki_full_{first}_{{objective}}"
     state_path = _state_path(options.out_dir, INITIAL, BASE)
     state = _read_state(state_path)
-    _parse(options, files, [f"MODEL_DIR={str(options.out_dir / 'unused')!r}"])
+    _parse(options, files, [f"MODEL_DIR={paths.join(options.out_dir, 'unused')!r}"])
     pretrained = options.initial_checkpoint
     if state is None and pretrained:
         state = {"model_dir": str(pretrained), "given": True, "evaluated": [],
                  "seconds_recorded": True}
     elif state is None:
-        model_dir = options.out_dir / "checkpoints" / INITIAL / first
+        model_dir = paths.join(options.out_dir, "checkpoints", INITIAL, first)
         state = _train(options, files, model_dir, task, _macro("INITIAL_CHECKPOINT_PATH"))
         summary.trained.append(INITIAL)
         write_json(state_path, state)
@@ -446,16 +450,17 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
     tasks = {} if method == INITIAL else {
         m: training_task(method, m, options.train_on) for m in months
     }
-    options.out_dir = Path(options.out_dir).resolve()  # checkpoints are found by absolute path
+    # Checkpoints are found by absolute path; a URL stays a URL (never pathlib: gs:// → gs:/).
+    options.out_dir = paths.resolve(options.out_dir)
     summary = LifelongSummary(method, results_path(options.out_dir))
 
-    _parse(options, options.gin_files, [f"MODEL_DIR={str(options.out_dir / 'unused')!r}"])
+    _parse(options, options.gin_files, [f"MODEL_DIR={paths.join(options.out_dir, 'unused')!r}"])
     data_dir = _data_dir(options)
     options.data_dir = data_dir
     _register_tasks()
     for month in months:
-        folder = os.path.join(data_dir, month)
-        if not os.path.isdir(folder):
+        folder = paths.join(data_dir, month)
+        if not paths.isdir(folder):
             raise LifelongError(f"{folder}: no data for month {month} (run tw-jax diffset/probes)")
 
     previous = _initial_step(options, method, months, data_dir, summary)
@@ -465,7 +470,7 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
         state_path = _state_path(options.out_dir, method, month)
         state = _read_state(state_path)
         if state is None:
-            model_dir = options.out_dir / "checkpoints" / method / month
+            model_dir = paths.join(options.out_dir, "checkpoints", method, month)
             state = _train(options, options.gin_files, model_dir, tasks[month], previous)
             summary.trained.append(month)
             write_json(state_path, state)

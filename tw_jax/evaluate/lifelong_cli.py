@@ -8,7 +8,9 @@ Gin files and bindings work as for ``tw-jax train`` (``--gin.KEY=VALUE`` too); t
 MODEL_DIR, MIXTURE_OR_TASK_NAME, INITIAL_CHECKPOINT_PATH and DATA_DIR for each month itself.
 Writes ``OUT_DIR/results.jsonl`` (read it with ``tw-jax report OUT_DIR``), checkpoints under
 ``OUT_DIR/checkpoints/<method>/<MMMM>/`` and progress under ``OUT_DIR/state/``; a rerun skips
-finished months. See :mod:`tw_jax.evaluate.lifelong` for the schedule and INITIAL.
+finished months. ``--data``, ``--out`` and ``--initial-checkpoint`` may be local or in a bucket
+(``gs://``); they are resolved and checked here, once. See :mod:`tw_jax.evaluate.lifelong` for
+the schedule and INITIAL.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import logging
 import sys
 
 from tw_jax.evaluate.lifelong import METRIC_GROUPS, TRAINS_ON
+from tw_jax.io.cli_paths import input_path, output_path
 
 
 def _csv(text: str) -> list[str]:
@@ -42,17 +45,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="folder to look for gin files in (repeatable, comma-separated ok)")
     parser.add_argument("--months", required=True, type=_csv, metavar="MMMM,MMMM,...",
                         help="month pairs in order, a chain such as 0809,0910,1011")
-    parser.add_argument("--data", default=None, metavar="DATA_DIR",
-                        help="the data folder (default: gin DATA_DIR or $TW_JAX_DATA_DIR)")
-    parser.add_argument("--out", required=True, metavar="OUT_DIR",
-                        help="results.jsonl, checkpoints/ and state/ go here")
+    parser.add_argument("--data", default=None, metavar="DATA_DIR", type=input_path,
+                        help="the data folder, local or gs:// (default: gin DATA_DIR or "
+                             "$TW_JAX_DATA_DIR)")
+    parser.add_argument("--out", required=True, metavar="OUT_DIR", type=output_path,
+                        help="results.jsonl, checkpoints/ and state/ go here (local or gs://)")
     parser.add_argument("--eval-matrix", action="store_true",
                         help="score every checkpoint on every month's probes (Fig. 5)")
     parser.add_argument("--method", default=None,
                         help="method name in the results (default: the first gin file's stem)")
     parser.add_argument("--train-on", choices=sorted(set(TRAINS_ON.values())), default=None,
                         help="training data of a method the runner does not know by name")
-    parser.add_argument("--initial-checkpoint", default=None, metavar="PATH",
+    parser.add_argument("--initial-checkpoint", default=None, metavar="PATH", type=input_path,
                         help="use this checkpoint as INITIAL instead of training one on the "
                              "first month's snapshot (orbax MODEL_DIR or Hugging Face folder)")
     parser.add_argument("--initial-gin-file", action="append", default=None, metavar="FILE",

@@ -20,20 +20,24 @@ Probe rows come from ``DATA/<MMMM>/probes/<category>.csv``; proper-noun perplexi
 month's DiffSet (``diffset.jsonl``) and NON-DiffSet (``unchanged.jsonl``) articles cut into
 ``propn_instances`` blocks of ``propn_length`` tokens (:mod:`tw_jax.evaluate.propn`). Tagging a
 corpus with spaCy costs far more than scoring it, so :class:`BlockCache` tags each (month,
-corpus) once per vocabulary and keeps the sampled blocks on disk for every later checkpoint
-and rerun. A category without rows is skipped and named; nothing is silently dropped.
+corpus) once per vocabulary and keeps the sampled blocks in its folder (local or in a bucket,
+beside the run's results) for every later checkpoint and rerun. The data folder may be local or
+in a bucket too: every file here is read through :mod:`tw_jax.io.paths`. A category without rows
+is skipped and named; nothing is silently dropped.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from tw_jax.io import paths
 
 CATEGORIES: tuple[str, ...] = ("unchanged", "updated", "new", "deleted")
 CHANGED = "changed"
@@ -73,14 +77,11 @@ class EvalSettings:
 
 def read_probes(data_dir: str, month: str, category: str, limit: int | None = None) -> list[dict]:
     """Rows of ``DATA/<month>/probes/<category>.csv`` (the first ``limit`` when given)."""
-    import tensorflow as tf
-
     from tw_jax.preprocess.errors import DumpError
-    from tw_jax.tasks.layout import join
     from tw_jax.tasks.sources import read_probe_csv
 
-    path = join(data_dir, month, "probes", f"{category}.csv")
-    if not tf.io.gfile.exists(path):
+    path = paths.join(data_dir, month, "probes", f"{category}.csv")
+    if not paths.exists(path):
         raise DumpError(path, None, f"no {category} probes for {month} (run tw-jax probes)")
     rows = read_probe_csv(path)
     return rows[:limit] if limit is not None else rows
@@ -158,7 +159,7 @@ class BlockCache:
     PROBE_TEXT = "Proper nouns such as Wikipedia, London and Barack Obama tell us the facts."
 
     def __init__(self, folder: str | os.PathLike[str] | None, settings: EvalSettings) -> None:
-        self.folder = Path(folder) if folder is not None else None
+        self.folder = os.fspath(folder) if folder is not None else None
         self.settings = settings
         self._memory: dict[tuple[str, str, str], Any] = {}
         self._nlp: Any = None
@@ -172,22 +173,21 @@ class BlockCache:
         """The month's sampled blocks of ``corpus`` (``None`` when it has no file)."""
         from tw_jax.evaluate import propn
         from tw_jax.io.atomic import atomic_open
-        from tw_jax.tasks.layout import join
 
         s = self.settings
         key = (month, corpus, self._fingerprint(vocabulary))
         if key in self._memory:
             return self._memory[key]
         name = f"{month}_{corpus}_{s.propn_instances}x{s.propn_length}_s{s.propn_seed}_{key[2]}"
-        cached = self.folder / f"{name}.npz" if self.folder is not None else None
-        if cached is not None and cached.is_file():
-            with np.load(cached) as stored:
+        cached = paths.join(self.folder, f"{name}.npz") if self.folder is not None else None
+        if cached is not None and paths.isfile(cached):
+            with np.load(io.BytesIO(paths.read_bytes(cached))) as stored:
                 blocks = [propn.Block(int(i), tuple(map(int, ids)), tuple(map(bool, flags)))
                           for i, ids, flags in zip(stored["index"], stored["ids"],
                                                    stored["propn"], strict=True)]
         else:
-            source = join(data_dir, month, "diffset", PROPN_CORPORA[corpus])
-            if not os.path.isfile(source):
+            source = paths.join(data_dir, month, "diffset", PROPN_CORPORA[corpus])
+            if not paths.isfile(source):
                 return None
             if self._nlp is None:
                 self._nlp = propn.load_pos_pipeline(s.spacy_model)
@@ -196,10 +196,11 @@ class BlockCache:
                                          seed=s.propn_seed)
             if cached is not None:
                 ids, flags = propn.as_array(blocks)
-                cached.parent.mkdir(parents=True, exist_ok=True)
+                data = io.BytesIO()  # np.savez seeks; an object being uploaded cannot
+                np.savez(data, index=np.asarray([b.index for b in blocks], np.int64),
+                         ids=ids, propn=flags)
                 with atomic_open(cached, "wb") as handle:
-                    np.savez(handle, index=np.asarray([b.index for b in blocks], np.int64),
-                             ids=ids, propn=flags)
+                    handle.write(data.getvalue())
         self._memory[key] = blocks
         return blocks
 

@@ -9,13 +9,15 @@
   other; each panel has its own colour scale, darker is better (lower).
 
 matplotlib runs on the Agg backend (no display). Every figure has a title, axis labels and a
-legend or colour bar; a figure without data is not written (the function returns None).
+legend or colour bar; a figure without data is not written (the function returns None). A figure
+is rendered into memory and written atomically, into a local folder or a bucket (``gs://``).
 """
 
 from __future__ import annotations
 
+import io
 import math
-from pathlib import Path
+import os
 
 import matplotlib
 
@@ -25,26 +27,31 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from tw_jax.evaluate.report import ResultIndex, probe_average  # noqa: E402
 from tw_jax.evaluate.results import BASE  # noqa: E402
+from tw_jax.io import paths  # noqa: E402
 from tw_jax.io.atomic import atomic_open  # noqa: E402
+
+PathLike = str | os.PathLike[str]
 
 DPI = 120
 PROPN_PANELS = (("diffset", "propn_ppl_diffset", "TWiki-DiffSets"),
                 ("nondiff", "propn_ppl_nondiff", "NON-TWiki-DiffSets"))
 
 
-def _save(figure: plt.Figure, path: Path) -> Path:
+def _save(figure: plt.Figure, path: PathLike) -> paths.Path:
     figure.tight_layout()
-    with atomic_open(path, "wb") as handle:
-        figure.savefig(handle, format="png", dpi=DPI)
+    png = io.BytesIO()
+    figure.savefig(png, format="png", dpi=DPI)
     plt.close(figure)
-    return path
+    with atomic_open(path, "wb") as handle:
+        handle.write(png.getvalue())
+    return paths.as_path(path)
 
 
 def _initial(index: ResultIndex, month: str, category: str, metric: str) -> float | None:
     return index.get("initial", BASE, month, category, metric)
 
 
-def plot_relative_propn(index: ResultIndex, path: Path) -> Path | None:
+def plot_relative_propn(index: ResultIndex, path: PathLike) -> paths.Path | None:
     """Fig. 3: each method's proper-noun perplexity divided by INITIAL's, per month."""
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     drawn = False
@@ -75,7 +82,9 @@ def plot_relative_propn(index: ResultIndex, path: Path) -> Path | None:
     return _save(figure, path)
 
 
-def plot_probe_average(index: ResultIndex, path: Path, metric: str = "ppl") -> Path | None:
+def plot_probe_average(
+    index: ResultIndex, path: PathLike, metric: str = "ppl"
+) -> paths.Path | None:
     """Fig. 4: stability-plasticity average probe perplexity per month and method."""
     months = index.eval_months(metric)
     methods = index.methods()
@@ -97,7 +106,9 @@ def plot_probe_average(index: ResultIndex, path: Path, metric: str = "ppl") -> P
     return _save(figure, path)
 
 
-def plot_misalignment(index: ResultIndex, path: Path, metric: str = "ppl") -> Path | None:
+def plot_misalignment(
+    index: ResultIndex, path: PathLike, metric: str = "ppl"
+) -> paths.Path | None:
     """Fig. 5: probe perplexity by training month (rows) × evaluation month (columns)."""
     category = "changed" if "changed" in index.categories(metric) else "new"
     methods = [m for m in index.methods() if index.trained_months(m)]
@@ -129,11 +140,12 @@ def plot_misalignment(index: ResultIndex, path: Path, metric: str = "ppl") -> Pa
     return _save(figure, path)
 
 
-def write_plots(index: ResultIndex, out_dir: Path) -> list[Path]:
-    """Every figure the results support, as ``fig3_relative_propn.png`` etc.; returns paths."""
+def write_plots(index: ResultIndex, out_dir: PathLike) -> list[paths.Path]:
+    """Every figure the results support, as ``fig3_relative_propn.png`` etc. in a local folder
+    or a bucket; returns paths."""
     made = [
-        plot_relative_propn(index, out_dir / "fig3_relative_propn.png"),
-        plot_probe_average(index, out_dir / "fig4_probe_average.png"),
-        plot_misalignment(index, out_dir / "fig5_misalignment.png"),
+        plot_relative_propn(index, paths.join(out_dir, "fig3_relative_propn.png")),
+        plot_probe_average(index, paths.join(out_dir, "fig4_probe_average.png")),
+        plot_misalignment(index, paths.join(out_dir, "fig5_misalignment.png")),
     ]
     return [p for p in made if p is not None]

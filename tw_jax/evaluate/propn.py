@@ -95,9 +95,12 @@ def tag_texts(
 
 
 def read_articles(path: str | os.PathLike[str]) -> Iterator[str]:
-    """The ``text`` of each line of a DiffSet-stage JSONL file (``diffset``, ``full``, ...)."""
+    """The ``text`` of each line of a DiffSet-stage JSONL file (``diffset``, ``full``, ...), local
+    or in a bucket."""
+    from tw_jax.io import paths
+
     path = os.fspath(path)
-    with open(path, encoding="utf-8") as handle:
+    with paths.open_file(path, "r", encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue

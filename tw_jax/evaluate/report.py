@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from tw_jax.evaluate.fuar import (
     Fuar,
@@ -33,6 +33,7 @@ from tw_jax.evaluate.fuar import (
     stability_plasticity_preprint,
 )
 from tw_jax.evaluate.results import BASE, METHODS, METRICS, NO_MONTH, Result
+from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 
 CATEGORY_LABELS = {"unchanged": "Un", "updated": "Up", "new": "New", "deleted": "Del",
@@ -264,13 +265,14 @@ def all_tables(index: ResultIndex) -> list[Table]:
     return tables
 
 
-def write_tables(tables: Sequence[Table], out_dir: Path) -> list[Path]:
-    """``{name}.md`` and ``{name}.csv`` per table, written atomically; returns the paths."""
-    paths = []
+def write_tables(tables: Sequence[Table], out_dir: str | os.PathLike[str]) -> list[paths.Path]:
+    """``{name}.md`` and ``{name}.csv`` per table, written atomically into a local folder or a
+    bucket; returns the paths."""
+    written = []
     for table in tables:
         for suffix, text in ((".md", table.markdown()), (".csv", table.csv())):
-            path = out_dir / f"{table.name}{suffix}"
+            path = paths.join(out_dir, f"{table.name}{suffix}")
             with atomic_open(path, "w", encoding="utf-8", newline="") as handle:
                 handle.write(text)
-            paths.append(path)
-    return paths
+            written.append(paths.as_path(path))
+    return written

@@ -4,26 +4,33 @@ Runs of several methods (one OUT_DIR each, or one with everything) are combined;
 number replaces an earlier one with the same key. Writes, into ``--out`` (default: the first
 OUT_DIR's ``report/``): ``report.md`` (every table, figures linked), ``table_*.md`` and
 ``table_*.csv``, and ``fig3_relative_propn.png``, ``fig4_probe_average.png``,
-``fig5_misalignment.png`` where the results have their numbers.
+``fig5_misalignment.png`` where the results have their numbers. Run folders and ``--out`` may be
+local or in a bucket (``gs://``).
 """
 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import os
 
 from tw_jax.evaluate.results import read_results, results_path
+from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
+from tw_jax.io.cli_paths import input_path, output_path
 
 
-def build_report(run_dirs: list[str], out: str | Path) -> dict[str, list[Path]]:
-    """Read the runs, write tables, figures and ``report.md`` into ``out``; returns the paths."""
+def build_report(
+    run_dirs: list[str], out: str | os.PathLike[str]
+) -> dict[str, list[paths.Path]]:
+    """Read the runs, write tables, figures and ``report.md`` into ``out`` (a local folder or a
+    bucket; ``report.md`` last, so its presence means the report is complete); returns the
+    paths."""
     from tw_jax.evaluate.plots import write_plots
     from tw_jax.evaluate.report import ResultIndex, all_tables, write_tables
 
     results = read_results(run_dirs)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = os.fspath(out)
+    paths.makedirs(out)
     index = ResultIndex(results)
     tables = all_tables(index)
     table_paths = write_tables(tables, out)
@@ -32,10 +39,10 @@ def build_report(run_dirs: list[str], out: str | Path) -> dict[str, list[Path]]:
     parts = [f"# Evaluation report\n\n{len(results)} results from {sources}.\n"]
     parts += [table.markdown() for table in tables]
     parts += [f"![{p.stem}]({p.name})\n" for p in figures]
-    summary = out / "report.md"
+    summary = paths.join(out, "report.md")
     with atomic_open(summary, "w", encoding="utf-8") as handle:
         handle.write("\n".join(parts))
-    return {"tables": table_paths, "figures": figures, "report": [summary]}
+    return {"tables": table_paths, "figures": figures, "report": [paths.as_path(summary)]}
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -44,17 +51,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="tables (Markdown, CSV) and figures (PNG) from evaluation results",
         description=__doc__.split("\n\n", 1)[1],
     )
-    parser.add_argument("run_dirs", nargs="+", metavar="OUT_DIR",
-                        help="a run folder holding results.jsonl (or the .jsonl file itself)")
-    parser.add_argument("--out", default=None,
-                        help="where to write the report (default: FIRST_OUT_DIR/report)")
+    parser.add_argument("run_dirs", nargs="+", metavar="OUT_DIR", type=input_path,
+                        help="a run folder holding results.jsonl (or the .jsonl file itself), "
+                             "local or gs://")
+    parser.add_argument("--out", default=None, type=output_path,
+                        help="where to write the report, local or gs:// "
+                             "(default: FIRST_OUT_DIR/report)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    first = results_path(args.run_dirs[0]).parent
-    out = Path(args.out) if args.out else first / "report"
+    first = os.fspath(results_path(args.run_dirs[0]).parent)
+    out = args.out or paths.join(first, "report")
     written = build_report(args.run_dirs, out)
     figures = len(written["figures"])
-    print(f"report: {out / 'report.md'} ({len(written['tables']) // 2} tables, {figures} figures)")
+    print(f"report: {written['report'][0]} ({len(written['tables']) // 2} tables, "
+          f"{figures} figures)")
     return 0

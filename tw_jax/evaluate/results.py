@@ -20,10 +20,15 @@ A later line with the same key (method, trained_through, eval_month, category, m
 an earlier one, so re-running an evaluation just appends. Month ids are ``MMMM`` strings and sort
 as strings (``0809 < 0910 < 1011 < 1112``), which is the benchmark's order.
 
-Lines are appended whole with one ``write`` on a file opened in append mode and flushed to disk:
-concurrent writers (several evaluation jobs) never interleave inside a line on a local or POSIX
-file system, and an interrupted write leaves at most one torn last line, which the reader reports
-with the file and line number.
+The file may be local or in a bucket (``OUT_DIR`` a ``gs://`` URL). Locally, lines are appended
+whole with one ``write`` on a file opened in append mode and flushed to disk: concurrent writers
+(several evaluation jobs) never interleave inside a line on a local or POSIX file system, and an
+interrupted write leaves at most one torn last line, which the reader reports with the file and
+line number. Objects cannot be appended to, so in a bucket an append reads the object, adds the
+lines and uploads the whole file under a temporary name, then moves it into place: readers see
+the old file or the new one, never a torn line. Two jobs appending to one bucket file at the
+same moment can lose one job's lines (the later upload wins), so give concurrent jobs their own
+``OUT_DIR`` and combine them with ``tw-jax report OUT_A OUT_B``.
 """
 
 from __future__ import annotations
@@ -34,8 +39,9 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
+from tw_jax.io import paths
+from tw_jax.io.atomic import atomic_open
 from tw_jax.preprocess.errors import DumpError
 
 RESULTS_FILE = "results.jsonl"
@@ -146,15 +152,17 @@ class Result:
         return json.dumps(asdict(self), ensure_ascii=False, allow_nan=False)
 
 
-def results_path(out_dir: str | os.PathLike[str]) -> Path:
-    """``OUT_DIR/results.jsonl``; a path that already names a ``.jsonl`` file is kept."""
-    path = Path(out_dir)
+def results_path(out_dir: str | os.PathLike[str]) -> paths.Path:
+    """``OUT_DIR/results.jsonl``; a path that already names a ``.jsonl`` file is kept. A URL stays
+    a URL (the path object is :class:`etils.epath.Path`, equal to a ``pathlib.Path`` locally)."""
+    path = paths.as_path(out_dir)
     return path if path.suffix == ".jsonl" else path / RESULTS_FILE
 
 
-def append_results(out_dir: str | os.PathLike[str], results: Iterable[Result]) -> Path:
-    """Validate, then append ``results`` to ``OUT_DIR/results.jsonl`` in one write; returns the
-    file. Nothing is written when any result is invalid."""
+def append_results(out_dir: str | os.PathLike[str], results: Iterable[Result]) -> paths.Path:
+    """Validate, then append ``results`` to ``OUT_DIR/results.jsonl`` in one write (in a bucket:
+    rewrite it whole, atomically); returns the file. Nothing is written when any result is
+    invalid."""
     results = list(results)
     for index, result in enumerate(results):
         try:
@@ -162,8 +170,12 @@ def append_results(out_dir: str | os.PathLike[str], results: Iterable[Result]) -
         except ValueError as error:
             raise ValueError(f"result {index} ({result}): {error}") from None
     path = results_path(out_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = "".join(r.to_json() + "\n" for r in results).encode("utf-8")
+    if paths.is_url(path):
+        if payload:
+            _rewrite_with(os.fspath(path), payload)
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
     if not payload:
         return path
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -175,6 +187,16 @@ def append_results(out_dir: str | os.PathLike[str], results: Iterable[Result]) -
     finally:
         os.close(fd)
     return path
+
+
+def _rewrite_with(url: str, payload: bytes) -> None:
+    """Appends to an object the only way a bucket allows: the old bytes plus the new, uploaded
+    under a temporary name and moved into place (the old file stays whole until then)."""
+    old = paths.read_bytes(url) if paths.exists(url) else b""
+    if old and not old.endswith(b"\n"):
+        old += b"\n"  # a file written elsewhere without its last newline
+    with atomic_open(url, "wb") as handle:
+        handle.write(old + payload)
 
 
 def parse_line(line: str, path: str, number: int) -> Result:
@@ -205,14 +227,15 @@ def parse_line(line: str, path: str, number: int) -> Result:
 
 
 def iter_results(path: str | os.PathLike[str]) -> Iterator[Result]:
-    """Every result of one file in order (blank lines skipped), validated."""
-    path = results_path(path)
-    if not path.exists():
-        raise DumpError(str(path), None, "no results file (evaluations write results.jsonl)")
-    with open(path, encoding="utf-8") as handle:
+    """Every result of one file (local or in a bucket) in order (blank lines skipped),
+    validated."""
+    path = os.fspath(results_path(path))
+    if not paths.exists(path):
+        raise DumpError(path, None, "no results file (evaluations write results.jsonl)")
+    with paths.open_file(path, "r", encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if line.strip():
-                yield parse_line(line, str(path), number)
+                yield parse_line(line, path, number)
 
 
 def read_results(paths: Iterable[str | os.PathLike[str]]) -> list[Result]:

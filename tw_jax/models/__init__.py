@@ -1,7 +1,7 @@
 """Models: the contract later stages (training, evaluation, tools) rely on.
 
-- :func:`load_pretrained` reads a local Hugging Face folder (``config.json`` + safetensors) and
-  dispatches on ``model_type``: ``gpt2`` and ``t5``.
+- :func:`load_pretrained` reads a Hugging Face folder, local or ``gs://`` (``config.json`` +
+  safetensors), and dispatches on ``model_type``: ``gpt2`` and ``t5``.
 - :func:`forward_logits` runs one teacher-forced forward pass and returns numpy logits, the same
   call for decoder-only and encoder-decoder models.
 - :func:`build_model` / :func:`abstract_variables` make a model from a config and its variable
@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import flax.linen as nn
@@ -70,7 +69,7 @@ def abstract_variables(config: ModelConfig, batch_size: int = 1, length: int = 8
     return module.abstract_variables(config, batch_size, length)
 
 
-def _with_variant_weights(model: nn.Module, params: Any, source: Path) -> Any:
+def _with_variant_weights(model: nn.Module, params: Any, source: str) -> Any:
     """Complete a pretrained tree with freshly initialised LoRA / adapter / Modular weights."""
     from tw_jax.models.variants import fill_missing
 
@@ -86,7 +85,7 @@ def _with_variant_weights(model: nn.Module, params: Any, source: Path) -> Any:
     return jax.tree.map(jnp.asarray, merged)
 
 
-def _load_gpt2(path: Path, overrides: dict[str, Any]) -> tuple[nn.Module, Any]:
+def _load_gpt2(path: str, overrides: dict[str, Any]) -> tuple[nn.Module, Any]:
     from tw_jax.models.hf_io import load_gpt2
 
     config, params = load_gpt2(path, **overrides)
@@ -94,7 +93,7 @@ def _load_gpt2(path: Path, overrides: dict[str, Any]) -> tuple[nn.Module, Any]:
     return model, _with_variant_weights(model, params, path)
 
 
-def _load_t5(path: Path, overrides: dict[str, Any]) -> tuple[nn.Module, Any]:
+def _load_t5(path: str, overrides: dict[str, Any]) -> tuple[nn.Module, Any]:
     from tw_jax.models.t5_io import load_t5
 
     config, params = load_t5(path, **overrides)
@@ -103,25 +102,26 @@ def _load_t5(path: Path, overrides: dict[str, Any]) -> tuple[nn.Module, Any]:
 
 
 # model_type (from config.json) -> loader.
-LOADERS: dict[str, Callable[[Path, dict[str, Any]], tuple[nn.Module, Any]]] = {
+LOADERS: dict[str, Callable[[str, dict[str, Any]], tuple[nn.Module, Any]]] = {
     "gpt2": _load_gpt2,
     "t5": _load_t5,
 }
 
 
 def load_pretrained(path: str | os.PathLike[str], **overrides: Any) -> tuple[nn.Module, Any]:
-    """``(model, params)`` from a local Hugging Face checkpoint folder; nothing is downloaded.
+    """``(model, params)`` from a Hugging Face checkpoint folder, local or in a bucket
+    (``gs://``; never through pathlib, which would mangle the URL); nothing is downloaded.
 
     ``overrides`` set config fields, e.g. ``dtype="bfloat16"``, ``remat=True`` or a variant
     (``lora=LoRAConfig()``), whose new weights are then initialised fresh (seed 0) and logged.
     """
     from tw_jax.models.hf_io import read_config
 
-    folder = Path(path)
+    folder = os.fspath(path)
     model_type = read_config(folder).get("model_type")
     if model_type not in LOADERS:
         raise ValueError(
-            f"{folder / 'config.json'}: model_type {model_type!r} is not supported "
+            f"{os.path.join(folder, 'config.json')}: model_type {model_type!r} is not supported "
             f"(supported: {', '.join(sorted(LOADERS))})"
         )
     return LOADERS[model_type](folder, overrides)

@@ -5,19 +5,25 @@ from disk cannot run code. Hugging Face GPT-2 stores ``c_attn``/``c_proj``/``c_f
 weights laid out ``(in, out)``; ``c_attn`` fuses query, key and value along ``out``. We keep
 separate ``(embed, heads, kv)`` kernels, so import splits and reshapes and export concatenates and
 reshapes back — both exact, so a round trip reproduces every array bit for bit.
+
+Folders may be local or in a bucket (``gs://``): files go through :mod:`tw_jax.io.paths`. A local
+safetensors file is read with ``load_file``; an object is fetched whole and parsed from bytes
+(``safetensors.numpy.load``), and written from bytes (``safetensors.numpy.save``). Every file is
+written under a temporary name and renamed into place; ``config.json`` is written last, so a
+folder with a ``config.json`` (what loaders look for) is complete.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from safetensors.numpy import load_file, save_file
+from safetensors.numpy import load, load_file, save, save_file
 
-from tw_jax.io.atomic import commit, discard, temporary_sibling, write_json
+from tw_jax.io import paths
+from tw_jax.io.atomic import atomic_open, commit, discard, temporary_sibling, write_json
 from tw_jax.models.gpt2 import GPT2Config
 from tw_jax.models.variants import export_params
 
@@ -27,27 +33,41 @@ INDEX_FILE = "model.safetensors.index.json"
 _IGNORED_SUFFIXES = (".attn.bias", ".attn.masked_bias")
 
 
+def _folder(path: str | os.PathLike[str]) -> str:
+    """A folder as a string (URLs intact; never through pathlib, which mangles ``gs://``)."""
+    return os.fspath(path)
+
+
 def read_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The parsed ``config.json`` of a checkpoint folder, with a clear error when it is missing."""
-    config_path = Path(path) / "config.json"
-    if not config_path.is_file():
-        raise FileNotFoundError(f"no config.json in {Path(path)}")
-    return json.loads(config_path.read_text())
+    folder = _folder(path)
+    config_path = paths.join(folder, "config.json")
+    if not paths.isfile(config_path):
+        raise FileNotFoundError(f"no config.json in {folder}")
+    return json.loads(paths.read_text(config_path))
+
+
+def load_tensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """The tensors of one safetensors file, local or in a bucket."""
+    if paths.is_url(path):
+        return load(paths.read_bytes(path))
+    return load_file(os.fspath(path))
 
 
 def read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """Every tensor of a checkpoint folder: ``model.safetensors`` or the shards its index names."""
-    folder = Path(path)
-    if (folder / SINGLE_FILE).is_file():
-        return load_file(folder / SINGLE_FILE)
-    if (folder / INDEX_FILE).is_file():
-        weight_map = json.loads((folder / INDEX_FILE).read_text())["weight_map"]
+    folder = _folder(path)
+    if paths.isfile(paths.join(folder, SINGLE_FILE)):
+        return load_tensors(paths.join(folder, SINGLE_FILE))
+    index = paths.join(folder, INDEX_FILE)
+    if paths.isfile(index):
+        weight_map = json.loads(paths.read_text(index))["weight_map"]
         tensors: dict[str, np.ndarray] = {}
         for shard in sorted(set(weight_map.values())):
-            tensors.update(load_file(folder / shard))
+            tensors.update(load_tensors(paths.join(folder, shard)))
         missing = sorted(set(weight_map) - set(tensors))
         if missing:
-            raise ValueError(f"{folder / INDEX_FILE} names tensors absent from its shards: {missing[:5]}")
+            raise ValueError(f"{index} names tensors absent from its shards: {missing[:5]}")
         return tensors
     raise FileNotFoundError(
         f"no {SINGLE_FILE} or {INDEX_FILE} in {folder} (only safetensors are read; "
@@ -55,7 +75,7 @@ def read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     )
 
 
-def _strip(tensors: dict[str, np.ndarray], source: Path) -> dict[str, np.ndarray]:
+def _strip(tensors: dict[str, np.ndarray], source: str) -> dict[str, np.ndarray]:
     """Drop the ``transformer.`` prefix, buffers, and a tied ``lm_head`` (refuse an untied one)."""
     out: dict[str, np.ndarray] = {}
     lm_head = None
@@ -76,7 +96,7 @@ def gpt2_params_from_hf(
     tensors: dict[str, np.ndarray], config: GPT2Config, source: str | os.PathLike[str] = "<tensors>"
 ) -> dict[str, Any]:
     """Our ``params`` tree from Hugging Face GPT-2 tensors (names as saved by ``save_pretrained``)."""
-    source = Path(source)
+    source = os.fspath(source)
     flat = _strip(tensors, source)
     used: set[str] = set()
     dtype = np.dtype(config.param_dtype)
@@ -171,10 +191,19 @@ def load_gpt2(path: str | os.PathLike[str], **overrides: Any) -> tuple[GPT2Confi
     return config, gpt2_params_from_hf(read_safetensors(path), config, source=path)
 
 
-def _save_tensors(tensors: dict[str, np.ndarray], path: Path) -> None:
+_METADATA = {"format": "pt"}
+
+
+def _save_tensors(tensors: dict[str, np.ndarray], path: str) -> None:
+    """One safetensors file, atomically: written locally in place (no copy in memory), or
+    serialised to bytes and uploaded as one object."""
+    if paths.is_url(path):
+        with atomic_open(path, "wb") as handle:
+            handle.write(save(tensors, metadata=_METADATA))
+        return
     temporary = temporary_sibling(path)
     try:
-        save_file(tensors, str(temporary), metadata={"format": "pt"})
+        save_file(tensors, os.fspath(temporary), metadata=_METADATA)
         commit(temporary, path)
     except BaseException:
         discard(temporary)
@@ -194,19 +223,33 @@ def save_gpt2(
     With ``max_shard_bytes`` the tensors are split, in name order, into
     ``model-0000k-of-0000n.safetensors`` files plus ``model.safetensors.index.json``.
     """
-    folder = Path(path)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = _folder(path)
     tensors = gpt2_params_to_hf(export_params(params, config), config)
-    write_json(folder / "config.json", config.to_hf_config())
+    write_folder(folder, config.to_hf_config(), tensors, max_shard_bytes)
+
+
+def write_folder(
+    folder: str | os.PathLike[str],
+    hf_config: dict[str, Any],
+    tensors: dict[str, np.ndarray],
+    max_shard_bytes: int | None = None,
+) -> None:
+    """A Hugging Face folder (local or in a bucket): the tensors, then ``config.json`` last."""
+    folder = _folder(folder)
+    paths.makedirs(folder)
     write_tensors(folder, tensors, max_shard_bytes)
+    write_json(paths.join(folder, "config.json"), hf_config)
 
 
 def write_tensors(
-    folder: Path, tensors: dict[str, np.ndarray], max_shard_bytes: int | None = None
+    folder: str | os.PathLike[str],
+    tensors: dict[str, np.ndarray],
+    max_shard_bytes: int | None = None,
 ) -> None:
     """``model.safetensors``, or with ``max_shard_bytes`` shards in name order plus their index."""
+    folder = _folder(folder)
     if max_shard_bytes is None:
-        _save_tensors(tensors, folder / SINGLE_FILE)
+        _save_tensors(tensors, paths.join(folder, SINGLE_FILE))
         return
     shards: list[dict[str, np.ndarray]] = [{}]
     size = 0
@@ -219,7 +262,8 @@ def write_tensors(
     weight_map = {}
     for k, shard in enumerate(shards, start=1):
         file_name = f"model-{k:05d}-of-{len(shards):05d}.safetensors"
-        _save_tensors(shard, folder / file_name)
+        _save_tensors(shard, paths.join(folder, file_name))
         weight_map.update(dict.fromkeys(shard, file_name))
     total = sum(t.nbytes for t in tensors.values())
-    write_json(folder / INDEX_FILE, {"metadata": {"total_size": total}, "weight_map": weight_map})
+    write_json(paths.join(folder, INDEX_FILE),
+               {"metadata": {"total_size": total}, "weight_map": weight_map})

@@ -3,19 +3,18 @@
 As in ``hf_io.py``, only ``safetensors.numpy`` is used. Hugging Face T5 stores every projection as a
 ``torch.nn.Linear`` weight laid out ``(out, in)``; we keep ``(in, ...)`` kernels with separate head
 axes, so import transposes and reshapes and export does the reverse: exact both ways. The relative
-position bias lives in Hugging Face's first layer of each stack and in our stack itself.
+position bias lives in Hugging Face's first layer of each stack and in our stack itself. Folders may
+be local or in a bucket (``gs://``), as in ``hf_io.py``.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tw_jax.io.atomic import write_json
-from tw_jax.models.hf_io import read_config, read_safetensors, write_tensors
+from tw_jax.models.hf_io import read_config, read_safetensors, write_folder
 from tw_jax.models.t5 import T5Config
 from tw_jax.models.variants import export_params
 
@@ -34,7 +33,7 @@ def t5_params_from_hf(
 
     Refuses missing tensors and tensors this config has no place for.
     """
-    source = Path(source)
+    source = os.fspath(source)
     used: set[str] = set()
     dtype = np.dtype(config.param_dtype)
     d, h, dk, ff = config.d_model, config.num_heads, config.d_kv, config.d_ff
@@ -170,8 +169,5 @@ def save_t5(
     max_shard_bytes: int | None = None,
 ) -> None:
     """Write ``config.json`` and ``model.safetensors`` (or shards + index) that Hugging Face loads."""
-    folder = Path(path)
-    folder.mkdir(parents=True, exist_ok=True)
     tensors = t5_params_to_hf(export_params(params, config), config)
-    write_json(folder / "config.json", config.to_hf_config())
-    write_tensors(folder, tensors, max_shard_bytes)
+    write_folder(path, config.to_hf_config(), tensors, max_shard_bytes)
