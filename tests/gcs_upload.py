@@ -22,21 +22,3 @@ def upload_tree(local: str | os.PathLike[str], url: str) -> list[str]:
         raise ValueError(f"{local}: nothing to upload")
     return sorted(names)
 
-
-def download_tree(url: str, local: str | os.PathLike[str]) -> list[str]:
-    """The reverse, for comparing a bucket's files with a local run's: every object below
-    ``url`` copied under ``local``; returns the relative names, sorted."""
-    local = os.fspath(local)
-    names = []
-    pending = [url.rstrip("/")]
-    while pending:
-        folder = pending.pop()
-        for name in paths.listdir(folder):
-            child = f"{folder}/{name}"
-            if paths.isdir(child):
-                pending.append(child)
-                continue
-            relative = child[len(url.rstrip("/")) + 1 :]
-            paths.copy(child, os.path.join(local, *relative.split("/")))
-            names.append(relative)
-    return sorted(names)

@@ -130,3 +130,32 @@ def test_vocabularies_written_to_and_read_from_a_bucket(gcs_bucket, gcs_server, 
     assert gpt2_remote == gpt2_local and gpt2_remote.encode(text) == gpt2_local.encode(text)
     with pytest.raises(FileNotFoundError, match=f"^{gcs_bucket}/nothing: no such SentencePiece model file$"):
         t5_vocabulary(f"{gcs_bucket}/nothing")
+
+
+def test_released_files_in_a_bucket_register_and_read_in_place(task_data, gcs_bucket, tmp_path):
+    """The published release as a folder of zips in a bucket: the same tasks and examples as
+    the local folder (zip members read with ranged requests, nothing extracted)."""
+    from test_published_tasks import EXPECTED, examples, register, write_release, zip_folder
+
+    source, downloads = tmp_path / "release", tmp_path / "downloads"
+    write_release(source)
+    downloads.mkdir()
+    for top in ("TWiki_Diffsets", "TWiki_Probes", "Wikipedia_Full"):
+        zip_folder(source / top, downloads / f"{top}.zip")
+    upload_tree(downloads, f"{gcs_bucket}/downloads")
+    upload_tree(source, f"{gcs_bucket}/release")
+    names = ["twiki_diffset_0809_lm", "twiki_full_08_lm", "twiki_probes_0809_changed_ssm"]
+    lengths = {"targets": 8}
+
+    assert sorted(register(task_data, downloads)) == EXPECTED
+    local = {n: examples(n, lengths) for n in names}
+    for remote in (f"{gcs_bucket}/downloads", f"{gcs_bucket}/release"):
+        assert sorted(register(task_data, remote)) == EXPECTED
+        for name in names:
+            got = examples(name, lengths)
+            assert len(got) == len(local[name]) > 0, name
+            for a, b in zip(got, local[name], strict=True):
+                assert a.keys() == b.keys()
+                for key in b:
+                    np.testing.assert_array_equal(a[key], b[key], err_msg=f"{remote} {name}")
+    Registrar("published")
