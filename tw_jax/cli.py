@@ -14,6 +14,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from tw_jax.cli_parser import OneLineErrorParser
+
 # (module, attribute) of each stage's add_parser, imported lazily so `tw-jax --help` stays fast
 # and a stage's heavy dependencies (TensorFlow, Beam, JAX) load only when that stage runs.
 _STAGES: tuple[str, ...] = (
@@ -32,7 +34,7 @@ _STAGES: tuple[str, ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="tw-jax",
         description="TemporalWiki and its siblings in JAX: corpora, probes, training, evaluation.",
     )

@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from tw_jax.io import paths
+from tw_jax.io.cli_paths import input_path, output_path
 from tw_jax.preprocess.cli_options import add_runner_arguments
 
 
@@ -25,11 +25,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--old",
+        type=input_path,
         help="the earlier snapshot's dump; omit it to export one snapshot (e.g. the initial month, "
         "DATA_DIR/08/full): every article is then new and full.* holds the whole snapshot",
     )
-    parser.add_argument("--new", required=True, help="the later snapshot's dump")
-    parser.add_argument("--out", required=True, help="output folder, e.g. DATA_DIR/0809/diffset")
+    parser.add_argument("--new", required=True, type=input_path,
+                        help="the later snapshot's dump (a local path or gs://)")
+    parser.add_argument("--out", required=True, type=output_path,
+                        help="output folder, e.g. DATA_DIR/0809/diffset (local or gs://)")
     parser.add_argument(
         "--min-changed-chars",
         type=int,
@@ -51,13 +54,6 @@ def run(args: argparse.Namespace) -> int:
     if args.old is None and args.runner == "beam":
         print("tw-jax diffset: error: --runner beam needs --old", file=sys.stderr)
         return 2
-    for flag in ("old", "new"):
-        path = getattr(args, flag)
-        if path is None:
-            continue
-        if not paths.is_url(path) and not os.path.isfile(path):
-            print(f"tw-jax diffset: error: --{flag} {path}: no such file", file=sys.stderr)
-            return 2
     if args.min_changed_chars < 0:
         print("tw-jax diffset: error: --min-changed-chars must be >= 0", file=sys.stderr)
         return 2

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import IO, Any
 
+from tw_jax.io import paths
 from tw_jax.io.atomic import commit, discard, temporary_sibling, write_json
 from tw_jax.io.tfrecord import ShardedTFRecordWriter, encode_example
 from tw_jax.preprocess.diffset.algorithm import EMPTY, IN_DIFFSET, ArticleDiff
@@ -63,17 +63,17 @@ class DiffsetWriter:
     """Streams records into temporary files; :meth:`commit` moves them all into place."""
 
     def __init__(self, out_dir: str | os.PathLike[str], max_shard_bytes: int = 256 << 20) -> None:
-        self.out_dir = Path(out_dir)
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.out_dir = paths.resolve(out_dir)
+        paths.makedirs(self.out_dir)
         # An earlier run's stats.json would mark a half-rewritten folder as complete.
-        discard(self.out_dir / STATS_FILE)
-        self._jsonl: dict[str, tuple[Path, IO[bytes]]] = {}
+        discard(paths.join(self.out_dir, STATS_FILE))
+        self._jsonl: dict[str, tuple[paths.Path, IO[bytes]]] = {}
         self._tfrecords: dict[str, ShardedTFRecordWriter] = {}
         for name in OUTPUTS:
-            temporary = temporary_sibling(self.out_dir / f"{name}.jsonl")
-            self._jsonl[name] = (temporary, open(temporary, "wb"))  # noqa: SIM115
+            temporary = temporary_sibling(paths.join(self.out_dir, f"{name}.jsonl"))
+            self._jsonl[name] = (temporary, paths.open_file(temporary, "wb"))
             self._tfrecords[name] = ShardedTFRecordWriter(
-                self.out_dir / f"{name}.tfrecord", max_shard_bytes
+                paths.join(self.out_dir, f"{name}.tfrecord"), max_shard_bytes
             )
 
     def write_encoded(self, encoded: list[EncodedRecord]) -> None:
@@ -84,10 +84,10 @@ class DiffsetWriter:
     def commit(self, stats: dict[str, Any]) -> None:
         for name, (temporary, handle) in self._jsonl.items():
             handle.close()
-            commit(temporary, self.out_dir / f"{name}.jsonl")
+            commit(temporary, paths.join(self.out_dir, f"{name}.jsonl"))
         for writer in self._tfrecords.values():
             writer.commit()
-        write_json(self.out_dir / STATS_FILE, stats)
+        write_json(paths.join(self.out_dir, STATS_FILE), stats)
 
     def abort(self) -> None:
         for temporary, handle in self._jsonl.values():

@@ -12,11 +12,12 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from tw_jax.io import paths
 from tw_jax.preprocess.sentences import split_sentences
 
 
 def _jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    with open(path, encoding="utf-8") as handle:
+    with paths.open_file(path, "r", encoding="utf-8") as handle:
         for line in handle:
             if line.strip():
                 yield json.loads(line)

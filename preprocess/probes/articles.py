@@ -12,11 +12,11 @@ enwiki (6.3M articles).
 from __future__ import annotations
 
 import json
-import os
 import re
 import zlib
 from collections.abc import Iterator
 
+from tw_jax.io import paths
 from tw_jax.io.scratch_db import open_scratch
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.errors import DumpError
@@ -65,7 +65,7 @@ def iter_titles(path: str, skips: Skips) -> Iterator[tuple[str, int | None, str 
 
 def read_jsonl_texts(path: str) -> Iterator[tuple[int, str]]:
     """(id, text) of a DiffSet folder's JSONL file; a bad line is an error naming file and line."""
-    with open(path, encoding="utf-8") as handle:
+    with paths.open_file(path, "r", encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
@@ -170,6 +170,6 @@ class ArticleStore:
 def diffset_files(diffset_dir: str) -> tuple[str, str]:
     """``diffset.jsonl`` and ``full.jsonl`` of a DiffSet folder, checked to be complete."""
     for name in ("stats.json", "diffset.jsonl", "full.jsonl"):
-        if not os.path.isfile(os.path.join(diffset_dir, name)):
+        if not paths.isfile(paths.join(diffset_dir, name)):
             raise DumpError(diffset_dir, None, f"not a complete DiffSet folder (no {name})")
-    return os.path.join(diffset_dir, "diffset.jsonl"), os.path.join(diffset_dir, "full.jsonl")
+    return paths.join(diffset_dir, "diffset.jsonl"), paths.join(diffset_dir, "full.jsonl")

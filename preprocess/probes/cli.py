@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 
-from tw_jax.io import paths
+from tw_jax.io.cli_paths import input_path, output_path
 from tw_jax.preprocess.cli_options import add_runner_arguments
 
 
@@ -24,17 +23,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "last: the folder is complete when it exists)."
         ),
     )
-    parser.add_argument("--old", required=True, help="the earlier Wikidata JSON dump")
-    parser.add_argument("--new", required=True, help="the later Wikidata JSON dump")
-    parser.add_argument("--wikipedia", required=True, help="the later Wikipedia dump")
+    parser.add_argument("--old", required=True, type=input_path,
+                        help="the earlier Wikidata JSON dump (a local path or gs://)")
+    parser.add_argument("--new", required=True, type=input_path,
+                        help="the later Wikidata JSON dump")
+    parser.add_argument("--wikipedia", required=True, type=input_path,
+                        help="the later Wikipedia dump")
     parser.add_argument(
         "--old-wikipedia",
         default=None,
+        type=input_path,
         help="the earlier Wikipedia dump: DELETED facts must appear in its article (without "
         "it, they need only be absent from the new article)",
     )
-    parser.add_argument("--diffset", required=True, help="the month's DiffSet folder")
-    parser.add_argument("--out", required=True, help="output folder, e.g. DATA_DIR/0809/probes")
+    parser.add_argument("--diffset", required=True, type=input_path,
+                        help="the month's DiffSet folder")
+    parser.add_argument("--out", required=True, type=output_path,
+                        help="output folder, e.g. DATA_DIR/0809/probes (local or gs://)")
     parser.add_argument(
         "--unchanged-rate",
         type=float,
@@ -62,17 +67,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from tw_jax.preprocess.probes.finish import ProbeOptions
 
-    for flag in ("old", "new", "wikipedia", "old_wikipedia"):
-        path = getattr(args, flag)
-        if path is not None and not paths.is_url(path) and not os.path.isfile(path):
-            print(
-                f"tw-jax probes: error: --{flag.replace('_', '-')} {path}: no such file",
-                file=sys.stderr,
-            )
-            return 2
-    if not os.path.isdir(args.diffset):
-        print(f"tw-jax probes: error: --diffset {args.diffset}: no such folder", file=sys.stderr)
-        return 2
     if args.workers < 1:
         print("tw-jax probes: error: --workers must be >= 1", file=sys.stderr)
         return 2

@@ -8,6 +8,7 @@ import os
 import sys
 import time
 
+from tw_jax.io.cli_paths import input_path, output_path
 from tw_jax.preprocess.cli_options import add_runner_arguments
 
 
@@ -34,10 +35,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--in",
         dest="in_dir",
         required=True,
+        type=input_path,
         metavar="DIFFSET_DIR",
         help="a folder written by `tw-jax diffset`, e.g. DATA_DIR/0809/diffset",
     )
-    parser.add_argument("--out", required=True, help="output folder, e.g. DATA_DIR/0809/ssm")
+    parser.add_argument("--out", required=True, type=output_path,
+                        help="output folder, e.g. DATA_DIR/0809/ssm (local or gs://)")
     parser.add_argument(
         "--inputs",
         type=_names,

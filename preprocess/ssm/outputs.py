@@ -3,14 +3,14 @@
 ``{input}.tfrecord-NNNNN-of-NNNNN`` for each input processed (``diffset``, ``full``), and
 ``stats.json``, written last: a folder is complete exactly when ``stats.json`` exists. Both
 runners write the same records in the same order and cut shards at the same sizes, so their
-files are identical; local folders are written through
-:class:`~tw_jax.io.tfrecord.ShardedTFRecordWriter` (temporary names, then renames).
+files are identical; the local runner writes through
+:class:`~tw_jax.io.tfrecord.ShardedTFRecordWriter` (temporary names, then renames), into a local
+folder or a bucket.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 from tw_jax.io import paths
@@ -65,11 +65,12 @@ class SsmWriter:
     def __init__(
         self, out_dir: str | os.PathLike[str], names: list[str], max_shard_bytes: int
     ) -> None:
-        self.out_dir = Path(out_dir)
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.out_dir = paths.resolve(out_dir)
+        paths.makedirs(self.out_dir)
         clear_outputs(self.out_dir)
         self.writers = {
-            name: ShardedTFRecordWriter(self.out_dir / f"{name}.tfrecord", max_shard_bytes)
+            name: ShardedTFRecordWriter(paths.join(self.out_dir, f"{name}.tfrecord"),
+                                        max_shard_bytes)
             for name in names
         }
 
@@ -81,7 +82,7 @@ class SsmWriter:
     def commit(self, report: dict[str, Any]) -> None:
         for writer in self.writers.values():
             writer.commit()
-        write_json(self.out_dir / STATS_FILE, report)
+        write_json(paths.join(self.out_dir, STATS_FILE), report)
 
     def abort(self) -> None:
         for writer in self.writers.values():

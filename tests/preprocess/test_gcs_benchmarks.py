@@ -12,12 +12,19 @@ import io
 import json
 import os
 import threading
-import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from xml.sax.saxutils import escape
 
 import pytest
+from gcs_compare import (
+    assert_no_local_gs_folder,
+    assert_same_outputs,
+    assert_written_last,
+    bucket_files,
+    json_content,
+    local_files,
+)
 
 from tw_jax.cli import main
 from tw_jax.io import paths
@@ -26,84 +33,8 @@ from tw_jax.sample_world.build import wikidata_dump, wikipedia_dump
 
 @pytest.fixture(autouse=True)
 def _in_tmp_path(tmp_path, monkeypatch):
-    """Each test runs in its own folder, where :func:`_assert_no_local_gs_folder` looks."""
+    """Each test runs in its own folder, where :func:`assert_no_local_gs_folder` looks."""
     monkeypatch.chdir(tmp_path)
-
-
-def _assert_no_local_gs_folder() -> None:
-    """No URL became a local path on the way (``pathlib.Path("gs://b/x")`` is ``gs:/b/x``)."""
-    assert not Path("gs:").exists(), "a gs:// URL was written to as a local path"
-
-
-# --- comparing a local output folder with its bucket twin ---------------------------------
-
-
-def _local_files(root: Path) -> dict[str, bytes]:
-    found = {}
-    for folder, _, names in os.walk(root):
-        for name in names:
-            full = Path(folder, name)
-            found[full.relative_to(root).as_posix()] = full.read_bytes()
-    return found
-
-
-def _split(url: str) -> tuple[str, str]:
-    bucket, _, prefix = url.removeprefix("gs://").partition("/")
-    return bucket, prefix
-
-
-def _bucket_files(server, url: str) -> dict[str, bytes]:
-    """Every object below ``url``, listed by the server itself, with its bytes."""
-    bucket, prefix = _split(url)
-    names = server.objects(bucket, prefix + "/")
-    return {name[len(prefix) + 1 :]: paths.read_bytes(f"gs://{bucket}/{name}") for name in names}
-
-
-def _generations(server, url: str) -> dict[str, int]:
-    """Object name (below ``url``) → its generation, from the server: the time (in
-    microseconds) its content was written."""
-    bucket, prefix = _split(url)
-    query = f"{server.url}/storage/v1/b/{bucket}/o?prefix={prefix}/"
-    with urllib.request.urlopen(query) as reply:
-        items = json.load(reply).get("items", [])
-    return {item["name"][len(prefix) + 1 :]: int(item["generation"]) for item in items}
-
-
-def _json(data: bytes, renamed: dict[str, str], timings: tuple[str, ...]) -> dict:
-    """A JSON file's content with the bucket run's input paths named as the local run's, and
-    without its (top-level) timings."""
-    text = data.decode("utf-8")
-    for remote, local in renamed.items():
-        text = text.replace(remote, local)
-    content = json.loads(text)
-    for key in timings:
-        content.pop(key, None)
-    return content
-
-
-STATS_FILES = ("stats.json", "build.json", "generate.json", "ckl_phases.json")
-
-
-def _assert_same_outputs(local: dict[str, bytes], remote: dict[str, bytes],
-                         renamed: dict[str, str] | None = None,
-                         timings: tuple[str, ...] = ()) -> None:
-    """The same files; the same bytes, except in the stats files (:data:`STATS_FILES`) the input
-    paths (``renamed``: bucket URL → local path) and ``timings``."""
-    renamed = renamed or {}
-    assert sorted(remote) == sorted(local)
-    assert not [n for n in remote if any(part.startswith(".") for part in n.split("/"))]
-    for name, data in local.items():
-        if name.rsplit("/", 1)[-1] in STATS_FILES:
-            assert _json(remote[name], renamed, timings) == _json(data, {}, timings), name
-        else:
-            assert remote[name] == data, name
-
-
-def _assert_written_last(server, url: str, marker: str) -> None:
-    """The completion marker is the last object written (and nothing went to a local gs:)."""
-    generations = _generations(server, url)
-    assert generations[marker] == max(generations.values()), generations
-    _assert_no_local_gs_folder()
 
 
 # --- CKL ----------------------------------------------------------------------------------
@@ -123,13 +54,13 @@ def test_ckl_build_lama_in_a_bucket_equals_the_local_run(sample_world, gcs_bucke
     printed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert printed[1] == {**printed[0], "out": f"{gcs_bucket}/il"} and printed[1]["probes"] == 21
 
-    local, remote = _local_files(tmp_path / "il"), _bucket_files(gcs_server, f"{gcs_bucket}/il")
+    local, remote = local_files(tmp_path / "il"), bucket_files(gcs_server, f"{gcs_bucket}/il")
     assert sorted(remote) == ["invariantLAMA.csv", "invariantLAMA_answers.json",
                               "invariantLAMA_facts.csv", "stats.json"]
-    _assert_same_outputs(local, remote, {remote_dump: str(dump)})
+    assert_same_outputs(local, remote, {remote_dump: str(dump)})
     assert json.loads(remote["stats.json"])["inputs"] == {"wikidata": remote_dump}
     assert len(remote["invariantLAMA.csv"].decode().splitlines()) == 1 + 21
-    _assert_written_last(gcs_server, f"{gcs_bucket}/il", "stats.json")
+    assert_written_last(gcs_server, f"{gcs_bucket}/il", "stats.json")
 
 
 def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> None:
@@ -179,9 +110,9 @@ def test_ckl_phases_into_a_bucket_equal_the_local_run(gcs_bucket, gcs_server, tm
     assert main(["ckl", "phases", "--data", f"{gcs_bucket}/release", "--out",
                  f"{gcs_bucket}/phases", "--vocab", remote_vocab, *options]) == 0
 
-    local = _local_files(tmp_path / "phases")
-    remote = _bucket_files(gcs_server, f"{gcs_bucket}/phases")
-    _assert_same_outputs(local, remote, {remote_vocab: str(vocab),
+    local = local_files(tmp_path / "phases")
+    remote = bucket_files(gcs_server, f"{gcs_bucket}/phases")
+    assert_same_outputs(local, remote, {remote_vocab: str(vocab),
                                          f"{gcs_bucket}/release": str(release)})
     assert {"0001/ssm/diffset.tfrecord-00000-of-00001", "0001/ckl/updatedLAMA.csv",
             "0102/probes/new.csv", "vocab/t5/spiece.model"} <= set(remote)
@@ -190,7 +121,7 @@ def test_ckl_phases_into_a_bucket_equal_the_local_run(gcs_bucket, gcs_server, tm
     assert manifest["t5_vocab"] == remote_vocab and manifest["phases"][1]["counts"]["ssm"] == {
         "examples": 2, "skipped_empty": 0}
     assert remote["vocab/t5/spiece.model"] == vocab.read_bytes()
-    _assert_written_last(gcs_server, f"{gcs_bucket}/phases", "ckl_phases.json")
+    assert_written_last(gcs_server, f"{gcs_bucket}/phases", "ckl_phases.json")
 
 
 # --- ECBD ---------------------------------------------------------------------------------
@@ -242,9 +173,9 @@ def test_ecbd_build_in_a_bucket_equals_the_local_run(gcs_bucket, gcs_server, tmp
     assert main(["ecbd", "build", "--wikidata", remote[wikidata], "--wikipedia",
                  remote[wikipedia], "--out", f"{gcs_bucket}/ecbd", *options]) == 0
 
-    local = _local_files(tmp_path / "ecbd")
-    written = _bucket_files(gcs_server, f"{gcs_bucket}/ecbd")
-    _assert_same_outputs(local, written, {url: str(dump) for dump, url in remote.items()},
+    local = local_files(tmp_path / "ecbd")
+    written = bucket_files(gcs_server, f"{gcs_bucket}/ecbd")
+    assert_same_outputs(local, written, {url: str(dump) for dump, url in remote.items()},
                          timings=("seconds",))
     stats = json.loads(written["stats.json"])
     assert sorted(written) == sorted([*stats["files"], "stats.json"])
@@ -252,7 +183,7 @@ def test_ecbd_build_in_a_bucket_equals_the_local_run(gcs_bucket, gcs_server, tmp
     assert stats["subsets"]["2020"]["dev"] == {"entities": 1, "np_spans": 4, "random_spans": 10}
     rows = [json.loads(line) for line in written["2020/np_spans_dev.json"].splitlines()]
     assert {r["entity_id"] for r in rows} == {"Q1"} and len(rows) == 4
-    _assert_written_last(gcs_server, f"{gcs_bucket}/ecbd", "stats.json")
+    assert_written_last(gcs_server, f"{gcs_bucket}/ecbd", "stats.json")
 
 
 # --- EvolvingQA ---------------------------------------------------------------------------
@@ -292,22 +223,19 @@ def test_evolvingqa_build_reads_and_writes_its_files_in_a_bucket(sample_world, g
     assert main(["evolvingqa", "build", "--dumps", *remote_dumps, "--out", out,
                  *EQA_OPTIONS]) == 0
 
-    local, remote = _local_files(local_out), _bucket_files(gcs_server, out)
-    build = {name: _json(files.pop("evolvingqa/build.json"), rename, ("seconds",))
+    local, remote = local_files(local_out), bucket_files(gcs_server, out)
+    build = {name: json_content(files.pop("evolvingqa/build.json"), rename, ("seconds",))
              for name, files, rename in (("local", local, {}), ("remote", remote, renamed))}
     assert build["remote"]["pairs"]["0809"].pop("reused") is True
     assert build["local"]["pairs"]["0809"].pop("reused") is False
     assert build["remote"] == build["local"]
-    _assert_same_outputs(local, remote, renamed, timings=("seconds",))
+    assert_same_outputs(local, remote, renamed, timings=("seconds",))
     assert len(remote["0809/evolvingqa/edited.jsonl"].splitlines()) == 14
     assert len(remote["evolvingqa/unchanged.jsonl"].splitlines()) == 20
     assert json.loads(remote["0809/evolvingqa/stats.json"])["new_passages"] == 30
-    _assert_written_last(gcs_server, out, "evolvingqa/build.json")
+    assert_written_last(gcs_server, out, "evolvingqa/build.json")
 
 
-@pytest.mark.xfail(strict=True, reason="the DiffSet and SSM stages' local writers "
-                   "(preprocess/diffset/outputs.py DiffsetWriter, preprocess/ssm) still write a "
-                   "gs:// --out through pathlib, into a local gs:/ folder")
 def test_evolvingqa_build_in_a_bucket_equals_the_local_run(sample_world, gcs_bucket, gcs_server,
                                                            tmp_path):
     root, _ = sample_world
@@ -317,15 +245,15 @@ def test_evolvingqa_build_in_a_bucket_equals_the_local_run(sample_world, gcs_buc
     assert main(["evolvingqa", "build", "--dumps", *remote_dumps, "--out", f"{gcs_bucket}/eqa",
                  *EQA_OPTIONS]) == 0
 
-    local = _local_files(tmp_path / "eqa")
-    remote = _bucket_files(gcs_server, f"{gcs_bucket}/eqa")
+    local = local_files(tmp_path / "eqa")
+    remote = bucket_files(gcs_server, f"{gcs_bucket}/eqa")
     renamed = {url: str(dump) for dump, url in zip(dumps, remote_dumps, strict=True)}
     renamed[f"{gcs_bucket}/eqa"] = str(tmp_path / "eqa")
-    _assert_same_outputs(local, remote, renamed, timings=("seconds",))
+    assert_same_outputs(local, remote, renamed, timings=("seconds",))
     assert {"0809/evolvingqa/edited.jsonl", "0809/evolvingqa/new.jsonl", "0809/ssm/stats.json",
             "evolvingqa/unchanged.jsonl", "evolvingqa/build.json"} <= set(remote)
     assert json.loads(remote["evolvingqa/build.json"])["dumps"] == remote_dumps
-    _assert_written_last(gcs_server, f"{gcs_bucket}/eqa", "evolvingqa/build.json")
+    assert_written_last(gcs_server, f"{gcs_bucket}/eqa", "evolvingqa/build.json")
 
 
 PROBE_HEADER = ["subject", "relation", "object", "subject_id", "relation_id", "object_id",
@@ -364,16 +292,16 @@ def test_evolvingqa_offline_generation_into_a_bucket_equals_the_local_run(
     assert main(["evolvingqa", "generate", "--data", f"{gcs_bucket}/data",
                  "--finetune-fraction", "0.5"]) == 0
 
-    local = _local_files(tmp_path / "data" / "qa")
-    remote = _bucket_files(gcs_server, f"{gcs_bucket}/data/qa")
-    _assert_same_outputs(local, remote, {f"{gcs_bucket}/data": str(tmp_path / "data")})
+    local = local_files(tmp_path / "data" / "qa")
+    remote = bucket_files(gcs_server, f"{gcs_bucket}/data/qa")
+    assert_same_outputs(local, remote, {f"{gcs_bucket}/data": str(tmp_path / "data")})
     assert remote["edited_0910.csv"].decode().splitlines() == [
         "question,answer1,answer2",
         "Who is the head of government of Trurmouth?,Wiro Derncroft,Groris Funley"]
     summary = json.loads(remote["generate.json"])
     assert summary["probes"] == f"{gcs_bucket}/data" and summary["pairs"] == ["0809", "0910"]
     assert summary["sets"]["unchanged"] == {"train": 1, "eval": 1, "ambiguous": 0}
-    _assert_written_last(gcs_server, f"{gcs_bucket}/data/qa", "generate.json")
+    assert_written_last(gcs_server, f"{gcs_bucket}/data/qa", "generate.json")
 
 
 class _Completions(BaseHTTPRequestHandler):
@@ -409,7 +337,7 @@ def test_llm_reply_cache_in_a_bucket_is_uploaded_whole(gcs_bucket, gcs_server):
         lines = [json.loads(line) for line in paths.read_text(cache).splitlines()]
         assert len(lines) == 3 and {line["reply"] for line in lines} == {"Answer: 42"}
         assert gcs_server.objects(gcs_bucket[5:], "qa/") == ["qa/c.jsonl"]
-        _assert_no_local_gs_folder()
+        assert_no_local_gs_folder()
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -443,7 +371,7 @@ def test_a_missing_input_in_a_bucket_is_one_error_line(command, flag, gcs_bucket
             "no such object or folder")
     assert [e for e in err.splitlines() if "error" in e] == [line] and "Traceback" not in err
     assert err.splitlines()[-1] == line
-    _assert_no_local_gs_folder()
+    assert_no_local_gs_folder()
 
 
 def test_an_output_in_a_missing_bucket_is_one_error_line(sample_world, gcs_bucket, capsys):

@@ -91,9 +91,42 @@ def open_file(
         return open(path, mode, encoding=encoding, newline=newline, errors=errors)  # noqa: SIM115
     binary_mode = mode.replace("t", "").replace("b", "") + "b"
     raw = as_path(path).open(binary_mode)
+    if binary_mode == "rb":
+        # The same buffered-reader interface as a local file (read1, peek): gcsfs and
+        # TensorFlow's GFile lack read1, which the decompressing readers use.
+        raw = io.BufferedReader(_RawReader(raw), buffer_size=1 << 20)
     if "b" in mode:
         return raw
     return io.TextIOWrapper(raw, encoding=encoding or "utf-8", newline=newline, errors=errors)
+
+
+class _RawReader(io.RawIOBase):
+    """A backend's file object seen as raw I/O, so :class:`io.BufferedReader` can wrap it."""
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._handle.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._handle.seek(offset, whence) or self._handle.tell()
+
+    def tell(self) -> int:
+        return self._handle.tell()
+
+    def close(self) -> None:
+        if not self.closed:
+            self._handle.close()
+        super().close()
 
 
 def exists(path: PathLike) -> bool:

@@ -17,10 +17,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from tw_jax.cli_parser import OneLineErrorParser
+
 _GIN_PREFIX = "--gin."
 
 
-class _GinArgumentParser(argparse.ArgumentParser):
+class _GinArgumentParser(OneLineErrorParser):
     """Rewrites ``--gin.KEY=VALUE`` (and ``--gin.KEY VALUE``) into ``--gin_bindings KEY=VALUE``
     before parsing, as T5X's absl flags accept them."""
 

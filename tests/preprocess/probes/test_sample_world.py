@@ -217,13 +217,12 @@ def test_outputs_and_stats(built):
 
 
 def test_cli_runs_and_reports(built, tmp_path, capsys):
-    import argparse
-
+    from tw_jax.cli_parser import OneLineErrorParser
     from tw_jax.preprocess.probes import cli
 
     root, results = built
     folder, stats = results["0809"]
-    parser = argparse.ArgumentParser()
+    parser = OneLineErrorParser(prog="tw-jax")
     cli.add_parser(parser.add_subparsers())
     args = parser.parse_args(
         [
@@ -256,22 +255,14 @@ def test_cli_runs_and_reports(built, tmp_path, capsys):
     for category in CATEGORIES:
         name = f"{category}.csv"
         assert (tmp_path / "p" / name).read_bytes() == (folder / "probes" / name).read_bytes()
-    bad = parser.parse_args(
-        [
-            "probes",
-            "--old",
-            "/nonexistent",
-            "--new",
-            "x",
-            "--wikipedia",
-            "y",
-            "--diffset",
-            str(tmp_path),
-            "--out",
-            str(tmp_path / "q"),
-        ]
-    )
-    assert bad.func(bad) == 2
+    # A missing input stops at the command line: one line naming it, exit status 2.
+    with pytest.raises(SystemExit) as stopped:
+        parser.parse_args(["probes", "--old", "/nonexistent", "--new", "x", "--wikipedia", "y",
+                           "--diffset", str(tmp_path), "--out", str(tmp_path / "q")])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "tw-jax probes: error: argument --old: /nonexistent: no such file or folder"
+    ]
 
 
 def test_bad_wikidata_line_is_counted_not_lost(built, tmp_path):

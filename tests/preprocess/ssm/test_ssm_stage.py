@@ -242,8 +242,12 @@ def test_cli(ssm_diffset, tmp_path, capsys):
     )
     assert f"{broken / 'diffset.jsonl'}, line 1" in capsys.readouterr().err
     shutil.rmtree(broken)
-    assert main(["ssm", "--in", str(broken), "--out", str(tmp_path / "o")]) == 2
-    assert "no such file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:
+        main(["ssm", "--in", str(broken), "--out", str(tmp_path / "o")])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"tw-jax ssm: error: argument --in: {broken}: no such file or folder"
+    ]
 
 
 def test_a_chunk_longer_than_spacy_accepts_is_skipped():
