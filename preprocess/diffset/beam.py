@@ -3,14 +3,13 @@
 Each dump is streamed by one reader (a bz2 stream cannot be split without its multistream index),
 articles are joined by id with CoGroupByKey, compared in parallel, and written as sharded files.
 Records and ``stats.json`` equal the local path's; only the order of lines may differ. Run it on
-the DirectRunner locally or on Dataflow, Flink or Spark with ``--beam-options``.
+the DirectRunner locally or on Dataflow, Flink or Spark with ``--beam-options`` (docs/beam.md).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -127,14 +126,14 @@ def build_diffset_beam(
     A multistream dump with its index beside it is read by up to ``splits`` readers in parallel.
     """
     import apache_beam as beam
-    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from tw_jax.preprocess.beam_options import pipeline_options
 
     old_path, new_path, out = os.fspath(old_path), os.fspath(new_path), os.fspath(out_dir)
+    options = pipeline_options(beam_options, (old_path, new_path, out))
     if not paths.is_url(out):
         Path(out).mkdir(parents=True, exist_ok=True)
     _remove_previous_outputs(out)
-    flags = shlex.split(beam_options) if isinstance(beam_options, str) else list(beam_options)
-    options = PipelineOptions(flags or ["--runner=DirectRunner"])
 
     with beam.Pipeline(options=options) as pipeline:
         sides = {}

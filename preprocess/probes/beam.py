@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Iterator
 from typing import Any
 
@@ -231,8 +230,8 @@ def build_probes_beam(
 ) -> dict[str, Any]:
     """Runs the pipeline (DirectRunner unless ``beam_options`` names another); returns stats."""
     import apache_beam as beam
-    from apache_beam.options.pipeline_options import PipelineOptions
 
+    from tw_jax.preprocess.beam_options import pipeline_options
     from tw_jax.preprocess.probes.articles import diffset_files
     from tw_jax.preprocess.probes.local import _header
     from tw_jax.preprocess.probes.outputs import clear_stats, write_probes_folder
@@ -241,9 +240,11 @@ def build_probes_beam(
     options.check()
     old_wd, new_wd, wiki = map(os.fspath, (old_wikidata, new_wikidata, wikipedia))
     old_wp = os.fspath(old_wikipedia) if old_wikipedia is not None else None
+    pipeline_opts = pipeline_options(
+        beam_options, (old_wd, new_wd, wiki, old_wp, os.fspath(diffset_dir), os.fspath(out_dir))
+    )
     diff_path, full_path = diffset_files(os.fspath(diffset_dir))
     clear_stats(out_dir)
-    flags = shlex.split(beam_options) if isinstance(beam_options, str) else list(beam_options)
     result: dict[str, Any] = {}
 
     def _write(acc: tuple) -> None:
@@ -253,7 +254,7 @@ def build_probes_beam(
         write_probes_folder(out_dir, probes, lighttuning, report)
         result["report"] = report
 
-    with beam.Pipeline(options=PipelineOptions(flags or ["--runner=DirectRunner"])) as p:
+    with beam.Pipeline(options=pipeline_opts) as p:
         tallies = []
         read = {}
         for side, path in (("old", old_wd), ("new", new_wd)):

