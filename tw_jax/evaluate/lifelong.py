@@ -34,7 +34,9 @@ Resuming. ``OUT/state/<method>/<trained_through>.json`` records that an update f
 (with its wall-clock seconds) and which months' results were appended; it is rewritten
 atomically after the results. A rerun skips what it records, so it trains and appends nothing
 for finished months; an interrupted training resumes from its latest checkpoint (the trainer
-does that); an interrupted evaluation is redone (a repeated line replaces the earlier one when
+does that). SIGTERM or SIGINT during a training (a preempted TPU VM) saves a checkpoint there and
+stops the whole run with :class:`TrainingPreempted` before anything of that month is recorded,
+so the same command resumes inside the month; an interrupted evaluation is redone (a repeated line replaces the earlier one when
 read). The state records the metric groups scored per month, so a rerun asking for more groups
 (``--metrics ppl,qa`` after ``ppl``) scores only the new ones. ``train_seconds`` counts the training of the invocation that finished the update (time
 spent before an interruption is not included). A rerun with ``eval_matrix`` only adds the
@@ -61,6 +63,7 @@ from tw_jax.evaluate.month_eval import GROUPS, BlockCache, EvalSettings, evaluat
 from tw_jax.evaluate.results import BASE, NO_MONTH, Result, append_results, results_path
 from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
+from tw_jax.train.preemption import TrainingPreempted
 
 log = logging.getLogger(__name__)
 
@@ -239,6 +242,8 @@ def _train(
     started = time.perf_counter()
     summary = trainer.train()
     seconds = time.perf_counter() - started
+    if summary["preempted"]:
+        raise TrainingPreempted(summary["preempted"], str(model_dir), int(summary["step"]))
     return {
         "task": task, "model_dir": str(model_dir), "initial_checkpoint": start_from,
         "step": int(summary["step"]), "resumed_from_step": int(summary["start_step"]),
@@ -336,7 +341,9 @@ def _lighttune(
         f"CHECKPOINT_PERIOD={steps}", "KEEP_CHECKPOINTS=1",
         "tw_jax.models.T5Config.freeze='none'", "tw_jax.models.GPT2Config.freeze='none'",
     ])
-    trainer.train()
+    result = trainer.train()
+    if result["preempted"]:
+        raise TrainingPreempted(result["preempted"], str(target), int(result["step"]))
     return config, str(target)
 
 

@@ -86,6 +86,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from tw_jax.evaluate.lifelong import LifelongError, LifelongOptions, run_lifelong
     from tw_jax.train import checkpoints, gin_setup, trainer
+    from tw_jax.train.preemption import TrainingPreempted
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if not args.gin_file:
@@ -120,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
     except (trainer.TrainingDivergedError, checkpoints.CheckpointError) as error:
         print(f"tw-jax lifelong: error: {error}", file=sys.stderr)
         return 1
+    except TrainingPreempted as stopped:
+        print(f"lifelong: {stopped}")
+        return 0
     trained = ", ".join(summary.trained) or "nothing (all finished)"
     print(f"lifelong {summary.method}: trained {trained}; scored {len(summary.evaluated)} "
           f"checkpoint x month pairs; {summary.appended} results appended to {summary.results}")

@@ -34,6 +34,18 @@ log = logging.getLogger(__name__)
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
+class TrainingPreempted(Exception):
+    """Raised by drivers of several trainings (the lifelong runner) when one of them stopped on
+    a signal: the checkpoint is saved, and the whole run stops there to be run again."""
+
+    def __init__(self, signal_name: str, model_dir: str, step: int) -> None:
+        self.signal_name, self.model_dir, self.step = signal_name, model_dir, step
+        super().__init__(
+            f"{signal_name}: stopped at step {step} with a checkpoint in {model_dir}; run the "
+            "same command again to resume"
+        )
+
+
 class Preemption:
     """Install with ``with Preemption() as preemption:``; ask ``preemption.reached(step)``."""
 
