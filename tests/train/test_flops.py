@@ -90,7 +90,7 @@ def test_per_token_does_not_depend_on_the_batch():
     ("kind", "peak"),
     [("NVIDIA H100 80GB HBM3", 989e12), ("NVIDIA H200", 989e12), ("NVIDIA A100-SXM4-80GB", 312e12),
      ("Tesla V100-SXM2-32GB", 125e12), ("TPU v4", 275e12), ("TPU v5 lite", 197e12),
-     ("TPU v5p", 459e12), ("cpu", None)],
+     ("TPU v5p", 459e12), ("TPU v5", 459e12), ("TPU v6 lite", 918e12), ("cpu", None)],
 )
 def test_peak_table(kind, peak):
     assert peak_flops_per_device(kind) == peak

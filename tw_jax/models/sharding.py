@@ -62,21 +62,43 @@ def make_mesh(
     ``make_mesh((-1, 1, 1))`` is pure data parallelism over every device, ``make_mesh((1, -1, 2))``
     FSDP with two-way tensor parallelism. The axes are ``Auto`` so that the compiler propagates
     shardings between the constraints the model states.
+
+    Several TPU slices (devices with distinct ``slice_index``, joined by the data-centre network):
+    ``shape`` describes one slice, and the first axis (``data``) is repeated across slices, as
+    only data parallelism suits the slow links between them. TPU devices are laid out by
+    ``mesh_utils`` along the chips' physical links; other devices keep their order.
     """
     devices = list(jax.devices() if devices is None else devices)
+    slices = len({getattr(d, "slice_index", None) for d in devices})
+    per_slice = len(devices) // slices
     shape = list(shape)
     if len(shape) != len(axis_names):
         raise ValueError(f"mesh shape {shape} does not match axis names {tuple(axis_names)}")
     if shape.count(-1) > 1:
         raise ValueError(f"at most one -1 in mesh shape {shape}")
+    where = f" of each of the {slices} slices" if slices > 1 else ""
     if -1 in shape:
         known = math.prod(s for s in shape if s != -1)
-        if len(devices) % known:
-            raise ValueError(f"{len(devices)} devices do not divide into mesh shape {shape}")
-        shape[shape.index(-1)] = len(devices) // known
-    if math.prod(shape) != len(devices):
-        raise ValueError(f"mesh shape {shape} needs {math.prod(shape)} devices, have {len(devices)}")
-    grid = np.asarray(devices, dtype=object).reshape(shape)
+        if per_slice % known:
+            raise ValueError(
+                f"the {per_slice} devices{where} do not divide into mesh shape {shape}"
+            )
+        shape[shape.index(-1)] = per_slice // known
+    if math.prod(shape) != per_slice:
+        raise ValueError(
+            f"mesh shape {shape} needs {math.prod(shape)} devices, have {per_slice}{where}"
+        )
+    if slices > 1:
+        from jax.experimental import mesh_utils
+
+        dcn = [slices] + [1] * (len(shape) - 1)
+        grid = mesh_utils.create_hybrid_device_mesh(shape, dcn, devices)
+    elif devices[0].platform == "tpu":
+        from jax.experimental import mesh_utils
+
+        grid = mesh_utils.create_device_mesh(shape, devices, allow_split_physical_axes=True)
+    else:
+        grid = np.asarray(devices, dtype=object).reshape(shape)
     return Mesh(grid, tuple(axis_names), axis_types=(AxisType.Auto,) * len(axis_names))
 
 
@@ -118,11 +140,35 @@ def batch_sharding(mesh: Mesh, ndim: int, rules: LogicalRules = LOGICAL_AXIS_RUL
     return nn.logical_to_mesh_sharding(logical, mesh, tuple(rules))
 
 
+def batch_shards(mesh: Mesh, rules: LogicalRules = LOGICAL_AXIS_RULES) -> int:
+    """Into how many pieces the rules split a batch's rows on ``mesh`` (data x fsdp)."""
+    axes = batch_sharding(mesh, 1, rules).spec[0]
+    if axes is None:
+        return 1
+    axes = axes if isinstance(axes, tuple) else (axes,)
+    return math.prod(int(mesh.shape[axis]) for axis in axes)
+
+
+def padded_rows(rows: int, mesh: Mesh) -> int:
+    """``rows`` rounded up to a multiple of :func:`batch_shards`: the rows a step computes."""
+    shards = batch_shards(mesh)
+    return -(-rows // shards) * shards
+
+
 def global_batch(batch: dict[str, np.ndarray], mesh: Mesh) -> dict[str, jax.Array]:
     """A global batch (the same numpy rows on every host) as arrays sharded over the mesh's
-    batch axes: each device takes its own rows, whichever host it is on."""
+    batch axes: each device takes its own rows, whichever host it is on.
+
+    A batch whose rows do not divide over the batch shards (CKL's 60 on 16 chips) gets all-zero
+    rows appended up to :func:`padded_rows`: their masks and loss weights are 0, so losses,
+    gradients and token counts are those of the real rows (callers slice scores per row).
+    """
     placed = {}
     for key, value in batch.items():
+        target = padded_rows(value.shape[0], mesh)
+        if target != value.shape[0]:
+            pad = np.zeros((target - value.shape[0], *value.shape[1:]), value.dtype)
+            value = np.concatenate([value, pad])
         placed[key] = jax.make_array_from_callback(
             value.shape, batch_sharding(mesh, value.ndim), lambda index, value=value: value[index]
         )

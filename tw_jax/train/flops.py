@@ -42,12 +42,14 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-# Peak dense bf16 FLOP/s per device, by a substring of ``device_kind`` (first match wins, so
-# "TPU v5p" precedes "TPU v5", which is v5e / "v5 lite").
+# Peak dense bf16 FLOP/s per device, by a substring of ``device_kind`` (first match wins). A
+# v5e says "TPU v5 lite", a v5p plain "TPU v5" (what libtpu's v5p topologies report), so the
+# lite entry precedes the v5 one.
 PEAK_FLOPS: tuple[tuple[str, float], ...] = (
     ("TPU v6", 918e12),
-    ("TPU v5p", 459e12),
-    ("TPU v5", 197e12),
+    ("TPU v5 lite", 197e12),
+    ("TPU v5e", 197e12),
+    ("TPU v5", 459e12),
     ("TPU v4", 275e12),
     ("TPU v3", 123e12),
     ("H200", 989e12),

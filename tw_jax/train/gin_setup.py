@@ -2,8 +2,8 @@
 
 Registered configurables: the model configs and variants (``T5Config``, ``GPT2Config``,
 ``LoRAConfig``, ``KAdapterConfig``, ``ModularConfig``; frozen dataclasses, so gin builds them by
-keyword), ``make_schedule``, ``make_optimizer``, ``train``, ``evaluate``, ``infer`` and
-``tw_jax.tasks.register_all``.
+keyword), ``make_schedule``, ``make_optimizer``, ``train``, ``evaluate``, ``infer``, ``compile``
+and ``tw_jax.tasks.register_all``.
 
 A ``--gin_file`` is found, in this order, as given (relative to the working folder), below each
 ``--gin_search_paths`` folder, and below the gin files shipped with the package (the repository's
@@ -27,6 +27,7 @@ import gin
 MACROS_TRAIN = ("MODEL_DIR", "MIXTURE_OR_TASK_NAME", "TASK_FEATURE_LENGTHS", "TRAIN_STEPS",
                 "BATCH_SIZE")
 MACROS_EVAL = ("MODEL_DIR", "MIXTURE_OR_TASK_NAME", "TASK_FEATURE_LENGTHS", "BATCH_SIZE")
+MACROS_COMPILE = ("TASK_FEATURE_LENGTHS", "BATCH_SIZE")
 
 
 class GinConfigError(ValueError):
@@ -55,7 +56,7 @@ def register_configurables() -> None:
         return
     import tw_jax.tasks  # noqa: F401  (registers tw_jax.tasks.register_all, MixReviewSchedule)
     from tw_jax.models import GPT2Config, KAdapterConfig, LoRAConfig, ModularConfig, T5Config
-    from tw_jax.train import evaluation, optimizers, schedules, trainer  # noqa: F401
+    from tw_jax.train import aot, evaluation, optimizers, schedules, trainer  # noqa: F401
 
     for cls in (T5Config, GPT2Config, LoRAConfig, KAdapterConfig, ModularConfig):
         gin.external_configurable(cls, module="tw_jax.models")

@@ -59,11 +59,15 @@ class RunModel:
         )
 
 
-def build_run_model(config: Any, mesh_shape: Sequence[int] = (-1, 1, 1)) -> RunModel:
-    """Model, ``(data, fsdp, model)`` mesh and parameter shardings for ``config``."""
+def build_run_model(
+    config: Any, mesh_shape: Sequence[int] = (-1, 1, 1),
+    devices: Sequence[jax.Device] | None = None,
+) -> RunModel:
+    """Model, ``(data, fsdp, model)`` mesh and parameter shardings for ``config``, over
+    ``devices`` (default: every device of the run; ``tw-jax compile`` passes a TPU topology's)."""
     from tw_jax.models import abstract_variables
 
-    mesh = make_mesh(tuple(mesh_shape))
+    mesh = make_mesh(tuple(mesh_shape), devices=devices)
     module = build_model(config)
     boxed = abstract_variables(config)["params"]
     shardings = mesh_shardings(boxed, mesh)

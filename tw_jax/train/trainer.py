@@ -21,7 +21,8 @@ Hosts. Every host reads the same global stream of ``batch_size`` examples per st
 each of its devices that device's rows (:func:`global_batch`), so the batch of step ``s`` is
 the same whatever the number of hosts, and a run checkpointed on 2 hosts continues on 1 along
 the same loss curve. The price is that every host runs the whole input pipeline (reading and
-tokenising), which is cheap next to the model's step.
+tokenising), which is cheap next to the model's step. A batch that does not divide over the
+mesh's batch shards (CKL's 60 over 16 chips) is padded with rows that carry no loss.
 
 Preemption. SIGTERM or SIGINT (any host) stops training at a step all hosts agree on, after
 saving a checkpoint of it (:mod:`tw_jax.train.preemption`); the summary says ``preempted``.
@@ -124,11 +125,6 @@ def train(
     run = build_run_model(model_config, mesh_shape)
     kind = data.model_kind(model_config)
     _check_vocabulary(model_config, mixture_or_task_name)
-    if batch_size % _batch_ways(run):
-        raise ValueError(
-            f"batch_size={batch_size} must divide over the mesh's {_batch_ways(run)} "
-            "data x fsdp shards"
-        )
 
     train_step = build_train_step(
         run, model_config, optimizer_fn=optimizer_fn, schedule_fn=schedule_fn,
@@ -302,10 +298,6 @@ def build_train_step(
         donate_argnums=(0, 1),
     )
     return TrainStep(tx, schedule, abstract_opt, opt_shardings, batch_shardings, jitted)
-
-
-def _batch_ways(run: RunModel) -> int:
-    return int(run.mesh.shape["data"] * run.mesh.shape["fsdp"])
 
 
 def _check_arguments(
