@@ -110,6 +110,11 @@ FORMATS: tuple[tuple[str, str, Formatter, tuple[str, ...], bool], ...] = (
 )
 
 
+# The question-answering form of the probes (inputs → the object) per training objective:
+# what light-tuning trains a model of that objective on (``twiki_lighttuning_MMMM_all{suffix}``).
+QA_SUFFIX: dict[str, str] = {"lm": "_object", "ssm": "_ssm"}
+
+
 def output_features(
     kind: str, keys: Sequence[str], vocabularies: Mapping[str, seqio.Vocabulary]
 ) -> dict[str, seqio.Feature]:

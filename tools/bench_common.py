@@ -77,9 +77,9 @@ class BenchSetup:
     @property
     def model_lengths(self) -> dict[str, int]:
         """``{"encoder": L_in, "decoder": L_out}`` (T5) or ``{"decoder": L}`` (GPT-2)."""
-        from tw_jax.train.data import model_kind, model_lengths
+        from tw_jax.models import model_for
 
-        return model_lengths(model_kind(self.config), self.lengths)
+        return model_for(self.config).feature_lengths(self.lengths)
 
     @property
     def tokens_per_step(self) -> int:

@@ -165,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if vocabulary.vocab_size > config.vocab_size:
         raise BenchError(f"the vocabulary has {vocabulary.vocab_size} ids, the model "
                          f"{config.vocab_size}")
-    examples = probe_examples(vocabulary, rows, args.variant, t5=setup.is_t5)
+    examples = probe_examples(config, vocabulary, rows, args.variant)
     lengths = [len(e.tokens) if hasattr(e, "tokens") else len(e.inputs) + len(e.targets)
                for e in examples]
 
@@ -174,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         params = run.init_params(setup.seed)
         score_cold, score_warm, perplexities = _timed(args.repeats, lambda: probe_perplexities(
             run.module, params, vocabulary, rows, args.variant, batch_size=args.batch))
-        prompts = [probe_prompt(r, t5=setup.is_t5) for r in decode_rows]
+        prompts = [probe_prompt(r, sentinel=run.model.fills_sentinel_spans) for r in decode_rows]
         decode_cold = decode_warm = None
         if prompts:
             decode_cold, decode_warm, _ = _timed(args.repeats, lambda: decode_answers(

@@ -281,6 +281,7 @@ def test_the_phases_folder_is_what_the_runner_reads(phases):
     from tw_jax.evaluate.lifelong import check_months, training_task
     from tw_jax.evaluate.month_eval import read_probes
     from tw_jax.evaluate.perplexity import probe_examples
+    from tw_jax.models import T5Config
     from tw_jax.tasks import register_all
     from tw_jax.tasks.probes import masked_cloze
     from tw_jax.train import data
@@ -306,7 +307,7 @@ def test_the_phases_folder_is_what_the_runner_reads(phases):
     assert updated[0]["previous_object"] == "Theresa May"
     assert read_probes(str(phases), "0102", "updated") == []
     # ppl_cloze on T5: the answer given the statement as CKL wrote it
-    example = probe_examples(vocabulary, new, "cloze", t5=True)[0]
+    example = probe_examples(T5Config(), vocabulary, new, "cloze")[0]
     assert vocabulary.decode(list(example.inputs[:-1])) == NLE[1][1]
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from tw_jax.evaluate import ecbd
-from tw_jax.evaluate.scorer import score_seq2seq
+from tw_jax.models.token_scores import score_seq2seq
 from tw_jax.tasks.ecbd import read_ecbd
 
 DEF_A = ["Barack Obama was born in Honolulu.", "He studied at Columbia University."]
@@ -138,7 +138,7 @@ def _tables(results):
 def test_t5_scores_the_tokens_between_the_sentinels(folder, random_t5, t5_vocab):
     model, params = random_t5
     example = read_ecbd(folder)[("2019", "test")][0]
-    built, cut = ecbd.span_example(t5_vocab, example, example.masked_sentence, t5=True)
+    built, cut = ecbd.span_example(model, t5_vocab, example, example.masked_sentence)
     assert not cut
     weighted = [t for t, w in zip(built.targets, built.weights, strict=True) if w]
     assert t5_vocab.decode(weighted) == "Angela Merkel"

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from tw_jax.data.tokens import encode_with_offsets, object_span, overlaps, span_mask
 from tw_jax.evaluate.propn import (
     Block,
     TaggedText,
@@ -20,7 +21,6 @@ from tw_jax.evaluate.propn import (
     sample_blocks,
     tag_texts,
 )
-from tw_jax.evaluate.tokens import encode_with_offsets, object_span, overlaps, span_mask
 from tw_jax.preprocess.errors import DumpError
 
 

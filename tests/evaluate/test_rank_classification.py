@@ -70,7 +70,7 @@ def test_probe_rows_become_new_versus_previous_items():
         {"subject": "B", "relation": "coach", "object": "X", "previous_object": ""},
         {"subject": "C", "relation": "coach", "object": "X", "previous_object": "X"},
     ]
-    assert probe_rank_items(rows, t5=False) == [RankItem("A coach", ("X", "Y", "Z"), 0)]
-    assert probe_rank_items(rows, t5=True)[0].prompt == "A coach <extra_id_0>"
+    assert probe_rank_items(rows, sentinel=False) == [RankItem("A coach", ("X", "Y", "Z"), 0)]
+    assert probe_rank_items(rows, sentinel=True)[0].prompt == "A coach <extra_id_0>"
     with pytest.raises(ValueError, match="2\\+ candidates"):
         RankItem("p", ("only",))

@@ -10,14 +10,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from tw_jax.models import decoding
-from tw_jax.models.gpt2 import GPT2, GPT2Config, abstract_variables, param_count
+from tw_jax.models import abstract_variables, count_params, decoding
+from tw_jax.models.gpt2 import GPT2, GPT2Config
 from tw_jax.models.sharding import LOGICAL_AXIS_RULES
 
 
 def test_gpt2_large_parameter_count_from_shapes_alone():
     config = GPT2Config(vocab_size=50257, n_positions=1024, n_embd=1280, n_layer=36, n_head=20)
-    assert param_count(config) == 774_030_080
+    assert count_params(config).total == 774_030_080
 
 
 def test_every_parameter_has_logical_axes_known_to_the_rules(tiny_config):

@@ -11,7 +11,7 @@ import jax
 import pytest
 from jax.sharding import PartitionSpec
 
-from tw_jax.models.gpt2 import abstract_variables
+from tw_jax.models import abstract_variables
 from tw_jax.models.sharding import make_mesh, mesh_shardings
 
 
@@ -36,7 +36,8 @@ _EIGHT_DEVICES = textwrap.dedent(
     """
     import flax.linen as nn, jax, jax.numpy as jnp, numpy as np
     from jax.sharding import PartitionSpec
-    from tw_jax.models.gpt2 import GPT2, GPT2Config, abstract_variables
+    from tw_jax.models import abstract_variables
+    from tw_jax.models.gpt2 import GPT2, GPT2Config
     from tw_jax.models.sharding import activate, batch_sharding, make_mesh, mesh_shardings
 
     assert len(jax.devices()) == 8

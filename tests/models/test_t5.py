@@ -18,7 +18,17 @@ import pytest
 from jax.sharding import PartitionSpec
 from safetensors.numpy import load_file, save_file
 
-from tw_jax.models import T5, T5Config, decoding, forward_logits, load_pretrained, scoring, t5
+from tw_jax.models import (
+    T5,
+    T5Config,
+    abstract_variables,
+    count_params,
+    decoding,
+    forward_logits,
+    load_pretrained,
+    scoring,
+    t5,
+)
 from tw_jax.models.sharding import make_mesh, mesh_shardings
 from tw_jax.models.t5_io import load_t5, save_t5
 
@@ -50,13 +60,13 @@ def _assert_trees_equal(a, b) -> None:
 
 def test_t5_large_has_737m_parameters():
     large = T5Config(d_model=1024, d_ff=4096, num_layers=24, num_heads=16, d_kv=64, vocab_size=32128)
-    assert t5.param_count(large) == 737_668_096  # CKL's "737M" T5-large(-ssm)
+    assert count_params(large).total == 737_668_096  # CKL's "737M" T5-large(-ssm)
     untied = dataclasses.replace(large, tie_word_embeddings=False)
-    assert t5.param_count(untied) == 737_668_096 + 32128 * 1024
+    assert count_params(untied).total == 737_668_096 + 32128 * 1024
 
 
 def _shapes(config: T5Config) -> dict:
-    return nn.unbox(t5.abstract_variables(config)["params"])
+    return nn.unbox(abstract_variables(config)["params"])
 
 
 def test_parameter_tree_layout():
@@ -219,7 +229,7 @@ def test_config_from_hugging_face_fields():
 
 
 def test_shardings_follow_the_rules_table():
-    shardings = mesh_shardings(t5.abstract_variables(V1_1), make_mesh((-1, 1, 1)))["params"]
+    shardings = mesh_shardings(abstract_variables(V1_1), make_mesh((-1, 1, 1)))["params"]
     assert shardings["shared"]["embedding"].spec == PartitionSpec("model", "fsdp")
     block = shardings["decoder"]["block_0"]
     assert block["cross_attn"]["query"]["kernel"].spec == PartitionSpec("fsdp", "model", None)
@@ -232,7 +242,8 @@ def test_shardings_follow_the_rules_table():
 _EIGHT_DEVICES = textwrap.dedent(
     """
     import flax.linen as nn, jax, jax.numpy as jnp, numpy as np
-    from tw_jax.models.t5 import T5, T5Config, abstract_variables
+    from tw_jax.models import abstract_variables
+    from tw_jax.models.t5 import T5, T5Config
     from tw_jax.models.sharding import activate, batch_sharding, make_mesh, mesh_shardings
 
     assert len(jax.devices()) == 8

@@ -4,17 +4,19 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tw_jax.models import GPT2Config, T5Config
-from tw_jax.train.data import DECODER, ENCDEC, convert_features, task_name
+from tw_jax.models import GPT2Config, T5Config, model_for
+from tw_jax.train.data import task_name
+
+DECODER, ENCDEC = GPT2Config(), T5Config()
 
 
-def _convert(examples, kind, lengths, start=0):
+def _convert(examples, config, lengths):
     def gen():
         yield from examples
 
     spec = {k: tf.TensorSpec([None], tf.int32) for k in examples[0]}
     dataset = tf.data.Dataset.from_generator(gen, output_signature=spec)
-    return list(convert_features(dataset, kind, lengths, start).as_numpy_iterator())
+    return list(model_for(config).convert_features(dataset, lengths).as_numpy_iterator())
 
 
 def test_gpt2_token_zero_is_a_real_token():
@@ -57,7 +59,7 @@ def test_long_examples_are_truncated_to_the_length():
 def test_encoder_decoder_needs_an_inputs_length():
     dataset = tf.data.Dataset.from_tensors({"targets": tf.constant([1])})
     with pytest.raises(ValueError, match="'inputs' length"):
-        convert_features(dataset, ENCDEC, {"targets": 4})
+        model_for(ENCDEC).convert_features(dataset, {"targets": 4})
 
 
 def test_task_name_objective():

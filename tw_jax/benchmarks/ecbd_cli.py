@@ -152,6 +152,7 @@ def _load_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     import contextlib
 
     from tw_jax.data.vocabularies import gpt2_vocabulary, t5_vocabulary
+    from tw_jax.models import model_for
 
     if args.model:
         from tw_jax.models import load_pretrained
@@ -178,8 +179,8 @@ def _load_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
             params, _ = load_params(run, args.model_dir, None)  # resolved: absolute or a URL
         model = run.module
     vocab_path = args.vocab or args.model
-    t5 = getattr(model.config, "model_type", None) == "t5"
-    vocabulary = t5_vocabulary(vocab_path) if t5 else gpt2_vocabulary(vocab_path)
+    load = {"t5": t5_vocabulary, "gpt2": gpt2_vocabulary}[model_for(model).vocabulary_kind]
+    vocabulary = load(vocab_path)
     return model, params, vocabulary, context
 
 

@@ -29,10 +29,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
+from tw_jax.evaluate.qa import decode_token_rows, qa_scores
 from tw_jax.evaluate.results import BASE, Result, append_results
 from tw_jax.io import paths
+from tw_jax.models import model_for
 from tw_jax.preprocess.ckl.phases import MANIFEST
 
 METRICS = ("em", "f1", "em_previous", "f1_previous")
@@ -77,14 +77,16 @@ def loaded_model(source: ModelSource) -> Iterator[tuple[Any, Any]]:
 
     mesh = None
     if source.hf_dir is not None:
+        from tw_jax.models import families_by_type
         from tw_jax.models.hf_io import read_config
-        from tw_jax.models.t5 import T5Config
 
         hf = read_config(source.hf_dir)
-        if hf.get("model_type") != "t5":
-            raise ValueError(f"{source.hf_dir}: CKL's zero-shot evaluation needs a T5, not "
-                             f"{hf.get('model_type')!r} (GPT-2 is light-tuned first, CKL App. G)")
-        config, checkpoint = T5Config.from_hf_config(hf), source.hf_dir
+        family = families_by_type().get(hf.get("model_type"))
+        if family is None or not family.fills_sentinel_spans:
+            raise ValueError(f"{source.hf_dir}: CKL's zero-shot evaluation needs a model that "
+                             f"fills sentinel spans (T5), not {hf.get('model_type')!r} (GPT-2 "
+                             "is light-tuned first, CKL App. G)")
+        config, checkpoint = family.config_class.from_hf_config(hf), source.hf_dir
     else:
         if source.model_dir is None or not source.gin_files:
             raise gin_setup.GinConfigError("a MODEL_DIR needs the gin files that built its model")
@@ -97,46 +99,16 @@ def loaded_model(source: ModelSource) -> Iterator[tuple[Any, Any]]:
         with contextlib.suppress(ValueError):
             mesh = gin.query_parameter("%MESH_SHAPE")
         checkpoint = source.model_dir
-        if getattr(config, "model_type", None) != "t5":
-            raise ValueError("CKL's zero-shot evaluation needs a T5 (GPT-2 is light-tuned first, "
-                             "CKL App. G); the gin files build a " + type(config).__name__)
+        if not model_for(config).fills_sentinel_spans:
+            raise ValueError("CKL's zero-shot evaluation needs a model that fills sentinel spans "
+                             "(T5; GPT-2 is light-tuned first, CKL App. G); the gin files build "
+                             "a " + type(config).__name__)
     if not paths.is_url(checkpoint):
         checkpoint = os.path.abspath(checkpoint)  # orbax refuses relative paths
     run = build_run_model(config, mesh or (-1, 1, 1))
     with activate(run.mesh):
         params, _ = load_params(run, checkpoint, None)
         yield run.module, params
-
-
-def decode_token_rows(
-    module: Any, params: Any, vocabulary: Any, rows: Sequence[Sequence[int]], *,
-    max_new_tokens: int, beam_size: int = 1, batch_size: int = 32,
-) -> list[str]:
-    """T5's answer span for each tokenised input (EOS included), batched with static shapes."""
-    import jax.numpy as jnp
-
-    from tw_jax.evaluate.qa import _batch  # the padding qa.decode_answers uses
-    from tw_jax.models import decoding
-    from tw_jax.tasks.metrics import answer_from_t5
-
-    eos = vocabulary.eos_id
-    answers: list[str] = []
-    for start in range(0, len(rows), batch_size):
-        chunk = [list(r) for r in rows[start : start + batch_size]]
-        ids, mask = _batch(chunk, batch_size, left=False)
-        kwargs = dict(max_new_tokens=max_new_tokens, eos_id=eos, pad_id=0)
-        if beam_size == 1:
-            out = decoding.greedy_decode(module, params, jnp.asarray(ids), jnp.asarray(mask),
-                                         **kwargs)
-        else:
-            beams, _ = decoding.beam_search(module, params, jnp.asarray(ids), jnp.asarray(mask),
-                                            beam_size=beam_size, **kwargs)
-            out = beams[:, 0]
-        for row in np.asarray(out)[: len(chunk)]:
-            tokens = row.tolist()
-            tokens = tokens[: tokens.index(eos)] if eos in tokens else tokens
-            answers.append(answer_from_t5(vocabulary.decode(tokens)))
-    return answers
 
 
 def _text(value: Any) -> str:
@@ -162,7 +134,6 @@ def evaluate_task(
 ) -> SetScores | None:
     """Zero-shot EM/F1 of one registered CKL probe task (its ``examples`` when already read);
     None when it has no rows."""
-    from tw_jax.evaluate.qa import qa_scores
     from tw_jax.tasks import LazyVocabulary
     from tw_jax.tasks.ckl import PREVIOUS_SEPARATOR, eval_lengths, lama_set
     from tw_jax.train import data

@@ -6,8 +6,8 @@ Perplexity (ECBD §3, Figure 3) is token-normalised over the masked span only:
   only the span's tokens between the two sentinels are scored.
 - GPT-2: the text left of the mask, then the span; the span's tokens are scored given the left
   context only (the right context cannot condition a left-to-right model). The text is preceded
-  by EOS acting as BOS, as :func:`tw_jax.evaluate.perplexity.causal_example` does; a context
-  longer than the model's positions loses its first tokens (counted as ``truncated``).
+  by EOS acting as BOS (the decoder-only ``span_example`` of :mod:`tw_jax.models.base`); a
+  context longer than the model's positions loses its first tokens (counted as ``truncated``).
 
 Each example's NLL is the mean over its span tokens. *Micro* perplexity is ``exp`` of the mean
 over examples; *entity-averaged* perplexity (the paper's headline number) is ``exp`` of the mean
@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from tw_jax.evaluate.perplexity import causal_example, score_examples, seq2seq_example
-from tw_jax.evaluate.scorer import CausalExample, bucket_length, is_encoder_decoder
-from tw_jax.evaluate.tokens import encode_with_offsets
+from tw_jax.data.tokens import encode_with_offsets
 from tw_jax.io import paths
+from tw_jax.models import model_for
+from tw_jax.models.token_scores import bucket_length
 from tw_jax.preprocess.errors import DumpError
 from tw_jax.tasks.ecbd import (
     INPUTS,
@@ -110,25 +110,20 @@ def _target(example: EcbdExample) -> tuple[str, tuple[int, int]]:
     return text, (len(SENTINEL_0), len(SENTINEL_0) + 1 + len(example.span))
 
 
-def _fit(example: CausalExample, limit: int | None) -> tuple[CausalExample, bool]:
-    """The last ``limit`` tokens (the scored span sits at the end), and whether it was cut."""
-    if limit is None or len(example.tokens) <= limit:
-        return example, False
-    tokens, weights = example.tokens[-limit:], list(example.weights[-limit:])
-    weights[0] = 0.0
-    return CausalExample(tokens, tuple(weights)), True
-
-
-def span_example(vocabulary: Any, example: EcbdExample, sentence: str, *, t5: bool,
+def span_example(model: Any, vocabulary: Any, example: EcbdExample, sentence: str, *,
                  max_length: int | None = None) -> tuple[Any, bool]:
-    """The scoring example of one masked sentence (see the module docstring)."""
-    if t5:
+    """The scoring example of one masked sentence (see the module docstring), and whether its
+    context was cut to ``max_length`` tokens."""
+    model = model_for(model)
+    if model.fills_sentinel_spans:
         target, span = _target(example)
-        return seq2seq_example(vocabulary, sentence, target, [span]), False
+        return model.span_example(vocabulary, sentence, target, [span]), False
     left = sentence.split(SENTINEL_0, 1)[0]
     text = left + example.span
     start = len(left) - 1 if left.endswith(" ") else len(left)  # the space marks the span's word
-    return _fit(causal_example(vocabulary, text, [(start, len(text))]), max_length)
+    return model.truncate_left(
+        model.span_example(vocabulary, "", text, [(start, len(text))]), max_length
+    )
 
 
 def sentences_for(examples: Sequence[EcbdExample], input_type: str, options: EcbdOptions,
@@ -157,13 +152,12 @@ def span_nlls(model: Any, params: Any, vocabulary: Any, examples: Sequence[EcbdE
               sentences: Sequence[str], *, batch_size: int = 32,
               run: EcbdRun | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Mean NLL over each example's span tokens, and their count."""
-    t5 = is_encoder_decoder(model)
-    limit = None if t5 else getattr(model.config, "n_positions", None)
-    built = [span_example(vocabulary, ex, s, t5=t5, max_length=limit)
+    model = model_for(model)
+    built = [span_example(model, vocabulary, ex, s, max_length=model.max_length)
              for ex, s in zip(examples, sentences, strict=True)]
     if run is not None and any(cut for _, cut in built):
         run.note("truncated contexts", sum(cut for _, cut in built))
-    scores = score_examples(model, params, [b for b, _ in built], batch_size=batch_size)
+    scores = model.score(params, [b for b, _ in built], batch_size=batch_size)
     with np.errstate(divide="ignore", invalid="ignore"):
         nll = -scores.log_likelihood / scores.num_tokens
     return nll, scores.num_tokens
@@ -286,10 +280,11 @@ def evaluate_ecbd(model: Any, params: Any, vocabulary: Any,
     unknown = [t for t in options.input_types if t not in INPUTS]
     if unknown:
         raise ValueError(f"unknown input types {unknown}; known: {', '.join(INPUTS)}")
-    t5 = is_encoder_decoder(model)
-    recall_k = options.recall_k if t5 else 0
+    # Recall@k reads sentinel spans from beam search (ECBD Appendix D: T5 only).
+    sentinels = model_for(model).fills_sentinel_spans
+    recall_k = options.recall_k if sentinels else 0
     run = EcbdRun()
-    if options.recall_k and not t5:
+    if options.recall_k and not sentinels:
         run.note("recall@k skipped: T5 only (ECBD Appendix D)")
     pool = [ex for examples in data.values() for ex in examples]
     for examples in data.values():

@@ -32,11 +32,10 @@ from typing import Any
 import flax.linen as nn
 import numpy as np
 
-from tw_jax.evaluate.perplexity import causal_example, score_examples, seq2seq_example
 from tw_jax.evaluate.qa import decode_answers, qa_scores
 from tw_jax.evaluate.rank import RankItem, RankResult
 from tw_jax.evaluate.results import Result
-from tw_jax.evaluate.scorer import is_encoder_decoder
+from tw_jax.models import model_for
 from tw_jax.tasks.metrics import normalize_answer
 
 UNCHANGED, NEW, EDITED = "unchanged", "new", "edited"
@@ -71,23 +70,19 @@ def qa_rank_classify(
 ) -> RankResult:
     """Teacher-forced scores of every candidate as the answer to its question.
 
-    T5: the candidate is the target (EOS after it, not scored); GPT-2: the candidate's tokens
-    after ``question + " "``.
+    An encoder-decoder (T5) reads the question and scores the candidate as its target (EOS after
+    it, not scored); a decoder-only model (GPT-2) scores the candidate's tokens after
+    ``question + " "``.
     """
-    t5 = is_encoder_decoder(model)
+    model = model_for(model)
     examples, owners = [], []
     for index, item in enumerate(items):
         for candidate in item.candidates:
-            if t5:
-                examples.append(seq2seq_example(vocabulary, item.prompt, candidate,
-                                                [(0, len(candidate))]))
-            else:
-                text = f"{item.prompt} {candidate}"
-                examples.append(causal_example(vocabulary, text, [(len(item.prompt), len(text))]))
+            examples.append(model.span_example(vocabulary, item.prompt, candidate, separator=" "))
             owners.append(index)
     if not examples:
         return RankResult(summed=[], mean=[], golds=[])
-    scores = score_examples(model, params, examples, batch_size=batch_size)
+    scores = model.score(params, examples, batch_size=batch_size)
     if np.any(scores.num_tokens == 0):
         raise ValueError("a candidate answer has no tokens to score")
     owners_arr = np.asarray(owners)

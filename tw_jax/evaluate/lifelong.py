@@ -319,7 +319,9 @@ def _lighttune(
     """Light-tune a copy of ``model_dir`` on ``month``'s light-tuning sets (TemporalWiki
     Appendix C: one epoch, every parameter trainable, LR 1e-5, batch 32, lengths 25); returns
     the config and MODEL_DIR of the light-tuned model, or None when there is nothing to tune on."""
-    from tw_jax.train import data, trainer
+    from tw_jax.models import model_for
+    from tw_jax.tasks.probes import QA_SUFFIX
+    from tw_jax.train import trainer
 
     rows = lighttuning_rows(data_dir, month)
     if rows == 0:
@@ -329,7 +331,7 @@ def _lighttune(
     steps = -(-rows // batch)
     target = paths.join(options.out_dir, "lighttuned", method, trained_through, month)
     config = _parse(options, files, [f"MODEL_DIR={str(target)!r}"])
-    kind = "_ssm" if data.model_kind(config) == data.ENCDEC else "_object"
+    kind = QA_SUFFIX[model_for(config).objective]
     length = options.lighttune_length
     _parse(options, files, [
         f"MODEL_DIR={str(target)!r}",

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from tw_jax.io import paths
+from tw_jax.models import model_for
 
 CATEGORIES: tuple[str, ...] = ("unchanged", "updated", "new", "deleted")
 CHANGED = "changed"
@@ -111,13 +112,12 @@ def _perplexities(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, 
 def _qa(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
         settings: EvalSettings) -> Values:
     from tw_jax.evaluate.qa import decode_answers, previous_answers, probe_prompt, qa_scores
-    from tw_jax.evaluate.scorer import is_encoder_decoder
 
-    t5 = is_encoder_decoder(module)
+    sentinel = model_for(module).fills_sentinel_spans
     predicted = {}
     for category, category_rows in rows.items():
         if category_rows:
-            prompts = [probe_prompt(r, t5=t5) for r in category_rows]
+            prompts = [probe_prompt(r, sentinel=sentinel) for r in category_rows]
             answers = decode_answers(module, params, vocabulary, prompts,
                                      max_new_tokens=settings.max_new_tokens,
                                      beam_size=settings.beam_size,
@@ -134,12 +134,11 @@ def _qa(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
 def _rank(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
           settings: EvalSettings) -> Values:
     from tw_jax.evaluate.rank import probe_rank_items, rank_classify
-    from tw_jax.evaluate.scorer import is_encoder_decoder
 
-    t5 = is_encoder_decoder(module)
+    sentinel = model_for(module).fills_sentinel_spans
     values: Values = {}
     for category, category_rows in rows.items():
-        items = probe_rank_items(category_rows, t5=t5)
+        items = probe_rank_items(category_rows, sentinel=sentinel)
         if items:
             result = rank_classify(module, params, vocabulary, items,
                                    batch_size=settings.batch_size)

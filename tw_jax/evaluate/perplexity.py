@@ -24,43 +24,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import flax.linen as nn
 import numpy as np
 
-from tw_jax.evaluate.scorer import (
-    CausalExample,
-    Seq2SeqExample,
-    TokenScores,
-    is_encoder_decoder,
-    score_causal,
-    score_seq2seq,
-)
-from tw_jax.evaluate.tokens import Span, encode_with_offsets, object_span, span_mask
+from tw_jax.data.tokens import Span, object_span
+from tw_jax.models import model_for
 from tw_jax.tasks.probes import SENTINEL, masked_cloze, probe_text
 
 VARIANTS = ("text", "object", "cloze")
-
-
-def causal_example(
-    vocabulary: Any, text: str, spans: Sequence[Span] | None = None, *, prepend_bos: bool = True
-) -> CausalExample:
-    """``text`` as a GPT-2 example: every token scored, or those overlapping ``spans``."""
-    ids, offsets = encode_with_offsets(vocabulary, text)
-    if not ids:
-        raise ValueError(f"nothing to score: {text!r} has no tokens")
-    weights = [1.0] * len(ids) if spans is None else [float(f) for f in span_mask(offsets, spans)]
-    if prepend_bos:
-        return CausalExample((vocabulary.eos_id, *ids), (0.0, *weights))
-    return CausalExample(tuple(ids), (0.0, *weights[1:]))
-
-
-def seq2seq_example(vocabulary: Any, inputs: str, targets: str, spans: Sequence[Span]) -> Seq2SeqExample:
-    """A T5 example, EOS after inputs and targets; the target tokens overlapping ``spans`` score."""
-    input_ids, _ = encode_with_offsets(vocabulary, inputs)
-    target_ids, offsets = encode_with_offsets(vocabulary, targets)
-    weights = [float(f) for f in span_mask(offsets, spans)] + [0.0]
-    eos = vocabulary.eos_id
-    return Seq2SeqExample((*input_ids, eos), (*target_ids, eos), tuple(weights))
 
 
 def _object_text(row: Mapping[str, str]) -> tuple[str, Span]:
@@ -71,45 +41,42 @@ def _object_text(row: Mapping[str, str]) -> tuple[str, Span]:
 
 
 def _t5_target(obj: str) -> tuple[str, Span]:
+    """A sentinel answer ``<extra_id_0> object`` and the object's characters."""
     text = f"{SENTINEL} {obj}"
     return text, (len(SENTINEL), len(text))
 
 
 def probe_examples(
-    vocabulary: Any, rows: Sequence[Mapping[str, str]], variant: str, *, t5: bool,
+    model: Any, vocabulary: Any, rows: Sequence[Mapping[str, str]], variant: str, *,
     prepend_bos: bool = True,
-) -> list[CausalExample] | list[Seq2SeqExample]:
-    """The scoring examples of probe ``rows`` for a variant (see the module docstring)."""
+) -> list[Any]:
+    """The scoring examples of probe ``rows`` for a variant (see the module docstring), as
+    ``model`` (a model object, config or module) builds them."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+    model = model_for(model)
     examples: list[Any] = []
     for row in rows:
         obj = row["object"]
         cloze = masked_cloze(row) if variant == "cloze" else None
-        if t5:
+        if model.fills_sentinel_spans:
             source = cloze if cloze is not None else f"{row['subject']} {row['relation']} {SENTINEL}"
             target, span = _t5_target(obj)
-            examples.append(seq2seq_example(vocabulary, source, target, [span]))
+            examples.append(model.span_example(vocabulary, source, target, [span]))
         elif variant == "text":
-            examples.append(causal_example(vocabulary, probe_text(row), prepend_bos=prepend_bos))
+            examples.append(model.span_example(vocabulary, "", probe_text(row),
+                                               prepend_bos=prepend_bos))
         else:
             text, span = _object_text(row)
             if cloze is not None:
                 text, span = row["cloze"], object_span(row["cloze"], obj)
-            examples.append(causal_example(vocabulary, text, [span], prepend_bos=prepend_bos))
+            examples.append(model.span_example(vocabulary, "", text, [span],
+                                               prepend_bos=prepend_bos))
     return examples
 
 
-def score_examples(
-    model: nn.Module, params: Any, examples: Sequence[Any], *, batch_size: int = 32
-) -> TokenScores:
-    if is_encoder_decoder(model):
-        return score_seq2seq(model, params, examples, batch_size=batch_size)
-    return score_causal(model, params, examples, batch_size=batch_size)
-
-
 def probe_perplexities(
-    model: nn.Module,
+    model: Any,
     params: Any,
     vocabulary: Any,
     rows: Sequence[Mapping[str, str]],
@@ -119,10 +86,9 @@ def probe_perplexities(
     prepend_bos: bool = True,
 ) -> np.ndarray:
     """Per-instance perplexities of probe ``rows`` (CSV rows as dicts), in row order."""
-    examples = probe_examples(
-        vocabulary, rows, variant, t5=is_encoder_decoder(model), prepend_bos=prepend_bos
-    )
-    return score_examples(model, params, examples, batch_size=batch_size).perplexities()
+    model = model_for(model)
+    examples = probe_examples(model, vocabulary, rows, variant, prepend_bos=prepend_bos)
+    return model.score(params, examples, batch_size=batch_size).perplexities()
 
 
 def mean_perplexity(perplexities: Sequence[float] | np.ndarray) -> float:

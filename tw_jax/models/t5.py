@@ -596,19 +596,6 @@ class T5(nn.Module):
         )
 
 
-def abstract_variables(config: T5Config, batch_size: int = 1, length: int = 8) -> Any:
-    """Shapes, dtypes and logical axes of every variable, from ``jax.eval_shape`` (no allocation)."""
-    model = T5(config)
-    dummy = jnp.zeros((batch_size, length), jnp.int32)
-    return jax.eval_shape(lambda rng: model.init(rng, dummy, dummy), jax.random.key(0))
-
-
-def param_count(config: T5Config) -> int:
-    """Number of parameters (a tied LM head counted once), computed from shapes alone."""
-    params = nn.unbox(abstract_variables(config)["params"])
-    return sum(int(leaf.size) for leaf in jax.tree.leaves(params))
-
-
 def init_cache(
     model: T5, params: Any, batch_size: int, max_length: int, source_length: int
 ) -> Any:

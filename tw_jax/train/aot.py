@@ -44,7 +44,6 @@ import optax
 
 from tw_jax.models.sharding import activate, batch_sharding, padded_rows, replicated
 from tw_jax.platforms import has_tpu_chips, module_installed
-from tw_jax.train import data
 from tw_jax.train.flops import train_step_flops
 from tw_jax.train.optimizers import make_optimizer
 from tw_jax.train.state import RunModel, build_run_model, with_shardings
@@ -157,17 +156,14 @@ class Lengths:
 
 def _abstract_batch(run: RunModel, rows: int, lengths: Mapping[str, int]) -> dict[str, Any]:
     """The model features of ``rows`` rows, abstract, sharded over the batch axes."""
-    sizes = data.model_lengths(data.model_kind(run.config), lengths)
+    sizes = run.model.feature_lengths(lengths)
     sharding = batch_sharding(run.mesh, 2)
-    features = list(data.MODEL_FEATURES)
-    if "encoder" in sizes:
-        features += data.ENCODER_FEATURES
     return {
         name: jax.ShapeDtypeStruct(
             (rows, sizes["encoder" if name.startswith("encoder") else "decoder"]), jnp.int32,
             sharding=sharding,
         )
-        for name in features
+        for name in run.model.feature_names
     }
 
 
@@ -186,7 +182,7 @@ def _lower_train(run: RunModel, rows: int, lengths: Mapping[str, int], **step_ar
 
 
 def _lower_score(run: RunModel, rows: int, lengths: Mapping[str, int]) -> Any:
-    score = jax.jit(make_score_step(run.module), out_shardings=replicated(run.mesh))
+    score = jax.jit(make_score_step(run.model), out_shardings=replicated(run.mesh))
     with activate(run.mesh):
         return score.lower(run.abstract_params, _abstract_batch(run, rows, lengths))
 
@@ -345,9 +341,10 @@ def compile_for_topology(
         prompt, new = decode_lengths(model_config, task_feature_lengths, prompt_length,
                                      max_new_tokens)
         lowered = _lower_decode(run, rows, prompt, new)
-        as_run = ({"inputs": prompt, "targets": new} if data.model_kind(model_config)
-                  == data.ENCDEC else {"targets": prompt + new})
-        model_flops = train_step_flops(model_config, batch_size, as_run).forward
+        # The forward pass over the prompt and the new tokens, as training would run it.
+        model_flops = train_step_flops(
+            model_config, batch_size, {"inputs": prompt, "targets": new}
+        ).forward
         tokens = batch_size * new  # tokens generated
     try:
         compiled = _compile(lowered, effort, f"{topology} x {num_slices}")
@@ -378,7 +375,7 @@ def compile_for_topology(
         "chips": chips,
         "mesh": mesh,
         "step": step,
-        "model": getattr(model_config, "model_type", type(model_config).__name__),
+        "model": run.model.model_type,
         "batch_size": batch_size,
         "padded_batch_size": rows,
         "task_feature_lengths": dict(task_feature_lengths),

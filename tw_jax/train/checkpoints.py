@@ -34,6 +34,8 @@ import orbax.checkpoint as ocp
 
 from tw_jax.io import paths
 from tw_jax.io.paths import PathLike
+from tw_jax.models import families_by_type
+from tw_jax.models.hf_io import read_config
 
 log = logging.getLogger(__name__)
 
@@ -111,19 +113,12 @@ def is_hf_folder(path: PathLike) -> bool:
 
 
 def _read_hf(folder: str) -> Any:
-    from tw_jax.models.hf_io import read_config
-
     model_type = read_config(folder).get("model_type")
-    if model_type == "t5":
-        from tw_jax.models.t5_io import load_t5
-
-        return load_t5(folder)[1]
-    if model_type == "gpt2":
-        from tw_jax.models.hf_io import load_gpt2
-
-        return load_gpt2(folder)[1]
-    raise CheckpointError(f"{paths.join(folder, 'config.json')}: model_type {model_type!r} "
-                          "not supported")
+    family = families_by_type().get(model_type)
+    if family is None:
+        raise CheckpointError(f"{paths.join(folder, 'config.json')}: model_type {model_type!r} "
+                              "not supported")
+    return family.load_hf(folder)[1]
 
 
 def _saved_shapes(params_dir: str) -> Any:

@@ -23,7 +23,6 @@ from typing import Any
 
 import gin
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from tw_jax.io import paths
@@ -98,14 +97,12 @@ def evaluate(
     mixture_or_task_name = data.task_name(mixture_or_task_name, model_config)
     _ensure_tasks(mixture_or_task_name)
     run = build_run_model(model_config, mesh_shape)
-    kind = data.model_kind(model_config)
     with activate(run.mesh):
         params, step = load_params(run, model_dir, checkpoint_path)
-        score = jax.jit(make_score_step(run.module), out_shardings=replicated(run.mesh))
+        score = jax.jit(make_score_step(run.model), out_shardings=replicated(run.mesh))
         stream = data.batches(
-            mixture_or_task_name, task_feature_lengths, batch_size, kind, split=split,
+            mixture_or_task_name, task_feature_lengths, batch_size, run.model, split=split,
             shuffle=False, num_epochs=1, drop_remainder=False,
-            decoder_start_id=getattr(model_config, "decoder_start_token_id", 0),
         )
         scores, counts, correct = [], [], []
         for index, (batch, rows) in enumerate(_padded_batches(stream, batch_size)):
@@ -149,19 +146,6 @@ def _task_score_metrics(name: str, scores: list[float], counts: list[float]) -> 
     return found
 
 
-def _prompt_rows(
-    examples: Sequence[Mapping[str, np.ndarray]], length: int, left: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    ids = np.zeros((len(examples), length), np.int32)
-    mask = np.zeros((len(examples), length), np.int32)
-    for row, example in enumerate(examples):
-        tokens = np.asarray(example.get("inputs", np.zeros([0], np.int32)))[:length]
-        start = length - len(tokens) if left else 0
-        ids[row, start : start + len(tokens)] = tokens
-        mask[row, start : start + len(tokens)] = 1
-    return ids, mask
-
-
 @gin.configurable(module="tw_jax.train")
 def infer(
     *,
@@ -178,7 +162,6 @@ def infer(
     mesh_shape: Sequence[int] = (-1, 1, 1),
 ) -> str:
     """Greedy predictions for the task's ``inputs``, as JSONL (default MODEL_DIR/infer/...)."""
-    from tw_jax.models.decoding import greedy_decode
     from tw_jax.train.trainer import _ensure_tasks
 
     distributed.initialize()
@@ -189,7 +172,6 @@ def infer(
     vocab = data.vocabulary(mixture_or_task_name)
     new_tokens = int(max_new_tokens or task_feature_lengths["targets"])
     prompt_length = int(task_feature_lengths.get("inputs", 1))
-    left = not run.is_encoder_decoder  # GPT-2 continues from the last prompt position
     dataset = data.task_dataset(
         mixture_or_task_name, task_feature_lengths, split=split, shuffle=False, num_epochs=1
     )
@@ -204,11 +186,10 @@ def infer(
         params, _ = load_params(run, model_dir, checkpoint_path)
         for start in range(0, len(examples), batch_size):
             chunk = examples[start : start + batch_size]
-            padded = chunk + [{}] * (batch_size - len(chunk))
-            ids, mask = _prompt_rows(padded, prompt_length, left)
-            tokens = greedy_decode(
-                run.module, params, jnp.asarray(ids), jnp.asarray(mask),
-                max_new_tokens=new_tokens, eos_id=vocab.eos_id, pad_id=0,
+            prompts = [np.asarray(e.get("inputs", np.zeros([0], np.int32))) for e in chunk]
+            ids, mask = run.model.prompt_rows(prompts, batch_size, prompt_length)
+            tokens = run.model.decode(
+                params, ids, mask, max_new_tokens=new_tokens, eos_id=vocab.eos_id, pad_id=0,
             )
             for offset, (example, row) in enumerate(zip(chunk, np.asarray(tokens), strict=False)):
                 record = {

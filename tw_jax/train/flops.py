@@ -39,7 +39,7 @@ The trainer's logged ``mfu`` and the benchmarks (``tools/bench_train*.py``) both
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 # Peak dense bf16 FLOP/s per device, by a substring of ``device_kind`` (first match wins). A
@@ -57,9 +57,6 @@ PEAK_FLOPS: tuple[tuple[str, float], ...] = (
     ("A100", 312e12),
     ("V100", 125e12),
 )
-
-ENCODER, DECODER = "encoder", "decoder"
-
 
 @dataclasses.dataclass(frozen=True)
 class StepFlops:
@@ -88,39 +85,26 @@ class StepFlops:
         return self.matmul_forward + self.attention_forward
 
 
-@dataclasses.dataclass
-class _Part:
-    """One coarse part of the model: its upstream parts, stream and attention shapes."""
-
-    upstream: set[str]
-    trainable: bool = False
-    attention: list[tuple[str, str, int]] = dataclasses.field(default_factory=list)
-
-
 def train_step_flops(config: Any, batch_size: int, lengths: Mapping[str, int]) -> StepFlops:
     """Model FLOPs of one train step of ``config`` at ``batch_size`` and task feature ``lengths``.
 
     ``lengths`` are the trainer's ``TASK_FEATURE_LENGTHS`` (``{"targets": L}`` for GPT-2,
-    ``{"inputs": L_in, "targets": L_out}`` for T5). Parameters come from shapes alone.
+    ``{"inputs": L_in, "targets": L_out}`` for T5). Parameters come from shapes alone; the
+    model's ``flop_layout()`` says which part each belongs to and which token stream
+    (``encoder``/``decoder`` positions, its ``feature_lengths``) its matmul is applied to.
     """
     import flax.linen as nn
     import jax
 
-    from tw_jax.models import abstract_variables
-    from tw_jax.models.variants import TRAINABLE, param_labels, path_names
-    from tw_jax.train.data import ENCDEC, model_kind, model_lengths
+    from tw_jax.models import abstract_variables, model_for
+    from tw_jax.models.variants import TRAINABLE, path_names
 
-    kind = model_kind(config)
-    sizes = model_lengths(kind, lengths)
-    if kind == ENCDEC:
-        positions = {ENCODER: sizes["encoder"], DECODER: sizes["decoder"]}
-        parts, locate = _t5_parts(config)
-    else:
-        positions = {DECODER: sizes["decoder"]}
-        parts, locate = _gpt2_parts(config)
+    model = model_for(config)
+    positions = model.feature_lengths(lengths)
+    parts, locate = model.flop_layout()
 
     params = nn.unbox(abstract_variables(config)["params"])
-    labels = param_labels(config, params)
+    labels = model.param_labels(params)
     leaves = jax.tree_util.tree_flatten_with_path(params)[0]
     label_leaves = jax.tree.leaves(labels)
     matmuls: list[tuple[str, str, int, bool]] = []
@@ -161,123 +145,6 @@ def train_step_flops(config: Any, batch_size: int, lengths: Mapping[str, int]) -
 def train_flops_per_token(config: Any, lengths: Mapping[str, int]) -> float:
     """Model FLOPs per processed token of a train step (independent of the batch size)."""
     return train_step_flops(config, 1, lengths).per_token
-
-
-Locator = Callable[[tuple[str, ...]], list[tuple[str, str, bool]]]
-
-
-def _is_matmul_leaf(names: tuple[str, ...]) -> bool:
-    return names[-1] in ("kernel", "lora_a", "lora_b")
-
-
-def _gpt2_parts(config: Any) -> tuple[dict[str, _Part], Locator]:
-    n, width = config.n_layer, config.n_embd
-    blocks = [f"h_{i}" for i in range(n)]
-    parts: dict[str, _Part] = {"embed": _Part(set())}
-    for i, name in enumerate(blocks):
-        parts[name] = _Part({"embed", *blocks[:i]}, attention=[(DECODER, DECODER, width)])
-    parts["ln_f"] = _Part({"embed", *blocks})
-    adapters: list[str] = []
-    if config.kadapter is not None:
-        taps = config.kadapter.tap_layers(n)
-        for k, tap in enumerate(taps):
-            name = f"kadapter/adapter_{k}"
-            parts[name] = _Part(
-                {"embed", *blocks[: tap + 1], *adapters}, attention=[(DECODER, DECODER, width)]
-            )
-            adapters.append(name)
-        parts["kadapter/output_norm"] = _Part({"embed", *blocks[: taps[-1] + 1], *adapters})
-    parts["head"] = _Part(set(parts))
-
-    def locate(names: tuple[str, ...]) -> list[tuple[str, str, bool]]:
-        top = names[0]
-        if top == "wte":  # looked up at the bottom, and the tied LM head at the top
-            return [("embed", DECODER, False), ("head", DECODER, True)]
-        if top == "wpe":
-            return [("embed", DECODER, False)]
-        part = f"kadapter/{names[1]}" if top == "kadapter" else top
-        return [(part, DECODER, _is_matmul_leaf(names))]
-
-    return parts, locate
-
-
-def _t5_encoder_parts(
-    parts: dict[str, _Part], prefix: str, embed: str, num_layers: int, width: int,
-    kadapter: Any = None,
-) -> list[str]:
-    """The parts of one T5 encoder stack (``prefix`` ``encoder`` or ``modular/encoder``)."""
-    bias = f"{prefix}/relative_attention_bias"
-    parts[bias] = _Part(set())
-    blocks = [f"{prefix}/block_{i}" for i in range(num_layers)]
-    for i, name in enumerate(blocks):
-        parts[name] = _Part({embed, bias, *blocks[:i]}, attention=[(ENCODER, ENCODER, width)])
-    parts[f"{prefix}/final_norm"] = _Part({embed, bias, *blocks})
-    made = [bias, *blocks, f"{prefix}/final_norm"]
-    if kadapter is not None:
-        taps = kadapter.tap_layers(num_layers)
-        adapters: list[str] = []
-        for k, tap in enumerate(taps):
-            name = f"{prefix}/kadapter/adapter_{k}"
-            parts[name] = _Part(
-                {embed, bias, *blocks[: tap + 1], *adapters}, attention=[(ENCODER, ENCODER, width)]
-            )
-            adapters.append(name)
-        norm = f"{prefix}/kadapter/output_norm"
-        parts[norm] = _Part({embed, bias, *blocks[: taps[-1] + 1], *adapters})
-        made += [*adapters, norm]
-    return made
-
-
-def _t5_parts(config: Any) -> tuple[dict[str, _Part], Locator]:
-    width = config.num_heads * config.d_kv
-    parts: dict[str, _Part] = {"shared": _Part(set())}
-    encoder_side = ["shared", *_t5_encoder_parts(
-        parts, ENCODER, "shared", config.num_layers, width, config.kadapter
-    )]
-    if config.modular is not None:
-        small = config.modular_encoder_config
-        parts["modular/shared"] = _Part(set())
-        made = _t5_encoder_parts(
-            parts, "modular/encoder", "modular/shared", small.num_layers,
-            small.num_heads * small.d_kv,
-        )
-        parts["modular/projection"] = _Part({"modular/shared", *made})
-        encoder_side += ["modular/shared", *made, "modular/projection"]
-    parts["decoder/relative_attention_bias"] = _Part(set())
-    blocks = [f"decoder/block_{i}" for i in range(config.decoder_layers)]
-    for i, name in enumerate(blocks):
-        parts[name] = _Part(
-            {"shared", "decoder/relative_attention_bias", *blocks[:i], *encoder_side},
-            attention=[(DECODER, DECODER, width), (DECODER, ENCODER, width)],
-        )
-        # Cross-attention keys and values: projections of the encoder output.
-        parts[f"{name}/cross_kv"] = _Part(set(encoder_side))
-    parts["decoder/final_norm"] = _Part(set(parts))
-    parts["head"] = _Part(set(parts))
-
-    def locate(names: tuple[str, ...]) -> list[tuple[str, str, bool]]:
-        top, matmul = names[0], _is_matmul_leaf(names)
-        if top == "shared":
-            found = [("shared", ENCODER, False)]
-            return found + ([("head", DECODER, True)] if config.tie_word_embeddings else [])
-        if top == "lm_head":
-            return [("head", DECODER, matmul)]
-        if top == "encoder":
-            if names[1] == "kadapter":
-                return [(f"encoder/kadapter/{names[2]}", ENCODER, matmul)]
-            return [(f"encoder/{names[1]}", ENCODER, matmul)]
-        if top == "modular":
-            if names[1] == "encoder":
-                return [(f"modular/encoder/{names[2]}", ENCODER, matmul)]
-            return [(f"modular/{names[1]}", ENCODER, matmul)]
-        if top == "decoder":
-            block = f"decoder/{names[1]}"
-            if len(names) > 3 and names[2] == "cross_attn" and names[3] in ("key", "value"):
-                return [(f"{block}/cross_kv", ENCODER, matmul)]
-            return [(block, DECODER, matmul)]
-        raise ValueError(f"flops: unexpected T5 parameter {'/'.join(names)}")
-
-    return parts, locate
 
 
 def peak_flops_per_device(device_kind: str) -> float | None:

@@ -18,35 +18,34 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from tw_jax.models import build_model
-from tw_jax.models.sharding import make_mesh, mesh_shardings, replicated
+from tw_jax.models import BaseModel, abstract_variables, model_for
+from tw_jax.models.sharding import activate, make_mesh, mesh_shardings, replicated
 from tw_jax.models.variants import path_names
 
 
 @dataclasses.dataclass
 class RunModel:
-    """A model with its mesh and the shardings of its parameters."""
+    """A model (:class:`tw_jax.models.BaseModel`) with its mesh and the shardings of its
+    parameters."""
 
-    config: Any
-    module: nn.Module
+    model: BaseModel
     mesh: jax.sharding.Mesh
     param_shardings: Any
     abstract_params: Any  # unboxed ShapeDtypeStructs with shardings
 
     @property
-    def is_encoder_decoder(self) -> bool:
-        return self.config.model_type == "t5"
+    def config(self) -> Any:
+        return self.model.config
 
-    def dummy_inputs(self) -> tuple[jax.Array, ...]:
-        dummy = jnp.zeros((1, 8), jnp.int32)
-        return (dummy, dummy) if self.is_encoder_decoder else (dummy,)
+    @property
+    def module(self) -> nn.Module:
+        return self.model.module
 
     def init_params(self, seed: int) -> Any:
         """Fresh parameters, created directly in their shardings."""
-        from tw_jax.models.sharding import activate
 
         def init(rng: jax.Array) -> Any:
-            return nn.unbox(self.module.init(rng, *self.dummy_inputs())["params"])
+            return nn.unbox(self.module.init(rng, *self.model.dummy_inputs())["params"])
 
         with activate(self.mesh):
             return jax.jit(init, out_shardings=self.param_shardings)(jax.random.key(seed))
@@ -65,16 +64,13 @@ def build_run_model(
 ) -> RunModel:
     """Model, ``(data, fsdp, model)`` mesh and parameter shardings for ``config``, over
     ``devices`` (default: every device of the run; ``tw-jax compile`` passes a TPU topology's)."""
-    from tw_jax.models import abstract_variables
-
     mesh = make_mesh(tuple(mesh_shape), devices=devices)
-    module = build_model(config)
     boxed = abstract_variables(config)["params"]
     shardings = mesh_shardings(boxed, mesh)
     abstract = jax.tree.map(
         lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), nn.unbox(boxed), shardings
     )
-    return RunModel(config, module, mesh, shardings, abstract)
+    return RunModel(model_for(config), mesh, shardings, abstract)
 
 
 def opt_state_shardings(abstract_state: Any, run: RunModel) -> Any:

@@ -13,36 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import optax
 
+from tw_jax.models import BaseModel
+
 Batch = dict[str, jax.Array]
-
-
-def forward(
-    module: nn.Module, params: Any, batch: Batch, *, deterministic: bool, rng: jax.Array | None
-) -> jax.Array:
-    """Float32 logits ``(batch, length, vocab)`` of the decoder positions."""
-    rngs = None if deterministic else {"dropout": rng}
-    if module.config.model_type == "t5":
-        return module.apply(
-            {"params": params},
-            batch["encoder_input_tokens"],
-            batch["decoder_input_tokens"],
-            attention_mask=batch["encoder_mask"],
-            decoder_attention_mask=batch["decoder_mask"],
-            deterministic=deterministic,
-            rngs=rngs,
-        )
-    return module.apply(
-        {"params": params},
-        batch["decoder_input_tokens"],
-        attention_mask=batch["decoder_mask"],
-        deterministic=deterministic,
-        rngs=rngs,
-    )
 
 
 def token_losses(logits: jax.Array, batch: Batch) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -55,7 +32,7 @@ def token_losses(logits: jax.Array, batch: Batch) -> tuple[jax.Array, jax.Array,
 
 
 def make_train_step(
-    module: nn.Module, tx: optax.GradientTransformation, trainable: Any, seed: int
+    model: BaseModel, tx: optax.GradientTransformation, trainable: Any, seed: int
 ) -> Callable[..., tuple[Any, Any, dict[str, jax.Array]]]:
     """``step_fn(params, opt_state, step, batch) -> (params, opt_state, metrics)`` (not jitted).
 
@@ -70,7 +47,7 @@ def make_train_step(
 
         def loss_fn(p: Any) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
             p = jax.tree.map(lambda x, t: x if t else jax.lax.stop_gradient(x), p, trainable)
-            logits = forward(module, p, batch, deterministic=False, rng=rng)
+            logits = model.logits(p, batch, deterministic=False, rng=rng)
             losses, correct, weights = token_losses(logits, batch)
             count = jnp.maximum(jnp.sum(weights), 1.0)
             return jnp.sum(losses) / count, (jnp.sum(correct) / count, jnp.sum(weights))
@@ -91,12 +68,12 @@ def make_train_step(
     return step_fn
 
 
-def make_score_step(module: nn.Module) -> Callable[[Any, Batch], dict[str, jax.Array]]:
+def make_score_step(model: BaseModel) -> Callable[[Any, Batch], dict[str, jax.Array]]:
     """``score_fn(params, batch)``: per-example summed log-likelihood, loss tokens and correct
     tokens, deterministic (no dropout)."""
 
     def score_fn(params: Any, batch: Batch) -> dict[str, jax.Array]:
-        logits = forward(module, params, batch, deterministic=True, rng=None)
+        logits = model.logits(params, batch, deterministic=True, rng=None)
         losses, correct, weights = token_losses(logits, batch)
         return {
             "log_likelihood": -jnp.sum(losses, axis=-1),

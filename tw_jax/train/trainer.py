@@ -50,7 +50,7 @@ from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 from tw_jax.io.paths import PathLike
 from tw_jax.models.sharding import activate, batch_sharding, global_batch, replicated
-from tw_jax.models.variants import TRAINABLE, param_labels
+from tw_jax.models.variants import TRAINABLE
 from tw_jax.train import checkpoints, data, distributed
 from tw_jax.train.flops import peak_flops_per_device, train_step_flops
 from tw_jax.train.metrics_log import MetricsLogger
@@ -123,7 +123,6 @@ def train(
     _ensure_tasks(mixture_or_task_name)
 
     run = build_run_model(model_config, mesh_shape)
-    kind = data.model_kind(model_config)
     _check_vocabulary(model_config, mixture_or_task_name)
 
     train_step = build_train_step(
@@ -161,9 +160,8 @@ def train(
 
         # The global stream on every host (see the module docstring): host-count independent.
         stream = data.batches(
-            mixture_or_task_name, task_feature_lengths, batch_size, kind, seed=seed,
+            mixture_or_task_name, task_feature_lengths, batch_size, run.model, seed=seed,
             start_batch=start_step,
-            decoder_start_id=getattr(model_config, "decoder_start_token_id", 0),
         )
         logger = MetricsLogger(
             model_dir, total_steps=train_steps, start_step=start_step,
@@ -276,7 +274,7 @@ def build_train_step(
     partition when anything is frozen), the schedule over the run's updates, parameters and
     optimizer state sharded by the rules and donated, batches sharded over data and fsdp.
     ``tools/bench_train.py`` times this very step."""
-    labels = param_labels(model_config, run.abstract_params)
+    labels = run.model.param_labels(run.abstract_params)
     trainable = jax.tree.map(lambda label: label == TRAINABLE, labels)
     updates = max(train_steps // accumulate_steps, 1)
     schedule = (schedule_fn or (lambda total_steps: make_schedule("constant", 1e-3, total_steps)))(
@@ -288,11 +286,9 @@ def build_train_step(
     )
     abstract_opt = jax.eval_shape(tx.init, run.abstract_params)
     opt_shardings = opt_state_shardings(abstract_opt, run)
-    kind = data.model_kind(model_config)
-    extra = data.ENCODER_FEATURES if kind == data.ENCDEC else ()
-    batch_shardings = {k: batch_sharding(run.mesh, 2) for k in (*data.MODEL_FEATURES, *extra)}
+    batch_shardings = {k: batch_sharding(run.mesh, 2) for k in run.model.feature_names}
     jitted = jax.jit(
-        make_train_step(run.module, tx, trainable, seed),
+        make_train_step(run.model, tx, trainable, seed),
         in_shardings=(run.param_shardings, opt_shardings, replicated(run.mesh), batch_shardings),
         out_shardings=(run.param_shardings, opt_shardings, replicated(run.mesh)),
         donate_argnums=(0, 1),

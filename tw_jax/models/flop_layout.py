@@ -1,0 +1,144 @@
+"""Where each parameter of GPT-2 and T5 sits, for the freezing-aware model FLOP count.
+
+:mod:`tw_jax.train.flops` counts a step's FLOPs from *parts* (a transformer block, an adapter,
+an embedding, the LM head): each part's upstream parts (whose trainable parameters make its
+backward pass necessary) and its attention shapes, and for each parameter the part and the
+token stream (``encoder`` or ``decoder`` positions) its matmul is applied to. This module holds
+those layouts; a model family returns its own from ``flop_layout()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+ENCODER, DECODER = "encoder", "decoder"
+
+
+@dataclasses.dataclass
+class Part:
+    """One coarse part of the model: its upstream parts, stream and attention shapes."""
+
+    upstream: set[str]
+    trainable: bool = False
+    attention: list[tuple[str, str, int]] = dataclasses.field(default_factory=list)
+
+
+Locator = Callable[[tuple[str, ...]], list[tuple[str, str, bool]]]
+
+
+def _is_matmul_leaf(names: tuple[str, ...]) -> bool:
+    return names[-1] in ("kernel", "lora_a", "lora_b")
+
+
+def gpt2_layout(config: Any) -> tuple[dict[str, Part], Locator]:
+    n, width = config.n_layer, config.n_embd
+    blocks = [f"h_{i}" for i in range(n)]
+    parts: dict[str, Part] = {"embed": Part(set())}
+    for i, name in enumerate(blocks):
+        parts[name] = Part({"embed", *blocks[:i]}, attention=[(DECODER, DECODER, width)])
+    parts["ln_f"] = Part({"embed", *blocks})
+    adapters: list[str] = []
+    if config.kadapter is not None:
+        taps = config.kadapter.tap_layers(n)
+        for k, tap in enumerate(taps):
+            name = f"kadapter/adapter_{k}"
+            parts[name] = Part(
+                {"embed", *blocks[: tap + 1], *adapters}, attention=[(DECODER, DECODER, width)]
+            )
+            adapters.append(name)
+        parts["kadapter/output_norm"] = Part({"embed", *blocks[: taps[-1] + 1], *adapters})
+    parts["head"] = Part(set(parts))
+
+    def locate(names: tuple[str, ...]) -> list[tuple[str, str, bool]]:
+        top = names[0]
+        if top == "wte":  # looked up at the bottom, and the tied LM head at the top
+            return [("embed", DECODER, False), ("head", DECODER, True)]
+        if top == "wpe":
+            return [("embed", DECODER, False)]
+        part = f"kadapter/{names[1]}" if top == "kadapter" else top
+        return [(part, DECODER, _is_matmul_leaf(names))]
+
+    return parts, locate
+
+
+def _t5_encoder_parts(
+    parts: dict[str, Part], prefix: str, embed: str, num_layers: int, width: int,
+    kadapter: Any = None,
+) -> list[str]:
+    """The parts of one T5 encoder stack (``prefix`` ``encoder`` or ``modular/encoder``)."""
+    bias = f"{prefix}/relative_attention_bias"
+    parts[bias] = Part(set())
+    blocks = [f"{prefix}/block_{i}" for i in range(num_layers)]
+    for i, name in enumerate(blocks):
+        parts[name] = Part({embed, bias, *blocks[:i]}, attention=[(ENCODER, ENCODER, width)])
+    parts[f"{prefix}/final_norm"] = Part({embed, bias, *blocks})
+    made = [bias, *blocks, f"{prefix}/final_norm"]
+    if kadapter is not None:
+        taps = kadapter.tap_layers(num_layers)
+        adapters: list[str] = []
+        for k, tap in enumerate(taps):
+            name = f"{prefix}/kadapter/adapter_{k}"
+            parts[name] = Part(
+                {embed, bias, *blocks[: tap + 1], *adapters}, attention=[(ENCODER, ENCODER, width)]
+            )
+            adapters.append(name)
+        norm = f"{prefix}/kadapter/output_norm"
+        parts[norm] = Part({embed, bias, *blocks[: taps[-1] + 1], *adapters})
+        made += [*adapters, norm]
+    return made
+
+
+def t5_layout(config: Any) -> tuple[dict[str, Part], Locator]:
+    width = config.num_heads * config.d_kv
+    parts: dict[str, Part] = {"shared": Part(set())}
+    encoder_side = ["shared", *_t5_encoder_parts(
+        parts, ENCODER, "shared", config.num_layers, width, config.kadapter
+    )]
+    if config.modular is not None:
+        small = config.modular_encoder_config
+        parts["modular/shared"] = Part(set())
+        made = _t5_encoder_parts(
+            parts, "modular/encoder", "modular/shared", small.num_layers,
+            small.num_heads * small.d_kv,
+        )
+        parts["modular/projection"] = Part({"modular/shared", *made})
+        encoder_side += ["modular/shared", *made, "modular/projection"]
+    parts["decoder/relative_attention_bias"] = Part(set())
+    blocks = [f"decoder/block_{i}" for i in range(config.decoder_layers)]
+    for i, name in enumerate(blocks):
+        parts[name] = Part(
+            {"shared", "decoder/relative_attention_bias", *blocks[:i], *encoder_side},
+            attention=[(DECODER, DECODER, width), (DECODER, ENCODER, width)],
+        )
+        # Cross-attention keys and values: projections of the encoder output.
+        parts[f"{name}/cross_kv"] = Part(set(encoder_side))
+    parts["decoder/final_norm"] = Part(set(parts))
+    parts["head"] = Part(set(parts))
+
+    def locate(names: tuple[str, ...]) -> list[tuple[str, str, bool]]:
+        top, matmul = names[0], _is_matmul_leaf(names)
+        if top == "shared":
+            found = [("shared", ENCODER, False)]
+            return found + ([("head", DECODER, True)] if config.tie_word_embeddings else [])
+        if top == "lm_head":
+            return [("head", DECODER, matmul)]
+        if top == "encoder":
+            if names[1] == "kadapter":
+                return [(f"encoder/kadapter/{names[2]}", ENCODER, matmul)]
+            return [(f"encoder/{names[1]}", ENCODER, matmul)]
+        if top == "modular":
+            if names[1] == "encoder":
+                return [(f"modular/encoder/{names[2]}", ENCODER, matmul)]
+            return [(f"modular/{names[1]}", ENCODER, matmul)]
+        if top == "decoder":
+            block = f"decoder/{names[1]}"
+            if len(names) > 3 and names[2] == "cross_attn" and names[3] in ("key", "value"):
+                return [(f"{block}/cross_kv", ENCODER, matmul)]
+            return [(block, DECODER, matmul)]
+        raise ValueError(f"flops: unexpected T5 parameter {'/'.join(names)}")
+
+    return parts, locate
+
+
