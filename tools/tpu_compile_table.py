@@ -17,6 +17,11 @@ not measurements: see ``tw_jax/train/aot.py`` for what XLA's cost model covers.
 Results are kept, one JSON object per row, in ``--results`` (default
 ``docs/tpu_estimates.jsonl``); a rerun compiles only rows not there yet (``--fresh`` starts
 over), then writes ``--out`` (default ``docs/tpu_estimates.md``) from all of them.
+
+Rows compile with ``--effort fast``. libtpu 0.0.42.1 crashes (SIGSEGV) on some programs at that
+effort (T5-large's train step for a v5p), so the work runs in a child process: when it dies, the
+row it was compiling (kept in ``RESULTS.attempt``) is compiled again with ``--effort full``, and
+the table says which effort each row had.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -51,6 +57,15 @@ def command(model: str, method: str, topology: str) -> str:
     return f"tw-jax compile --topology {topology} {files}"
 
 
+def _effort_note(rows: Sequence[dict[str, Any]]) -> list[str]:
+    full = [r for r in rows if r.get("effort") == "full"]
+    if not full:
+        return []
+    return ["", "Rows compiled with `--effort full` (libtpu crashed on them at `fast`): "
+            + ", ".join(f"{r['model']} {r['method']} {SLICE_NAMES.get(r['topology'])}"
+                        for r in full) + "."]
+
+
 def rows_wanted(models: Iterable[str], methods: Iterable[str],
                 topologies: Iterable[str]) -> list[tuple[str, str, str]]:
     return [
@@ -62,11 +77,11 @@ def rows_wanted(models: Iterable[str], methods: Iterable[str],
     ]
 
 
-def compile_row(model: str, method: str, topology: str) -> dict[str, Any]:
+def compile_row(model: str, method: str, topology: str, effort: str = "fast") -> dict[str, Any]:
     from tw_jax.train import aot, gin_setup
 
     gin_setup.parse(gin_files(model, method), (), (), gin_setup.MACROS_COMPILE)
-    report = aot.compile_for_topology(topology=topology)
+    report = aot.compile_for_topology(topology=topology, effort=effort)
     lengths = report["task_feature_lengths"]
     text = lengths["inputs"] if "inputs" in lengths else lengths["targets"]
     steps = MONTH_TOKENS / (report["batch_size"] * text)
@@ -115,7 +130,7 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
             f"| {row['month_steps']:,} | {_fmt(hours, '.2f')} "
             f"| {_fmt(hours and hours * row['chips'], '.1f')} | `{row['command']}` |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _effort_note(rows)) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -126,27 +141,57 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=REPO / "docs" / "tpu_estimates.jsonl")
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "tpu_estimates.md")
     parser.add_argument("--fresh", action="store_true", help="compile every row again")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    if args.child:
+        return _work(args)
+    if args.fresh:
+        args.results.unlink(missing_ok=True)
+        argv = [a for a in argv if a != "--fresh"]
+    wanted = len(rows_wanted(args.models.split(","), args.methods.split(","),
+                             args.topologies.split(",")))
+    for _ in range(2 * wanted + 1):  # each row may crash once at fast and once at full
+        child = subprocess.run([sys.executable, __file__, *argv, "--child"], check=False)
+        if child.returncode >= 0:
+            return child.returncode
+        print(f"the compiling process died (signal {-child.returncode}); going on",
+              file=sys.stderr, flush=True)
+    return 1
 
+
+def _work(args: argparse.Namespace) -> int:
     os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
     done: dict[tuple[str, str, str], dict[str, Any]] = {}
-    if args.results.exists() and not args.fresh:
+    if args.results.exists():
         for line in args.results.read_text().splitlines():
             row = json.loads(line)
             done[(row["model"], row["method"], row["topology"])] = row
+    attempt = args.results.with_suffix(".attempt")
+    crashed: dict[tuple[str, str, str], str] = {}
+    if attempt.exists():  # the previous process died compiling this row
+        last = json.loads(attempt.read_text())
+        crashed[tuple(last["row"])] = last["effort"]
     wanted = rows_wanted(args.models.split(","), args.methods.split(","),
                          args.topologies.split(","))
     for key in wanted:
         if key in done:
             continue
+        if crashed.get(key) == "full":
+            print(f"{' '.join(key)}: libtpu crashed at both efforts; left out", file=sys.stderr)
+            continue
+        effort = "full" if crashed.get(key) == "fast" else "fast"
+        attempt.write_text(json.dumps({"row": list(key), "effort": effort}))
         started = time.perf_counter()
-        row = compile_row(*key)
+        row = compile_row(*key, effort=effort)
+        attempt.unlink()
         done[key] = row
         args.results.write_text("".join(json.dumps(r, sort_keys=True) + "\n"
                                         for r in done.values()))
+        memory = row["memory_per_chip_bytes"]
         print(f"{' '.join(key)}: fits={row['fits']} "
-              f"{_fmt(row['memory_per_chip_bytes'] and row['memory_per_chip_bytes'] / 1024**3, '.2f')}"
-              f" GiB, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+              f"{_fmt(memory and memory / 1024**3, '.2f')} GiB, {effort} effort, "
+              f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     order = {key: index for index, key in enumerate(rows_wanted(MODELS, METHODS, TOPOLOGIES))}
     rows = sorted(done.values(),
                   key=lambda r: order.get((r["model"], r["method"], r["topology"]), len(order)))
