@@ -24,8 +24,8 @@ import zlib
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
+from tw_jax.errors import DumpError
 from tw_jax.io.paths import open_file
-from tw_jax.preprocess.errors import DumpError
 
 # Magic bytes -> format. bz2: "BZh" then the block size digit 1-9. gzip: 1f 8b.
 _BZ2_MAGIC = b"BZh"

@@ -14,10 +14,10 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.compressed import open_binary
-from tw_jax.preprocess.errors import DumpError
 from tw_jax.preprocess.mediawiki import Page, parse_export
 
 _READ_BYTES = 1 << 20

@@ -12,10 +12,10 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 
+from tw_jax.errors import DumpError
 from tw_jax.preprocess import mediawiki, wikiextractor
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.compressed import open_binary
-from tw_jax.preprocess.errors import DumpError
 from tw_jax.preprocess.mediawiki import Page
 from tw_jax.preprocess.wikitext import to_paragraphs
 

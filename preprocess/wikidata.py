@@ -17,7 +17,7 @@ Every line and every statement is accounted for in the caller's :class:`Skips`:
 - ``unsupported_value``: a value we cannot normalise (globe coordinates, unknown types,
   missing or malformed datavalue).
 
-A broken archive raises :class:`~tw_jax.preprocess.errors.DumpError` naming the file, the
+A broken archive raises :class:`~tw_jax.errors.DumpError` naming the file, the
 decompressed byte offset and the last entity read completely.
 """
 

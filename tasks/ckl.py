@@ -37,20 +37,27 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 
 import seqio
 import tensorflow as tf
 
 from tw_jax.io import paths
 from tw_jax.preprocess.ckl import release
-from tw_jax.preprocess.errors import DumpError
+from tw_jax.preprocess.ckl.release_files import (
+    LAMA_SETS,
+    LamaSet,
+    corpus_files,
+    find_files,
+    lama_files,
+    lama_set,
+    read_lama_set,
+    ssm_pairs,
+)
+from tw_jax.preprocess.published import PublishedFile
 from tw_jax.tasks import metrics
 from tw_jax.tasks.mixreview import MixReviewMixture
 from tw_jax.tasks.preprocessors import tokenize_keep_text, tokenize_only
-from tw_jax.tasks.published import PublishedFile, index_files
 from tw_jax.tasks.registration import Registrar
 from tw_jax.tasks.sources import RowsSource
 from tw_jax.tasks.twiki import CORPUS_SPLITS, ssm_features
@@ -59,84 +66,13 @@ from tw_jax.tasks.vocab import LazyVocabulary, load_vocabularies, t5_path
 LAMA_SPLITS = ("validation", "test")
 SENTINEL = release.SENTINEL
 PREVIOUS_SEPARATOR = " | "
-
-
-@dataclass(frozen=True)
-class LamaSet:
-    """One of CKL's probe sets: how its files are named and evaluated."""
-
-    task: str
-    pattern: re.Pattern[str]
-    kind: str  # release.INVARIANT | UPDATED | NEW
-    category: str  # results category (tw_jax.evaluate.results.CKL_CATEGORIES)
-    lengths: tuple[int, int]  # CKL Appendix C: input / output length
-    answer_files: tuple[str, ...]  # the release's answer JSON names, after <stem>_answers.json
-    label: str  # the paper's name
-
-
-LAMA_SETS: tuple[LamaSet, ...] = (
-    LamaSet("ckl_invariant_lama", re.compile(r"^invariantLAMA()\.csv$"), release.INVARIANT,
-            "unchanged", (25, 4), (), "InvariantLAMA"),
-    LamaSet("ckl_updated_lama", re.compile(r"^updatedLAMA()\.csv$"), release.UPDATED,
-            "updated", (50, 10), ("updatedlama_val_answers.json",), "UpdatedLAMA"),
-    LamaSet("ckl_new_lama", re.compile(r"^newLAMA()\.csv$"), release.NEW, "new", (50, 10),
-            ("recentlama_h_val_answers.json",), "NewLAMA"),
-    LamaSet("ckl_new_lama_easy", re.compile(r"^newLAMA_easy(_\w+)?\.csv$"), release.NEW,
-            "new_easy", (150, 10), ("newLAMA_easy_answers.json", "recentlama_val_answers.json"),
-            "NewLAMA-Easy"),
-)
-SSM_CORPORA: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = (
-    ("ckl_recent_news", re.compile(r"^recent_news(_\w+)?\.csv$"), ("_full", "_small")),
-    ("ckl_wikipedia_pretrain", re.compile(r"^wikipedia_pretrain(_\w+)?\.csv$"),
-     ("_full", "_small", "")),
-)
 MIXREVIEW_TASK = "ckl_mixreview_ssm"
-
-
-def lama_set(task: str) -> LamaSet:
-    """The :class:`LamaSet` a task belongs to (``ckl_new_lama_easy_small`` → NewLAMA-Easy)."""
-    for spec in sorted(LAMA_SETS, key=lambda s: -len(s.task)):
-        if task == spec.task or task.startswith(spec.task + "_"):
-            return spec
-    raise KeyError(f"{task!r} is not a CKL probe task")
 
 
 def eval_lengths(task: str) -> dict[str, int]:
     """CKL's evaluation lengths of a probe task as seqio feature lengths."""
     inputs, targets = lama_set(task).lengths
     return {"inputs": inputs, "targets": targets}
-
-
-# --- files ----------------------------------------------------------------------------------
-
-
-def find_files(root: str | os.PathLike[str]) -> dict[str, PublishedFile]:
-    """Every file below ``root`` (folder or zip) by base name; a name found twice is an error
-    (which of the two is meant cannot be told)."""
-    found: dict[str, PublishedFile] = {}
-    for file in index_files(root):
-        name = file.path.name
-        if name in found:
-            raise DumpError(file.name, None, f"{name} is also at {found[name].name}; keep one")
-        found[name] = file
-    return found
-
-
-def read_lama_set(files: Mapping[str, PublishedFile], name: str, spec: LamaSet
-                  ) -> list[release.LamaRow]:
-    """The rows of one LAMA CSV with their answers (see the module docstring)."""
-    file = files[name]
-    with file.open_text() as handle:
-        rows = release.read_lama_csv(handle, file.name, spec.kind)
-    stem = name[: -len(".csv")]
-    for answers_name in (f"{stem}_answers.json", *spec.answer_files):
-        if answers_name in files:
-            answers_file = files[answers_name]
-            with answers_file.open_text() as handle:
-                answers = release.read_answers_json(handle, answers_file.name,
-                                                    updated=spec.kind == release.UPDATED)
-            return release.join_answers(rows, file.name, answers, answers_file.name)
-    return release.join_answers(rows, file.name)
 
 
 def lama_example(row: release.LamaRow) -> dict[str, str]:
@@ -169,16 +105,6 @@ def lama_postprocessor(output: object, example: Mapping | None = None, is_target
     return metrics.probe_postprocessor(output, example, is_target)
 
 
-def ssm_pairs(file: PublishedFile) -> Iterator[tuple[str, str]]:
-    with file.open_text() as handle:
-        yield from release.iter_ssm_pairs(handle, file.name)
-
-
-def count_ssm_examples(file: PublishedFile) -> int:
-    """Examples in one pass over an SSM corpus (what ``--epochs`` turns into steps)."""
-    return sum(1 for _ in ssm_pairs(file))
-
-
 def _ssm_dataset_fn(file: PublishedFile) -> Callable[..., tf.data.Dataset]:
     def generate() -> Iterator[dict[str, str]]:
         for inputs, targets in ssm_pairs(file):
@@ -190,31 +116,6 @@ def _ssm_dataset_fn(file: PublishedFile) -> Callable[..., tf.data.Dataset]:
         return tf.data.Dataset.from_generator(generate, output_signature=signature)
 
     return dataset_fn
-
-
-def corpus_files(files: Mapping[str, PublishedFile]) -> dict[str, PublishedFile]:
-    """SSM task name → file, the main corpora's unsuffixed aliases included."""
-    out: dict[str, PublishedFile] = {}
-    for base, pattern, preferred in SSM_CORPORA:
-        by_suffix = {m.group(1) or "": f for n, f in files.items() if (m := pattern.match(n))}
-        for suffix, file in sorted(by_suffix.items()):
-            out[f"{base}{suffix.lower()}_ssm"] = file
-        main = next((by_suffix[s] for s in preferred if s in by_suffix), None)
-        if main is None and len(by_suffix) == 1:
-            main = next(iter(by_suffix.values()))
-        if main is not None:
-            out[f"{base}_ssm"] = main
-    return out
-
-
-def lama_files(files: Mapping[str, PublishedFile]) -> dict[str, tuple[str, LamaSet]]:
-    """Probe task name → (file name, its set)."""
-    out: dict[str, tuple[str, LamaSet]] = {}
-    for name in sorted(files):
-        for spec in LAMA_SETS:
-            if match := spec.pattern.match(name):
-                out[spec.task + (match.group(1) or "").lower()] = (name, spec)
-    return out
 
 
 # --- registration ---------------------------------------------------------------------------

@@ -37,8 +37,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from tw_jax.errors import DumpError
 from tw_jax.io import paths
-from tw_jax.preprocess.errors import DumpError
 
 SENTINEL_0, SENTINEL_1 = "<extra_id_0>", "<extra_id_1>"
 SPLITS = ("dev", "test")

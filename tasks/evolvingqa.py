@@ -38,11 +38,11 @@ from typing import IO
 
 import seqio
 
+from tw_jax.errors import DumpError
 from tw_jax.io import paths
-from tw_jax.preprocess.errors import DumpError
+from tw_jax.preprocess.published import PublishedFile, index_files
 from tw_jax.tasks import metrics
 from tw_jax.tasks.preprocessors import tokenize_keep_text
-from tw_jax.tasks.published import PublishedFile, index_files
 from tw_jax.tasks.registration import Registrar
 from tw_jax.tasks.sources import RowsSource
 from tw_jax.tasks.vocab import LazyVocabulary, load_vocabularies, t5_path

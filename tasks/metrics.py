@@ -15,42 +15,23 @@ kinds of metric read what they need from seqio's ``targets`` argument.
 
 from __future__ import annotations
 
-import collections
 import math
-import re
-import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCTUATION = set(string.punctuation)
-_SENTINEL = re.compile(r"<extra_id_\d+>")
+from tw_jax.text.answers import (
+    SENTINEL_PATTERN,
+    answer_from_gpt2,
+    answer_from_t5,
+    exact_match,
+    normalize_answer,
+    token_f1,
+)
 
-
-def normalize_answer(text: str) -> str:
-    """SQuAD v1.1 normalisation: lower-case, no punctuation, no articles, single spaces."""
-    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
-
-
-def exact_match(prediction: str, answer: str) -> float:
-    return float(normalize_answer(prediction) == normalize_answer(answer))
-
-
-def token_f1(prediction: str, answer: str) -> float:
-    """Harmonic mean of token precision and recall; two empty answers agree (1.0)."""
-    predicted = normalize_answer(prediction).split()
-    gold = normalize_answer(answer).split()
-    if not predicted or not gold:
-        return float(predicted == gold)
-    common = collections.Counter(predicted) & collections.Counter(gold)
-    same = sum(common.values())
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(predicted), same / len(gold)
-    return 2 * precision * recall / (precision + recall)
-
+__all__ = [
+    "Target", "answer_from_gpt2", "answer_from_t5", "exact_match", "normalize_answer",
+    "perplexity", "probe_postprocessor", "squad", "token_count_postprocessor", "token_f1",
+]
 
 class Target(dict):
     """A postprocessed target: ``answers`` (list of strings) and ``num_tokens`` (int or None)."""
@@ -121,18 +102,6 @@ def _token_count(example: Mapping[str, Any] | None) -> int | None:
     return len(example["targets"])
 
 
-def answer_from_t5(prediction: str) -> str:
-    """The first span of a T5 sentinel answer: ``<extra_id_0> Paris <extra_id_1>`` → ``Paris``."""
-    parts = [p.strip() for p in _SENTINEL.split(prediction)]
-    spans = [p for p in parts if p]
-    return spans[0] if spans else ""
-
-
-def answer_from_gpt2(prediction: str) -> str:
-    """A GPT-2 continuation up to its first line break."""
-    return prediction.strip().split("\n", 1)[0].strip()
-
-
 def probe_postprocessor(
     output: Any, example: Mapping[str, Any] | None = None, is_target: bool = False
 ) -> Any:
@@ -142,7 +111,7 @@ def probe_postprocessor(
         answer = _text(example["object"]) if example and "object" in example else _text(output)
         return Target(answers=[answer], num_tokens=_token_count(example))
     prediction = _text(output)
-    if _SENTINEL.search(prediction):
+    if SENTINEL_PATTERN.search(prediction):
         return answer_from_t5(prediction)
     return answer_from_gpt2(prediction)
 

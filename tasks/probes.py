@@ -36,15 +36,15 @@ from collections.abc import Callable, Mapping, Sequence
 
 import seqio
 
+from tw_jax.preprocess.probes.probe_csv import SENTINEL, masked_cloze, read_probe_csv
 from tw_jax.tasks import metrics
 from tw_jax.tasks.layout import join
 from tw_jax.tasks.preprocessors import tokenize_keep_text
 from tw_jax.tasks.registration import Registrar
-from tw_jax.tasks.sources import Formatter, RowsSource, concatenated, read_probe_csv
+from tw_jax.tasks.sources import Formatter, RowsSource, concatenated
 from tw_jax.tasks.vocab import load_vocabularies
 
 CATEGORIES = ("unchanged", "updated", "new", "deleted")
-SENTINEL = "<extra_id_0>"
 PASSTHROUGH = ("subject", "relation", "object", "previous_object")
 PROBE_SPLITS = ("validation", "test")
 LIGHTTUNING_SPLITS = ("train",)
@@ -82,15 +82,6 @@ def format_ssm(row: Mapping[str, str]) -> dict[str, str]:
         "targets": f"{SENTINEL} {row['object']}",
         **_passthrough(row),
     }
-
-
-def masked_cloze(row: Mapping[str, str]) -> str | None:
-    """The cloze sentence with the last occurrence of the object replaced by the sentinel."""
-    cloze, obj = row.get("cloze", ""), row["object"]
-    at = cloze.rfind(obj) if cloze else -1
-    if at < 0:
-        return None
-    return cloze[:at] + SENTINEL + cloze[at + len(obj) :]
 
 
 def format_ssm_cloze(row: Mapping[str, str]) -> dict[str, str]:

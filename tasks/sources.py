@@ -3,27 +3,18 @@
 TFRecords go through ``seqio.TFExampleDataSource`` (file-level sharding and shuffling for
 free); a pattern that matches nothing fails with the stage to run, not seqio's bare "No file
 is found". Probe CSVs are small (thousands of rows) and are read whole, row by row, so a bad
-row fails with its file and line, before any tensor exists. They are read in Python through
-:mod:`tw_jax.io.paths` (a local file or a ``gs://`` object, on any GCS endpoint).
+row fails with its file and line, before any tensor exists
+(:mod:`tw_jax.preprocess.probes.probe_csv`, local or ``gs://``).
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import os
-import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO
 
 import seqio
 import tensorflow as tf
 
-from tw_jax.io import paths
-from tw_jax.preprocess.errors import DumpError
-
-# Wikipedia articles in one CSV field exceed the csv module's default 128 KiB limit.
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+from tw_jax.preprocess.probes.probe_csv import PROBE_FIELDS
 
 
 class TFRecordSource(seqio.TFExampleDataSource):
@@ -44,61 +35,6 @@ class TFRecordSource(seqio.TFExampleDataSource):
                 f"they are written by `{self.stage}`"
             )
         return files
-
-
-# --- probe CSVs ---------------------------------------------------------------------------
-
-PROBE_FIELDS = ("subject", "relation", "object", "previous_object", "text", "cloze")
-# The published TWiki_Probes CSVs name the object column "object"; the reference evaluation
-# files used "objective".
-_OBJECT_ALIASES = ("object", "objective")
-
-
-def read_probe_rows(handle: IO[str], name: str) -> list[dict[str, str]]:
-    """Rows of a probes CSV (ours or the published ``subject,relation,object``), validated.
-
-    Missing optional columns read as empty; a row with the wrong number of fields or an empty
-    subject, relation or object raises :class:`DumpError` naming ``name`` and the line.
-    """
-    reader = csv.reader(handle)
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise DumpError(name, "line 1", "empty file: expected a CSV header") from None
-    columns = {column.strip(): i for i, column in enumerate(header)}
-    object_column = next((c for c in _OBJECT_ALIASES if c in columns), None)
-    missing = [c for c in ("subject", "relation") if c not in columns]
-    if missing or object_column is None:
-        raise DumpError(
-            name,
-            "line 1",
-            f"header {header} lacks {missing + ([] if object_column else ['object'])}",
-        )
-    rows = []
-    for fields in reader:
-        line = reader.line_num
-        if not fields:
-            continue  # a blank line
-        if len(fields) != len(header):
-            raise DumpError(name, f"line {line}", f"{len(fields)} fields, header has {len(header)}")
-        row = {f: fields[columns[f]] if f in columns else "" for f in PROBE_FIELDS}
-        row["object"] = fields[columns[object_column]]
-        empty = [f for f in ("subject", "relation", "object") if not row[f].strip()]
-        if empty:
-            raise DumpError(name, f"line {line}", f"empty {', '.join(empty)}")
-        rows.append(row)
-    return rows
-
-
-def read_probe_csv(path: str) -> list[dict[str, str]]:
-    """Rows of a probes CSV, local or in a bucket (see :func:`read_probe_rows`)."""
-    path = os.fspath(path)
-    data = paths.read_bytes(path)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise DumpError(path, f"byte {error.start}", "not UTF-8") from None
-    return read_probe_rows(io.StringIO(text, newline=""), path)
 
 
 Formatter = Callable[[Mapping[str, str]], dict[str, str]]

@@ -152,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     from tw_jax.evaluate.perplexity import probe_examples, probe_perplexities
     from tw_jax.evaluate.qa import decode_answers, probe_prompt
     from tw_jax.models.sharding import activate
-    from tw_jax.tasks.sources import read_probe_rows
+    from tw_jax.preprocess.probes.probe_csv import read_probe_rows
     from tw_jax.train.state import build_run_model
 
     setup = bench_common.load_setup(args, jax.default_backend())

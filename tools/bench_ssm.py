@@ -6,7 +6,7 @@ one run, measures
 * ``plain_loop``: ``for t in texts: nlp(t)`` with the whole English pipeline (tok2vec, tagger,
   parser, attribute_ruler, lemmatizer, ner), as a plain script would run it;
 * ``stage_1_process``: the stage's own path in this process: chunking, the pruned pipeline (ner
-  only) over ``nlp.pipe`` batches (:func:`~tw_jax.preprocess.ssm.pipeline.pipe_docs`, which
+  only) over ``nlp.pipe`` batches (:func:`~tw_jax.text.spacy_pipeline.pipe_docs`, which
   decodes the NER with the GIL held), span selection and example encoding
   (:func:`~tw_jax.preprocess.ssm.examples.process_job` over the stage's jobs);
 * ``stage_N_workers`` (``--workers``): the whole local stage (``build_ssm``: reading, forked
@@ -33,8 +33,8 @@ import orjson
 
 from tw_jax.preprocess.ssm.examples import SsmOptions, process_job
 from tw_jax.preprocess.ssm.local import build_ssm
-from tw_jax.preprocess.ssm.pipeline import DEFAULT_MODEL, load_ner_pipeline
 from tw_jax.preprocess.ssm.reader import iter_jobs
+from tw_jax.text.spacy_pipeline import DEFAULT_MODEL, load_ner_pipeline
 
 
 def sample_texts(work: Path) -> Path:

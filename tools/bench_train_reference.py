@@ -454,7 +454,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     torch, _, transformers = _modules()
     import torch.nn.functional as F  # noqa: N812
 
-    from tw_jax.models.variants import count_params
+    from tw_jax.models import count_params
     from tw_jax.train.flops import peak_flops_per_device
 
     cuda = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())

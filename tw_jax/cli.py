@@ -45,9 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from tw_jax.errors import DumpError
     from tw_jax.io.paths import StorageError
-    from tw_jax.preprocess.errors import DumpError
-    from tw_jax.preprocess.ssm.pipeline import SpacyModelError
+    from tw_jax.text.spacy_pipeline import SpacyModelError
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -140,7 +140,7 @@ def _salient_spans(
 
 
 def run(args: argparse.Namespace) -> int:
-    from tw_jax.preprocess.ssm.pipeline import DEFAULT_MODEL, resolve_model
+    from tw_jax.text.spacy_pipeline import DEFAULT_MODEL, resolve_model
 
     resolve_model(DEFAULT_MODEL)  # the SSM files need it: fail now, not after the data
     started = time.perf_counter()

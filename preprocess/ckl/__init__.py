@@ -4,7 +4,7 @@
   (``id,input,output``), ``updatedLAMA.csv`` (``unique_id,statement,new_answer``),
   ``newLAMA*.csv`` (``unique_id,statement,answer``), the answer JSON files and the
   CC-RecentNews SSM CSVs (``input,output,original``). Bad input is a
-  :class:`~tw_jax.preprocess.errors.DumpError` naming the file and the line (or id).
+  :class:`~tw_jax.errors.DumpError` naming the file and the line (or id).
 - :mod:`~tw_jax.preprocess.ckl.lama` — ``tw-jax ckl build-lama``: facts of the 28
   time-invariant relations of CKL Table 4 from one Wikidata dump, through the probes stage's
   rendering and quality rules, written in the released InvariantLAMA format.

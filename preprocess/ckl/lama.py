@@ -36,6 +36,7 @@ from typing import Any
 from tqdm import tqdm
 
 from tw_jax.preprocess.accounting import Skips
+from tw_jax.preprocess.ckl.outputs import clear_stats, write_lama_folder
 from tw_jax.preprocess.probes.categorise import UNCHANGED, Candidate
 from tw_jax.preprocess.probes.facts import fact_hash, facts_of
 from tw_jax.preprocess.probes.records import Probe
@@ -205,7 +206,6 @@ def build_invariant_lama(
     The dump and ``out_dir`` may be local paths or ``gs://`` URLs: the dump is streamed, the
     label index is scratch in the local temporary folder, the outputs are written atomically.
     """
-    from tw_jax.preprocess.ckl.outputs import clear_stats, write_lama_folder
     from tw_jax.preprocess.labels import LabelIndex
 
     options = options or LamaOptions()

@@ -15,12 +15,14 @@ import csv
 import io
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
-from tw_jax.preprocess.ckl.lama import LamaProbe
 from tw_jax.preprocess.ckl.release import INVARIANT, LamaRow, answers_json_text
+
+if TYPE_CHECKING:  # lama.py writes through this module
+    from tw_jax.preprocess.ckl.lama import LamaProbe
 
 LAMA_FILE = "invariantLAMA.csv"
 ANSWERS_FILE = "invariantLAMA_answers.json"

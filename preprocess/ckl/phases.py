@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
 from tw_jax.io.tfrecord import ShardedTFRecordWriter, encode_example
@@ -43,7 +44,9 @@ from tw_jax.preprocess.ckl.release import (
     iter_ssm_pairs,
     lama_csv_text,
 )
-from tw_jax.preprocess.errors import DumpError
+from tw_jax.preprocess.ckl.release_files import find_files, lama_files, read_lama_set
+from tw_jax.preprocess.probes.probe_csv import masked_cloze
+from tw_jax.preprocess.probes.records import PREVIOUS_SEPARATOR, Probe, csv_text
 
 MANIFEST = "ckl_phases.json"
 PROBE_CATEGORIES = ("unchanged", "updated", "new", "deleted")
@@ -70,8 +73,6 @@ def pair_id(phase: int) -> str:
 def probe_csv_text(rows: Sequence[LamaRow], label: str, category: str) -> tuple[str, int]:
     """The probes CSV of cloze rows (module docstring) and how many rows lack a cloze that
     gives their statement back (the answer also occurs after the sentinel)."""
-    from tw_jax.preprocess.probes.records import PREVIOUS_SEPARATOR, Probe, csv_text
-    from tw_jax.tasks.probes import masked_cloze
 
     probes, lost = [], 0
     for row in rows:
@@ -129,7 +130,6 @@ def layout_phases(
     ``out_dir`` and ``t5_vocab`` may be local paths or ``gs://`` URLs; the manifest is written
     last, so the folder is complete exactly when it exists.
     """
-    from tw_jax.tasks.ckl import find_files, lama_files, read_lama_set
 
     if not phases:
         raise ValueError("no phases given (one --corpus per phase)")

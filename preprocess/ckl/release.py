@@ -33,7 +33,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
-from tw_jax.preprocess.errors import DumpError
+from tw_jax.errors import DumpError
 
 SENTINEL = "<extra_id_0>"
 

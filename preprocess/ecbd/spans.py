@@ -47,7 +47,7 @@ def load_parser(name: str = "en_core_web_sm") -> tuple[Any, str]:
     import spacy
     from spacy.util import load_config
 
-    from tw_jax.preprocess.ssm.pipeline import SpacyModelError, resolve_model
+    from tw_jax.text.spacy_pipeline import SpacyModelError, resolve_model
 
     source, folder = resolve_model(name)
     config = load_config(folder / "config.cfg", interpolate=False)

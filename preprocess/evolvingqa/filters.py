@@ -11,7 +11,7 @@ drops the question too: nothing unverified enters the benchmark.
 
 from __future__ import annotations
 
-from tw_jax.tasks.metrics import normalize_answer
+from tw_jax.text.answers import normalize_answer
 
 KEPT = "kept"
 NO_ENTITIES = "no_entities"

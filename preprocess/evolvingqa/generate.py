@@ -151,7 +151,7 @@ def generate_with_llm(
     data = os.fspath(data)
     unchanged_path = paths.join(layout.window_dir(data), layout.UNCHANGED_PASSAGES)
     if not paths.exists(unchanged_path):
-        from tw_jax.preprocess.errors import DumpError
+        from tw_jax.errors import DumpError
 
         raise DumpError(unchanged_path, None, "no such file; run `tw-jax evolvingqa build`")
     generator = Generator(client, llm_filters=llm_filters)

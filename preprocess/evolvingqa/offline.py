@@ -20,17 +20,17 @@ be pointed at a storage emulator).
 
 from __future__ import annotations
 
-import io
 import os
 import re
 from collections import Counter
 from typing import Any
 
+from tw_jax.errors import DumpError
 from tw_jax.io import paths
-from tw_jax.preprocess.errors import DumpError
 from tw_jax.preprocess.evolvingqa.filters import same_answer
 from tw_jax.preprocess.evolvingqa.qa_csv import PAPER_FINETUNE_FRACTION, QA, write_qa_sets
 from tw_jax.preprocess.evolvingqa.questions import question
+from tw_jax.preprocess.probes.probe_csv import read_probe_csv
 
 PREVIOUS_SEPARATOR = " | "
 _PAIR = re.compile(r"^\d{4}$")
@@ -45,17 +45,10 @@ def probe_pairs(probes: str | os.PathLike[str]) -> list[str]:
 
 
 def _read(probes: str, pair: str, category: str) -> list[dict[str, str]]:
-    from tw_jax.tasks.sources import read_probe_rows
-
     path = paths.join(probes, pair, "probes", f"{category}.csv")
     if not paths.exists(path):
         raise DumpError(path, None, f"no {category} probes for {pair} (run tw-jax probes)")
-    data = paths.read_bytes(path)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise DumpError(path, f"byte {error.start}", "not UTF-8") from None
-    return read_probe_rows(io.StringIO(text, newline=""), path)
+    return read_probe_csv(path)
 
 
 def _qa(row: dict[str, str], tally: Counter, answer2: str | None = None,

@@ -22,7 +22,7 @@ from typing import Any
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
 from tw_jax.preprocess.evolvingqa import layout
-from tw_jax.tasks.metrics import normalize_answer
+from tw_jax.text.answers import normalize_answer
 
 QA_HEADER = ("question", "answer")
 EDITED_HEADER = ("question", "answer1", "answer2")

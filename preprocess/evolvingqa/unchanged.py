@@ -25,9 +25,9 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.scratch_db import open_scratch
-from tw_jax.preprocess.errors import DumpError
 
 OVERSAMPLE = 1.5  # some sampled candidates changed in the first month (below the Changed filter)
 _BATCH = 5000

@@ -16,10 +16,10 @@ import re
 import zlib
 from collections.abc import Iterator
 
+from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.scratch_db import open_scratch
 from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.errors import DumpError
 from tw_jax.preprocess.readers import iter_articles, iter_dump_pages, paragraphs_of
 
 NEW, OLD = "new", "old"

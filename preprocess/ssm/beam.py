@@ -26,10 +26,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
 from tw_jax.io.tfrecord import ShardedTFRecordWriter, frame, masked_crc32c, shard_name
-from tw_jax.preprocess.errors import DumpError
 from tw_jax.preprocess.ssm.examples import SsmOptions, process_job
 from tw_jax.preprocess.ssm.local import check_inputs
 from tw_jax.preprocess.ssm.outputs import (
@@ -38,9 +38,9 @@ from tw_jax.preprocess.ssm.outputs import (
     build_report,
     clear_outputs,
 )
-from tw_jax.preprocess.ssm.pipeline import DEFAULT_MODEL, load_ner_pipeline
 from tw_jax.preprocess.ssm.reader import INPUTS, JOB_CHARS, Job, iter_jobs
 from tw_jax.preprocess.ssm.stats import SsmTally
+from tw_jax.text.spacy_pipeline import DEFAULT_MODEL, load_ner_pipeline
 
 PARTS = ".ssm-parts"
 

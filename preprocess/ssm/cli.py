@@ -89,8 +89,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tw_jax.preprocess.ssm.examples import SsmOptions
-    from tw_jax.preprocess.ssm.pipeline import SpacyModelError
     from tw_jax.preprocess.ssm.reader import SsmOptionsError
+    from tw_jax.text.spacy_pipeline import SpacyModelError
 
     options = SsmOptions(
         labels=args.labels,

@@ -21,9 +21,9 @@ from typing import Any
 from tw_jax.io.tfrecord import encode_example
 from tw_jax.preprocess.ssm.chunks import chunk_spans
 from tw_jax.preprocess.ssm.masking import MAX_SPANS, SENTINEL_RE, Span, choose_spans, mask
-from tw_jax.preprocess.ssm.pipeline import pipe_docs
 from tw_jax.preprocess.ssm.reader import Article, Job, SsmOptionsError
 from tw_jax.preprocess.ssm.stats import SsmTally
+from tw_jax.text.spacy_pipeline import pipe_docs
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,12 +19,11 @@ from typing import Any
 
 from tqdm import tqdm
 
+from tw_jax.errors import DumpError
 from tw_jax.io import paths
-from tw_jax.preprocess.errors import DumpError
 from tw_jax.preprocess.parallel import fork_pool, ordered_map
 from tw_jax.preprocess.ssm.examples import SsmOptions, process_job
 from tw_jax.preprocess.ssm.outputs import MAX_SHARD_BYTES, SsmWriter, build_report
-from tw_jax.preprocess.ssm.pipeline import DEFAULT_MODEL, load_ner_pipeline
 from tw_jax.preprocess.ssm.reader import (
     INPUTS,
     JOB_CHARS,
@@ -34,6 +33,7 @@ from tw_jax.preprocess.ssm.reader import (
     iter_jobs,
 )
 from tw_jax.preprocess.ssm.stats import SsmTally
+from tw_jax.text.spacy_pipeline import DEFAULT_MODEL, load_ner_pipeline
 
 # What a worker needs, set before the pool forks (so it is inherited, never pickled).
 _state: tuple[Any, frozenset[str], SsmOptions] | None = None

@@ -17,9 +17,9 @@ from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
 from tw_jax.io.tfrecord import ShardedTFRecordWriter
 from tw_jax.preprocess.ssm.examples import SsmOptions
-from tw_jax.preprocess.ssm.pipeline import PipelineInfo
 from tw_jax.preprocess.ssm.reader import INPUTS
 from tw_jax.preprocess.ssm.stats import SsmTally
+from tw_jax.text.spacy_pipeline import PipelineInfo
 
 STATS_FILE = "stats.json"
 MAX_SHARD_BYTES = 256 << 20

@@ -14,8 +14,8 @@ from typing import NamedTuple
 
 import orjson
 
+from tw_jax.errors import DumpError
 from tw_jax.io import paths
-from tw_jax.preprocess.errors import DumpError
 
 INPUTS = ("diffset", "full")  # the DiffSet folder's files this stage can read
 JOB_CHARS = 100_000  # about 80 chunks of 200 words: amortises process round trips

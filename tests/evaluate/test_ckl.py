@@ -282,8 +282,8 @@ def test_the_phases_folder_is_what_the_runner_reads(phases):
     from tw_jax.evaluate.month_eval import read_probes
     from tw_jax.evaluate.perplexity import probe_examples
     from tw_jax.models import T5Config
+    from tw_jax.preprocess.probes.probe_csv import masked_cloze
     from tw_jax.tasks import register_all
-    from tw_jax.tasks.probes import masked_cloze
     from tw_jax.train import data
 
     manifest = json.loads((phases / "ckl_phases.json").read_text())
@@ -342,7 +342,7 @@ def test_eval_phases_scores_every_checkpoint(setup, trained, phases, tmp_path, c
 
 
 def test_eval_phases_needs_the_runs_state(setup, phases, tmp_path, capsys):
-    from tw_jax.preprocess.errors import DumpError
+    from tw_jax.errors import DumpError
 
     with pytest.raises(DumpError, match="no initial checkpoint through base"):
         _cli(["eval-phases", f"--gin_file={setup['gin']}", "--data", str(phases),

@@ -222,7 +222,7 @@ def test_cli_eval_and_report(folder, random_t5, t5_vocab, tmp_path):
     assert _cli(["ecbd", "eval", "--data", str(folder), "--out", str(out), "--model", str(hf),
                  "--splits", "dev"])[0] == 2
     (folder / "2020" / "np_spans_test.json").write_text("{broken\n")
-    from tw_jax.preprocess.errors import DumpError
+    from tw_jax.errors import DumpError
 
     with pytest.raises(DumpError, match="np_spans_test.json, line 1: not JSON"):
         _cli(["ecbd", "eval", "--data", str(folder), "--out", str(out), "--model", str(hf)])

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tw_jax.data.tokens import encode_with_offsets, object_span, overlaps, span_mask
+from tw_jax.errors import DumpError
 from tw_jax.evaluate.propn import (
     Block,
     TaggedText,
@@ -21,7 +22,6 @@ from tw_jax.evaluate.propn import (
     sample_blocks,
     tag_texts,
 )
-from tw_jax.preprocess.errors import DumpError
 
 
 def test_span_mask_on_hand_given_offsets():

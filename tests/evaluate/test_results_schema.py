@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from tw_jax.errors import DumpError
 from tw_jax.evaluate.results import (
     BASE,
     METRICS,
@@ -15,7 +16,6 @@ from tw_jax.evaluate.results import (
     iter_results,
     read_results,
 )
-from tw_jax.preprocess.errors import DumpError
 
 
 def _r(method="diff", trained="0910", month="0910", category="updated", metric="ppl", value=1.5):

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from tw_jax.errors import DumpError
 from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.errors import DumpError
 from tw_jax.preprocess.labels import LabelIndex
 
 

@@ -9,9 +9,9 @@ from xml.sax.saxutils import escape, quoteattr
 
 import pytest
 
+from tw_jax.errors import DumpError
 from tw_jax.preprocess import mediawiki
 from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.errors import DumpError
 from tw_jax.preprocess.mediawiki import Page, iter_pages
 from tw_jax.preprocess.readers import (
     IdBitmap,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tw_jax.errors import DumpError
 from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.errors import DumpError
 from tw_jax.preprocess.mediawiki import iter_pages
 from tw_jax.preprocess.multistream import (
     index_for,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tw_jax.errors import DumpError
 from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.errors import DumpError
 from tw_jax.preprocess.labels import LabelIndex
 from tw_jax.preprocess.values import render
 from tw_jax.preprocess.wikidata import Claim, Entity, iter_entities

@@ -10,16 +10,10 @@ from pathlib import Path
 import pytest
 import seqio
 
-from tw_jax.preprocess.errors import DumpError
-from tw_jax.tasks.ckl import (
-    corpus_files,
-    count_ssm_examples,
-    eval_lengths,
-    find_files,
-    probe_tasks,
-    register_ckl,
-)
-from tw_jax.tasks.published import UnsafeArchiveError
+from tw_jax.errors import DumpError
+from tw_jax.preprocess.ckl.release_files import corpus_files, count_ssm_examples, find_files
+from tw_jax.preprocess.published import UnsafeArchiveError
+from tw_jax.tasks.ckl import eval_lengths, probe_tasks, register_ckl
 from tw_jax.train import data
 
 LONG = ("In the long and winding history of the small river town that everybody in the "

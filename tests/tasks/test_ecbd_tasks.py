@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tw_jax.preprocess.errors import DumpError
+from tw_jax.errors import DumpError
 from tw_jax.tasks import registered
 from tw_jax.tasks.ecbd import (
     discover,

@@ -5,7 +5,7 @@ import zipfile
 import pytest
 import seqio
 
-from tw_jax.preprocess.errors import DumpError
+from tw_jax.errors import DumpError
 from tw_jax.tasks.evolvingqa import (
     find_qa_files,
     format_qa,

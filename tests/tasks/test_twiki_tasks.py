@@ -11,7 +11,7 @@ import seqio
 from twiki_data import read_jsonl
 
 import tw_jax.tasks
-from tw_jax.preprocess.errors import DumpError
+from tw_jax.errors import DumpError
 from tw_jax.tasks import metrics
 
 PAIRS = ("0809", "0910", "1011")

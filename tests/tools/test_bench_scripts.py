@@ -151,7 +151,7 @@ def test_synthetic_probes_read_as_probe_rows():
     bench_eval = _load("bench_eval")
     import io
 
-    from tw_jax.tasks.sources import read_probe_rows
+    from tw_jax.preprocess.probes.probe_csv import read_probe_rows
 
     rows = read_probe_rows(io.StringIO(bench_eval.synthetic_probe_csv(50, seed=3), newline=""),
                            "x.csv")

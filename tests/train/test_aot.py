@@ -56,7 +56,7 @@ def _hand_count(config, batch: int, positions: int, chips: int, optimizer_copies
     state sharded over the chips (in and out, the output reusing the input); inside the step
     the whole parameters gathered and their whole gradient before it is scattered; the
     float32 logits and their gradient for the chip's rows."""
-    from tw_jax.models.variants import count_params
+    from tw_jax.models import count_params
 
     params = count_params(config).total * 4
     logits = batch * positions * config.vocab_size * 4 / chips

@@ -277,7 +277,8 @@ def run_eval(args: argparse.Namespace) -> int:
 def run_train(args: argparse.Namespace) -> int:
     import gin
 
-    from tw_jax.tasks.ckl import corpus_files, count_ssm_examples, find_files, register_ckl
+    from tw_jax.preprocess.ckl.release_files import corpus_files, count_ssm_examples, find_files
+    from tw_jax.tasks.ckl import register_ckl
     from tw_jax.train import checkpoints, gin_setup, trainer
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -124,7 +124,7 @@ def _error(message: str) -> int:
 def run_build(args: argparse.Namespace) -> int:
     from tw_jax.preprocess.ecbd.build import BuildOptions, build_ecbd
     from tw_jax.preprocess.ecbd.entities import parse_years
-    from tw_jax.preprocess.ssm.pipeline import SpacyModelError
+    from tw_jax.text.spacy_pipeline import SpacyModelError
 
     for flag in ("wikidata", "wikipedia"):
         if not paths.isfile(getattr(args, flag)):

@@ -188,7 +188,7 @@ def run_build(args: argparse.Namespace) -> int:
     from tw_jax.preprocess.evolvingqa import layout
     from tw_jax.preprocess.evolvingqa.extract import BuildOptions, build_evolvingqa
     from tw_jax.preprocess.evolvingqa.layout import LayoutError
-    from tw_jax.preprocess.ssm.pipeline import SpacyModelError
+    from tw_jax.text.spacy_pipeline import SpacyModelError
 
     options = BuildOptions(
         min_changed_chars=args.min_changed_chars, spacy_model=args.spacy_model,
@@ -370,7 +370,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``tw-jax evolvingqa`` alone (``python -m tw_jax.benchmarks.evolvingqa_cli …``)."""
-    from tw_jax.preprocess.errors import DumpError
+    from tw_jax.errors import DumpError
 
     parser = argparse.ArgumentParser(prog="tw-jax")
     add_parser(parser.add_subparsers(dest="command", required=True))

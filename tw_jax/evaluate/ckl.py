@@ -184,7 +184,7 @@ def write_predictions(folder: str | os.PathLike[str], label: str, scores: SetSco
 
 def read_manifest(data_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """``DATA/ckl_phases.json`` as ``tw-jax ckl phases`` wrote it."""
-    from tw_jax.preprocess.errors import DumpError
+    from tw_jax.errors import DumpError
 
     path = paths.join(data_dir, MANIFEST)
     if not paths.isfile(path):
@@ -225,7 +225,7 @@ class PhasesOptions:
 
 
 def _checkpoint(out: str, method: str, trained_through: str) -> str:
-    from tw_jax.preprocess.errors import DumpError
+    from tw_jax.errors import DumpError
 
     path = paths.join(out, "state", method, f"{trained_through}.json")
     if not paths.isfile(path):

@@ -33,10 +33,10 @@ from typing import Any
 import numpy as np
 
 from tw_jax.data.tokens import encode_with_offsets
+from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.models import model_for
 from tw_jax.models.token_scores import bucket_length
-from tw_jax.preprocess.errors import DumpError
 from tw_jax.tasks.ecbd import (
     INPUTS,
     SENTINEL_0,

@@ -36,7 +36,7 @@ from tw_jax.evaluate.qa import decode_answers, qa_scores
 from tw_jax.evaluate.rank import RankItem, RankResult
 from tw_jax.evaluate.results import Result
 from tw_jax.models import model_for
-from tw_jax.tasks.metrics import normalize_answer
+from tw_jax.text.answers import normalize_answer
 
 UNCHANGED, NEW, EDITED = "unchanged", "new", "edited"
 SETS: tuple[str, ...] = (UNCHANGED, NEW, EDITED)

@@ -189,7 +189,7 @@ def _state_path(out_dir: str, method: str, trained_through: str) -> str:
 def _read_state(path: str) -> dict[str, Any] | None:
     import json
 
-    from tw_jax.preprocess.errors import DumpError
+    from tw_jax.errors import DumpError
 
     if not paths.exists(path):
         return None
@@ -304,8 +304,8 @@ def _score(
 
 def lighttuning_rows(data_dir: str, month: str) -> int:
     """How many rows the month's light-tuning sets hold (UNCHANGED, UPDATED, NEW)."""
+    from tw_jax.preprocess.probes.probe_csv import read_probe_csv
     from tw_jax.tasks.probes import LIGHTTUNING_MIX
-    from tw_jax.tasks.sources import read_probe_csv
 
     files = [paths.join(data_dir, month, "probes", f"lighttuning_{c}.csv")
              for c in LIGHTTUNING_MIX]

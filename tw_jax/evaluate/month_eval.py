@@ -78,8 +78,8 @@ class EvalSettings:
 
 def read_probes(data_dir: str, month: str, category: str, limit: int | None = None) -> list[dict]:
     """Rows of ``DATA/<month>/probes/<category>.csv`` (the first ``limit`` when given)."""
-    from tw_jax.preprocess.errors import DumpError
-    from tw_jax.tasks.sources import read_probe_csv
+    from tw_jax.errors import DumpError
+    from tw_jax.preprocess.probes.probe_csv import read_probe_csv
 
     path = paths.join(data_dir, month, "probes", f"{category}.csv")
     if not paths.exists(path):

@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 
 from tw_jax.data.tokens import Span, encode_with_offsets, span_mask
+from tw_jax.errors import DumpError
 from tw_jax.models import model_for
 from tw_jax.models.token_scores import TokenScores
-from tw_jax.preprocess.errors import DumpError
 
 PROPN = "PROPN"
 # Components that set Token.pos_ in the English pipelines; everything else is excluded.
@@ -48,7 +48,7 @@ def load_pos_pipeline(name: str = "en_core_web_sm") -> Any:
     import spacy
     from spacy.util import load_config
 
-    from tw_jax.preprocess.ssm.pipeline import resolve_model
+    from tw_jax.text.spacy_pipeline import resolve_model
 
     _, folder = resolve_model(name)
     config = load_config(folder / "config.cfg", interpolate=False)

@@ -40,9 +40,9 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 
+from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
-from tw_jax.preprocess.errors import DumpError
 
 RESULTS_FILE = "results.jsonl"
 BASE = "base"

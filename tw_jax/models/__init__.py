@@ -39,7 +39,6 @@ from tw_jax.models.variants import (
     LoRAConfig,
     ModularConfig,
     ParamCount,
-    count_params,
     param_labels,
 )
 
@@ -74,6 +73,13 @@ ModelConfig = GPT2Config | T5Config
 def build_model(config: ModelConfig) -> nn.Module:
     """The Flax module for a config."""
     return model_for(config).module
+
+
+def count_params(config: ModelConfig, params: Any | None = None) -> ParamCount:
+    """Trainable and total parameters of ``config``'s model under its method (LoRA, adapters,
+    freezing); from shapes alone (``jax.eval_shape``, nothing allocated) when ``params`` is None.
+    A tied LM head is one tensor and counts once."""
+    return model_for(config).count_params(params)
 
 
 def abstract_variables(config: ModelConfig, batch_size: int = 1, length: int = 8) -> Any:

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from tw_jax.data.tokens import Span, encode_with_offsets, span_mask
-from tw_jax.models import features
+from tw_jax.models import decoding, features
 from tw_jax.models.token_scores import (
     CausalExample,
     Seq2SeqExample,
@@ -41,6 +41,7 @@ from tw_jax.models.token_scores import (
     score_causal,
     score_seq2seq,
 )
+from tw_jax.models.variants import ParamCount, count_params, param_labels
 
 Batch = Mapping[str, jax.Array]
 
@@ -157,8 +158,6 @@ class BaseModel(abc.ABC):
     def decode(self, params: Any, ids: Any, mask: Any, *, max_new_tokens: int,
                eos_id: int | None, beam_size: int = 1, pad_id: int = 0) -> jax.Array:
         """New tokens ``(batch, max_new_tokens)``: greedy, or the best beam of a beam search."""
-        from tw_jax.models import decoding
-
         if beam_size == 1:
             return decoding.greedy_decode(
                 self.module, params, jnp.asarray(ids), jnp.asarray(mask),
@@ -174,13 +173,13 @@ class BaseModel(abc.ABC):
 
     def param_labels(self, params: Any) -> Any:
         """The freeze label of every parameter (what the method trains)."""
-        from tw_jax.models.variants import param_labels
-
         return param_labels(self.config, params)
 
-    def count_params(self, params: Any | None = None) -> Any:
-        from tw_jax.models.variants import count_params
-
+    def count_params(self, params: Any | None = None) -> ParamCount:
+        """Trainable and total parameters; from shapes alone (``jax.eval_shape``) when
+        ``params`` is None."""
+        if params is None:
+            params = self.abstract_variables()["params"]
         return count_params(self.config, params)
 
     @classmethod

@@ -22,6 +22,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from tw_jax.models import t5
+
 NEG_INF = -1.0e7  # finite, so sums and divisions of "impossible" scores stay ordered.
 
 
@@ -72,8 +74,6 @@ def _t5_start(
     max_new_tokens: int, repeats: int,
 ) -> tuple[jax.Array, Any]:
     """Encode once, repeat per beam, fill the cross-attention cache with the start token."""
-    from tw_jax.models import t5
-
     if input_mask is None:
         input_mask = jnp.ones(input_ids.shape, jnp.int32)
     encoded = model.apply({"params": params}, input_ids, input_mask, method=t5.T5.encode)
@@ -97,8 +97,6 @@ def _start(
     search can reorder it by gathering rows.
     """
     if getattr(model.config, "model_type", None) == "t5":
-        from tw_jax.models import t5
-
         logits, cache = _t5_start(model, params, input_ids, input_mask, max_new_tokens, repeats)
 
         def t5_step(state: Any, tokens: jax.Array) -> tuple[jax.Array, Any]:

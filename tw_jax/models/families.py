@@ -15,6 +15,7 @@ from tw_jax.models import flop_layout
 from tw_jax.models.base import DecoderOnlyModel, EncoderDecoderModel, register_family
 from tw_jax.models.gpt2 import GPT2, GPT2Config
 from tw_jax.models.t5 import T5, T5Config
+from tw_jax.text.answers import answer_from_gpt2, answer_from_t5
 
 
 @register_family
@@ -42,8 +43,6 @@ class GPT2Model(DecoderOnlyModel):
         return flop_layout.gpt2_layout(self.config)
 
     def answer_text(self, text: str) -> str:
-        from tw_jax.tasks.metrics import answer_from_gpt2  # seqio (TensorFlow) only when used
-
         return answer_from_gpt2(text)
 
 
@@ -74,6 +73,4 @@ class T5Model(EncoderDecoderModel):
         return flop_layout.t5_layout(self.config)
 
     def answer_text(self, text: str) -> str:
-        from tw_jax.tasks.metrics import answer_from_t5  # seqio (TensorFlow) only when used
-
         return answer_from_t5(text)

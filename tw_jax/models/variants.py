@@ -196,15 +196,11 @@ class ParamCount:
         return f"{self.trainable:,} trainable / {self.total:,} total"
 
 
-def count_params(config: Any, params: Any | None = None) -> ParamCount:
-    """Trainable and total parameters; from shapes alone (``jax.eval_shape``) when ``params`` is None.
+def count_params(config: Any, params: Any) -> ParamCount:
+    """Trainable and total parameters of ``params`` (arrays or shapes) under ``config``'s method.
 
     A tied LM head is one tensor and counts once.
     """
-    if params is None:
-        from tw_jax.models import abstract_variables
-
-        params = abstract_variables(config)["params"]
     params = nn.unbox(params)
     labels = param_labels(config, params)
     sizes = jax.tree.map(lambda leaf: int(math.prod(leaf.shape)), params)

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from tw_jax.benchmarks import ckl_cli
+from tw_jax.errors import DumpError
 from tw_jax.preprocess.ckl.lama import LamaOptions, build_invariant_lama
 from tw_jax.preprocess.ckl.release import INVARIANT, join_answers, read_answers_json, read_lama_csv
-from tw_jax.preprocess.errors import DumpError
 from tw_jax.preprocess.templates import CKL_INVARIANT, TEMPLATES
 from tw_jax.sample_world.build import truth_file, wikidata_dump
 

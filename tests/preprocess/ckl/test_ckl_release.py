@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tw_jax.errors import DumpError
 from tw_jax.preprocess.ckl.release import (
     INVARIANT,
     NEW,
@@ -19,7 +20,6 @@ from tw_jax.preprocess.ckl.release import (
     read_answers_json,
     read_lama_csv,
 )
-from tw_jax.preprocess.errors import DumpError
 
 IL = "id,input,output\n0,Barack Obama was born in <extra_id_0> .,Honolulu\n1,iPod Touch is produced by <extra_id_0> .,Apple\n"
 UL = ('unique_id,statement,new_answer\n'

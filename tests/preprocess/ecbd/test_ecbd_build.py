@@ -13,8 +13,8 @@ from xml.sax.saxutils import escape, quoteattr
 
 import pytest
 
+from tw_jax.errors import DumpError
 from tw_jax.preprocess.ecbd.build import BuildOptions, build_ecbd
-from tw_jax.preprocess.errors import DumpError
 
 NOV = "2021-11"
 # The sample world's items with an origination date whose November article has at least 100

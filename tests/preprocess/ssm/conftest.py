@@ -20,6 +20,6 @@ def ssm_diffset(sample_world, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def full_nlp():
     """The whole English pipeline, as a user would load it, to check the stage against."""
-    from tw_jax.preprocess.ssm.pipeline import load_ner_pipeline
+    from tw_jax.text.spacy_pipeline import load_ner_pipeline
 
     return load_ner_pipeline(prune=False)[0]

@@ -4,7 +4,7 @@ import pytest
 import spacy.util
 from ssm_helpers import read_jsonl
 
-from tw_jax.preprocess.ssm.pipeline import (
+from tw_jax.text.spacy_pipeline import (
     DEFAULT_MODEL,
     FALLBACK_PACKAGE,
     SpacyModelError,
@@ -98,7 +98,7 @@ def test_pruned_pipeline_finds_the_same_entities_as_the_whole_one(ssm_diffset, f
 
 def test_pipe_docs_decodes_the_lone_ner_itself_with_the_same_entities_as_nlp_pipe(ssm_diffset):
     from tw_jax.preprocess.ssm.chunks import chunk_spans
-    from tw_jax.preprocess.ssm.pipeline import _greedy_ner, pipe_docs
+    from tw_jax.text.spacy_pipeline import _greedy_ner, pipe_docs
 
     nlp, _ = load_ner_pipeline()
     assert _greedy_ner(nlp) is nlp.get_pipe("ner")  # the fast path is taken
@@ -133,7 +133,7 @@ def test_pipe_docs_decodes_the_lone_ner_itself_with_the_same_entities_as_nlp_pip
 
 
 def test_pipe_docs_falls_back_to_nlp_pipe_for_other_pipelines(full_nlp):
-    from tw_jax.preprocess.ssm.pipeline import _greedy_ner, pipe_docs
+    from tw_jax.text.spacy_pipeline import _greedy_ner, pipe_docs
 
     assert _greedy_ner(full_nlp) is None  # more than the ner
     texts = ["Barack Obama was born in Honolulu on 4 August 1961.", "", "Paris"]

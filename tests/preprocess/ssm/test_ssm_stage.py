@@ -10,7 +10,7 @@ import pytest
 from ssm_helpers import folder_bytes, read_examples, read_jsonl, stats_without_time
 
 from tw_jax.cli import main
-from tw_jax.preprocess.errors import DumpError
+from tw_jax.errors import DumpError
 from tw_jax.preprocess.ssm.chunks import chunk_spans
 from tw_jax.preprocess.ssm.examples import SsmOptions
 from tw_jax.preprocess.ssm.local import build_ssm
@@ -252,8 +252,8 @@ def test_cli(ssm_diffset, tmp_path, capsys):
 
 def test_a_chunk_longer_than_spacy_accepts_is_skipped():
     from tw_jax.preprocess.ssm.examples import process_job
-    from tw_jax.preprocess.ssm.pipeline import load_ner_pipeline
     from tw_jax.preprocess.ssm.reader import Article, Job
+    from tw_jax.text.spacy_pipeline import load_ner_pipeline
 
     nlp, info = load_ner_pipeline()
     nlp.max_length = 40

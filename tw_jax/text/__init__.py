@@ -1,0 +1,1 @@
+"""Text helpers every layer may use: answer normalisation (SQuAD) and the spaCy NER pipeline."""
