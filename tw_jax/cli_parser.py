@@ -1,14 +1,24 @@
-"""The argument parser every ``tw-jax`` command uses: a usage error is one line.
+"""The argument parser every ``tw-jax`` command uses: a usage error is one line, and gin flags
+are spelt as T5X spells them.
 
 argparse prints the whole usage block above its error; a command with twenty options buries
 the one thing that went wrong (``--in gs://b/x: no such object or folder``). Here the error is
 the line (``--help`` still shows the usage); the exit status stays argparse's 2.
+
+A command configured by gin calls :func:`add_gin_flags` on its parser: ``--gin_file``
+(repeatable), ``--gin_bindings KEY=VALUE`` and ``--gin_search_paths``, and T5X's
+``--gin.KEY=VALUE`` (or ``--gin.KEY VALUE``), which the parser rewrites into
+``--gin_bindings KEY=VALUE`` before parsing.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+GIN_PREFIX = "--gin."
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -17,5 +27,57 @@ class OneLineErrorParser(argparse.ArgumentParser):
     Subcommand parsers inherit it (``add_subparsers`` makes parsers of the parent's class).
     """
 
+    gin_flags = False  # set by add_gin_flags: this parser reads --gin.KEY=VALUE
+
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+    def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:
+        if self.gin_flags:
+            args = expand_gin_flags(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+
+def expand_gin_flags(args: Sequence[str]) -> list[str]:
+    """``--gin.KEY=VALUE`` and ``--gin.KEY VALUE`` → ``--gin_bindings KEY=VALUE``; the rest as is."""
+    args = list(args)
+    rewritten: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg.startswith(GIN_PREFIX):
+            key_value = arg[len(GIN_PREFIX):]
+            if "=" not in key_value and index + 1 < len(args):
+                index += 1
+                key_value = f"{key_value}={args[index]}"
+            rewritten += ["--gin_bindings", key_value]
+        else:
+            rewritten.append(arg)
+        index += 1
+    return rewritten
+
+
+def add_gin_flags(
+    parser: argparse.ArgumentParser,
+    *,
+    file_help: str = "gin file (repeatable; found as given, in --gin_search_paths, or among "
+                     "the shipped files, e.g. kadapter.gin, models/t5_tiny.gin)",
+    required: bool = False,
+) -> None:
+    """Gives ``parser`` (a :class:`OneLineErrorParser`) the gin flags of ``tw-jax train``:
+    ``args.gin_file``, ``args.gin_bindings`` and ``args.gin_search_paths`` are lists."""
+    if not isinstance(parser, OneLineErrorParser):
+        raise TypeError(f"{parser.prog}: gin flags need a OneLineErrorParser, not "
+                        f"{type(parser).__name__}")
+    parser.gin_flags = True
+    parser.add_argument("--gin_file", action="append", default=[], metavar="FILE",
+                        required=required, help=file_help)
+    parser.add_argument("--gin_bindings", action="append", default=[], metavar="KEY=VALUE",
+                        help="one gin binding, after the files (also --gin.KEY=VALUE)")
+    parser.add_argument("--gin_search_paths", action="append", default=[], metavar="DIR",
+                        help="folder to look for gin files in (repeatable, comma-separated ok)")
+
+
+def gin_search_paths(args: argparse.Namespace) -> list[str]:
+    """The folders of every ``--gin_search_paths`` (each may list several, comma-separated)."""
+    return [path for item in args.gin_search_paths for path in item.split(",") if path]

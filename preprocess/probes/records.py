@@ -89,8 +89,3 @@ def csv_text(probes: Iterable[Probe]) -> str:
     for probe in probes:
         writer.writerow(probe.row())
     return buffer.getvalue()
-
-
-def probe_from_row(row: dict[str, str], category: str, key: str = "") -> Probe:
-    """Reads a row of our CSV back (the Beam path hands records to the writer this way)."""
-    return Probe(*(row[c] for c in COLUMNS), category=category, key=key)

@@ -12,7 +12,7 @@ import pytest
 from jax.sharding import PartitionSpec
 
 from tw_jax.models import abstract_variables
-from tw_jax.models.sharding import make_mesh, mesh_shardings
+from tw_jax.models.sharding import axis_rules, batch_sharding, make_mesh, mesh_shardings
 
 
 def test_make_mesh_fills_the_minus_one():
@@ -29,6 +29,29 @@ def test_shardings_follow_the_rules_table(tiny_config):
     assert shardings["h_0"]["attn"]["query"]["kernel"].spec == PartitionSpec("fsdp", "model", None)
     assert shardings["h_0"]["mlp"]["c_proj"]["kernel"].spec == PartitionSpec("model", "fsdp")
     assert shardings["ln_f"]["scale"].spec == PartitionSpec(None)
+
+
+def test_gin_replaces_the_rules_table(tiny_config):
+    import gin
+
+    from tw_jax.train import gin_setup
+
+    gin_setup.register_configurables()
+    mesh = make_mesh((-1, 1, 1))
+    try:
+        gin.parse_config("axis_rules.rules = [('batch', ['data', 'fsdp']), ('vocab', None), "
+                         "('embed', 'model'), ('mlp', 'fsdp')]")
+        assert batch_sharding(mesh, 2).spec == PartitionSpec(("data", "fsdp"), None)
+        shardings = mesh_shardings(abstract_variables(tiny_config), mesh)["params"]
+        assert shardings["wte"]["embedding"].spec == PartitionSpec(None, "model")
+        assert shardings["h_0"]["mlp"]["c_proj"]["kernel"].spec == PartitionSpec("fsdp", "model")
+        gin.parse_config("axis_rules.rules = [('batch', 'dta')]")
+        with pytest.raises(ValueError, match="'batch' -> 'dta', which is not a mesh axis"):
+            axis_rules()
+    finally:
+        gin.clear_config()
+    shardings = mesh_shardings(abstract_variables(tiny_config), mesh)["params"]
+    assert shardings["wte"]["embedding"].spec == PartitionSpec("model", "fsdp")  # the default
 
 
 # Runs in a fresh interpreter: the device count is fixed when jax first initialises its backend.

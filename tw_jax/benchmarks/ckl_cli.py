@@ -35,6 +35,7 @@ import math
 import sys
 from typing import Any
 
+from tw_jax.cli_parser import add_gin_flags, gin_search_paths
 from tw_jax.io import paths
 from tw_jax.io.cli_paths import input_path, output_path
 
@@ -47,15 +48,8 @@ def _csv(text: str) -> list[str | None]:
 
 
 def _gin_arguments(parser: argparse.ArgumentParser, required: bool = False) -> None:
-    from tw_jax.train.cli import _GinArgumentParser
-
-    parser.__class__ = _GinArgumentParser  # --gin.KEY=VALUE, as tw-jax train accepts
-    parser.add_argument("--gin_file", action="append", default=[], metavar="FILE",
-                        required=required, help="gin file (repeatable; e.g. ckl.gin, "
-                        "methods/kadapter.gin, models/t5_tiny.gin)")
-    parser.add_argument("--gin_bindings", action="append", default=[], metavar="KEY=VALUE",
-                        help="one gin binding, after the files (also --gin.KEY=VALUE)")
-    parser.add_argument("--gin_search_paths", action="append", default=[], metavar="DIR")
+    add_gin_flags(parser, required=required, file_help="gin file (repeatable; e.g. ckl.gin, "
+                  "methods/kadapter.gin, models/t5_tiny.gin)")
 
 
 def _decode_arguments(parser: argparse.ArgumentParser) -> None:
@@ -286,7 +280,7 @@ def run_train(args: argparse.Namespace) -> int:
     bindings = list(args.gin_bindings)
     if args.task:
         bindings.append(f"MIXTURE_OR_TASK_NAME={args.task!r}")
-    search = [p for item in args.gin_search_paths for p in item.split(",") if p]
+    search = gin_search_paths(args)
     try:
         gin_setup.parse(args.gin_file, bindings, search, gin_setup.MACROS_TRAIN)
         task = gin.query_parameter("%MIXTURE_OR_TASK_NAME")
@@ -372,7 +366,7 @@ def run_eval_phases(args: argparse.Namespace) -> int:
     options = ckl.PhasesOptions(
         data_dir=args.data, lifelong_dir=args.lifelong, gin_files=args.gin_file,
         gin_bindings=args.gin_bindings,
-        gin_search_paths=[p for item in args.gin_search_paths for p in item.split(",") if p],
+        gin_search_paths=gin_search_paths(args),
         method=args.method, initial_gin_files=args.initial_gin_file, t5_vocab=args.vocab,
         beam_size=args.beam_size, batch_size=args.batch_size, limit=args.max_probes)
     try:

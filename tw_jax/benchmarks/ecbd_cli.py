@@ -30,6 +30,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from tw_jax.cli_parser import add_gin_flags, gin_search_paths
 from tw_jax.io import paths
 from tw_jax.io.cli_paths import input_path, output_path
 
@@ -41,8 +42,6 @@ def _csv(text: str) -> list[str]:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from tw_jax.train.cli import _GinArgumentParser
-
     parser = subparsers.add_parser(
         "ecbd", help="Entity Cloze By Date: build from dumps, evaluate, report",
         description="Entity Cloze By Date (Onoe et al., 2022): build the benchmark from a "
@@ -76,7 +75,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     evaluate = commands.add_parser("eval", help="score a model on an ECBD folder",
                                    description="Span perplexity (and recall@k) under ORIGINAL / "
                                                "NO ENT / RANDOM DEF. / DEFINITION inputs.")
-    evaluate.__class__ = _GinArgumentParser  # --gin.KEY=VALUE, as tw-jax eval accepts
     evaluate.add_argument("--data", required=True, type=input_path,
                           help="ECBD folder (built or released)")
     evaluate.add_argument("--out", required=True, type=output_path,
@@ -86,9 +84,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="a Hugging Face folder (config.json + safetensors)")
     source.add_argument("--model-dir", type=input_path,
                         help="an orbax MODEL_DIR (needs --gin_file and --vocab)")
-    evaluate.add_argument("--gin_file", action="append", default=[], metavar="FILE")
-    evaluate.add_argument("--gin_bindings", action="append", default=[], metavar="KEY=VALUE")
-    evaluate.add_argument("--gin_search_paths", action="append", default=[], metavar="DIR")
+    add_gin_flags(evaluate, file_help="gin file of the --model-dir run (repeatable)")
     evaluate.add_argument("--vocab", default=None, type=input_path,
                           help="vocabulary (default: the --model folder): spiece.model or a "
                                "GPT-2 folder")
@@ -169,7 +165,7 @@ def _load_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
 
         if not args.gin_file or not args.vocab:
             raise ValueError("--model-dir needs --gin_file (the model's) and --vocab")
-        search = [p for item in args.gin_search_paths for p in item.split(",") if p]
+        search = gin_search_paths(args)
         gin_setup.parse(args.gin_file, args.gin_bindings, search, ("MODEL",))
         run = build_run_model(gin.query_parameter("%MODEL").scoped_configurable_fn())
         def context() -> Any:

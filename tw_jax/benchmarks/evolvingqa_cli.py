@@ -32,6 +32,7 @@ import os
 import sys
 from typing import Any
 
+from tw_jax.cli_parser import add_gin_flags, gin_search_paths
 from tw_jax.io import paths
 from tw_jax.io.cli_paths import input_path, output_path
 
@@ -45,15 +46,8 @@ def _error(command: str, message: Any) -> int:
 
 
 def _gin_arguments(parser: argparse.ArgumentParser) -> None:
-    from tw_jax.train.cli import _GinArgumentParser
-
-    parser.__class__ = _GinArgumentParser  # --gin.KEY=VALUE, as tw-jax train accepts
-    parser.add_argument("--gin_file", action="append", default=[], metavar="FILE",
-                        help="gin file after the stage's own (repeatable): a method, "
-                             "models/t5_tiny.gin, runs/cpu_smoke.gin …")
-    parser.add_argument("--gin_bindings", action="append", default=[], metavar="KEY=VALUE",
-                        help="one gin binding, after the files (also --gin.KEY=VALUE)")
-    parser.add_argument("--gin_search_paths", action="append", default=[], metavar="DIR")
+    add_gin_flags(parser, file_help="gin file after the stage's own (repeatable): a method, "
+                                    "models/t5_tiny.gin, runs/cpu_smoke.gin …")
     parser.add_argument("--t5-vocab", default=None, type=input_path,
                         help="T5 SentencePiece model (default: "
                         "$TW_JAX_T5_VOCAB, else DATA/vocab/t5/spiece.model)")
@@ -292,7 +286,7 @@ def run_train(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     files = [STAGE_GIN[args.stage], *args.gin_file]
-    search = [p for item in args.gin_search_paths for p in item.split(",") if p]
+    search = gin_search_paths(args)
     try:
         task, examples = _training_data(args)
         bindings = [*args.gin_bindings, f"MODEL_DIR={_absolute(args.model_dir)!r}",
@@ -345,7 +339,7 @@ def run_eval(args: argparse.Namespace) -> int:
     rows = {s: files[names[s]].load()[: args.max_questions] for s in wanted}
     trained = args.trained_through or ("base" if args.method == "initial" else args.month)
     vocabulary = LazyVocabulary("t5", t5_path(None, args.t5_vocab))
-    search = [p for item in args.gin_search_paths for p in item.split(",") if p]
+    search = gin_search_paths(args)
     try:
         scored = []
         with eqa.loaded_model([STAGE_GIN["qa"], *args.gin_file], _absolute(args.checkpoint),

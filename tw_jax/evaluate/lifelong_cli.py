@@ -19,6 +19,7 @@ import argparse
 import logging
 import sys
 
+from tw_jax.cli_parser import add_gin_flags, gin_search_paths
 from tw_jax.evaluate.lifelong import METRIC_GROUPS, TRAINS_ON
 from tw_jax.io.cli_paths import input_path, output_path
 
@@ -28,21 +29,14 @@ def _csv(text: str) -> list[str]:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    from tw_jax.train.cli import _GinArgumentParser
-
     parser = subparsers.add_parser(
         "lifelong",
         help="train a method month after month and evaluate every update on the probes",
         description="Train a method month after month (INITIAL first) and score every update "
                     "on the probes; writes OUT_DIR/results.jsonl. A rerun skips finished months.",
     )
-    parser.__class__ = _GinArgumentParser  # --gin.KEY=VALUE, as tw-jax train accepts
-    parser.add_argument("--gin_file", action="append", default=[], metavar="FILE",
-                        help="gin file (repeatable); the first names the method (kadapter.gin)")
-    parser.add_argument("--gin_bindings", action="append", default=[], metavar="KEY=VALUE",
-                        help="one gin binding, after the files (also --gin.KEY=VALUE)")
-    parser.add_argument("--gin_search_paths", action="append", default=[], metavar="DIR",
-                        help="folder to look for gin files in (repeatable, comma-separated ok)")
+    add_gin_flags(parser, file_help="gin file (repeatable); the first names the method "
+                                    "(kadapter.gin)")
     parser.add_argument("--months", required=True, type=_csv, metavar="MMMM,MMMM,...",
                         help="month pairs in order, a chain such as 0809,0910,1011")
     parser.add_argument("--data", default=None, metavar="DATA_DIR", type=input_path,
@@ -98,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         out_dir=args.out,
         data_dir=args.data,
         gin_bindings=args.gin_bindings,
-        gin_search_paths=[p for item in args.gin_search_paths for p in item.split(",") if p],
+        gin_search_paths=gin_search_paths(args),
         method=args.method,
         train_on=args.train_on,
         eval_matrix=args.eval_matrix,

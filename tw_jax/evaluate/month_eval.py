@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -259,8 +259,3 @@ def evaluate_month(
         if not np.isfinite(value):
             raise ValueError(f"{data_dir}/{month} {category} {metric}: not finite ({value})")
     return values, skipped
-
-
-def groups_of(names: Sequence[str]) -> tuple[str, ...]:
-    """The metric groups named (comma lists already split), in order, without repeats."""
-    return tuple(dict.fromkeys(n.strip() for n in names if n.strip()))

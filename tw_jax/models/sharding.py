@@ -4,6 +4,8 @@ Every parameter is created with logical axis names (``nn.with_logical_partitioni
 main activation is constrained with them (``nn.with_logical_constraint``). Which mesh axis a logical
 name lands on is decided here, in :data:`LOGICAL_AXIS_RULES`, and nowhere else: a 1-device CPU mesh,
 an 8-device forced-host CPU mesh and a TPU pod run the same model code with the same table.
+A run may replace the table from gin, as T5X's ``logical_axis_rules`` (:func:`axis_rules`):
+``axis_rules.rules = [('batch', ('data', 'fsdp')), ('embed', None), ...]``.
 
 Flax resolves a tensor's names rule by rule, in table order, and never uses a mesh axis twice in one
 tensor; so ``batch`` comes first, and activations use their own ``activation_*`` names so that
@@ -19,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import flax.linen as nn
+import gin
 import jax
 import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
@@ -50,6 +53,32 @@ LOGICAL_AXIS_RULES: tuple[tuple[str, str | tuple[str, ...] | None], ...] = (
 )
 
 LogicalRules = Sequence[tuple[str, str | tuple[str, ...] | None]]
+
+
+@gin.configurable(module="tw_jax.models")
+def axis_rules(rules: LogicalRules = LOGICAL_AXIS_RULES) -> tuple[tuple[str, Any], ...]:
+    """The table in force: :data:`LOGICAL_AXIS_RULES` unless gin binds
+    ``axis_rules.rules``. Every helper below that takes no ``rules`` uses it.
+
+    A rule's mesh axes may be given as a list (gin has no tuple-only syntax); a mesh axis name
+    that is not one of :data:`MESH_AXES` is an error here, not deep inside Flax.
+    """
+    table = []
+    for rule in rules:
+        if len(rule) != 2 or not isinstance(rule[0], str):
+            raise ValueError(f"axis_rules: {rule!r} is not (logical name, mesh axes)")
+        name, axes = rule
+        axes = tuple(axes) if isinstance(axes, list | tuple) else axes
+        for axis in (axes if isinstance(axes, tuple) else (axes,)):
+            if axis is not None and axis not in MESH_AXES:
+                raise ValueError(f"axis_rules: {name!r} -> {axis!r}, which is not a "
+                                 f"mesh axis {MESH_AXES}")
+        table.append((name, axes))
+    return tuple(table)
+
+
+def _table(rules: LogicalRules | None) -> tuple[tuple[str, Any], ...]:
+    return axis_rules() if rules is None else tuple(rules)
 
 
 def make_mesh(
@@ -103,13 +132,13 @@ def make_mesh(
 
 
 @contextlib.contextmanager
-def activate(mesh: Mesh, rules: LogicalRules = LOGICAL_AXIS_RULES) -> Iterator[Mesh]:
+def activate(mesh: Mesh, rules: LogicalRules | None = None) -> Iterator[Mesh]:
     """Make ``mesh`` and ``rules`` current, so logical constraints inside the model take effect.
 
     Outside this context ``nn.with_logical_constraint`` is a no-op, which is what single-device
     tests and tools want.
     """
-    with jax.set_mesh(mesh), nn.logical_axis_rules(tuple(rules)):
+    with jax.set_mesh(mesh), nn.logical_axis_rules(_table(rules)):
         yield mesh
 
 
@@ -119,14 +148,14 @@ def logical_specs(abstract_variables: Any) -> Any:
 
 
 def mesh_shardings(
-    abstract_variables: Any, mesh: Mesh, rules: LogicalRules = LOGICAL_AXIS_RULES
+    abstract_variables: Any, mesh: Mesh, rules: LogicalRules | None = None
 ) -> Any:
     """``NamedSharding`` of every leaf of a boxed variable tree, through the rules table.
 
     ``abstract_variables`` is typically ``jax.eval_shape(model.init, ...)``: nothing is allocated
     to learn where each parameter will live.
     """
-    return nn.logical_to_mesh_sharding(logical_specs(abstract_variables), mesh, tuple(rules))
+    return nn.logical_to_mesh_sharding(logical_specs(abstract_variables), mesh, _table(rules))
 
 
 def replicated(mesh: Mesh) -> NamedSharding:
@@ -134,13 +163,13 @@ def replicated(mesh: Mesh) -> NamedSharding:
     return NamedSharding(mesh, PartitionSpec())
 
 
-def batch_sharding(mesh: Mesh, ndim: int, rules: LogicalRules = LOGICAL_AXIS_RULES) -> NamedSharding:
+def batch_sharding(mesh: Mesh, ndim: int, rules: LogicalRules | None = None) -> NamedSharding:
     """Sharding of a ``(batch, ...)`` input array: batch split as the rules say, the rest whole."""
     logical = PartitionSpec("batch", *([None] * (ndim - 1)))
-    return nn.logical_to_mesh_sharding(logical, mesh, tuple(rules))
+    return nn.logical_to_mesh_sharding(logical, mesh, _table(rules))
 
 
-def batch_shards(mesh: Mesh, rules: LogicalRules = LOGICAL_AXIS_RULES) -> int:
+def batch_shards(mesh: Mesh, rules: LogicalRules | None = None) -> int:
     """Into how many pieces the rules split a batch's rows on ``mesh`` (data x fsdp)."""
     axes = batch_sharding(mesh, 1, rules).spec[0]
     if axes is None:

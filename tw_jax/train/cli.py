@@ -16,48 +16,15 @@ import argparse
 import json
 import logging
 import sys
-from collections.abc import Sequence
-from typing import Any
 
-from tw_jax.cli_parser import OneLineErrorParser
-
-_GIN_PREFIX = "--gin."
-
-
-class _GinArgumentParser(OneLineErrorParser):
-    """Rewrites ``--gin.KEY=VALUE`` (and ``--gin.KEY VALUE``) into ``--gin_bindings KEY=VALUE``
-    before parsing, as T5X's absl flags accept them."""
-
-    def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:
-        args = list(sys.argv[1:] if args is None else args)
-        rewritten: list[str] = []
-        index = 0
-        while index < len(args):
-            arg = args[index]
-            if arg.startswith(_GIN_PREFIX):
-                key_value = arg[len(_GIN_PREFIX):]
-                if "=" not in key_value and index + 1 < len(args):
-                    index += 1
-                    key_value = f"{key_value}={args[index]}"
-                rewritten += ["--gin_bindings", key_value]
-            else:
-                rewritten.append(arg)
-            index += 1
-        return super().parse_known_args(rewritten, namespace)
+from tw_jax.cli_parser import add_gin_flags, gin_search_paths
 
 
 def _add_command(
     subparsers: argparse._SubParsersAction, name: str, help_text: str
 ) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(name, help=help_text, description=help_text)
-    parser.__class__ = _GinArgumentParser
-    parser.add_argument("--gin_file", action="append", default=[], metavar="FILE",
-                        help="gin file (repeatable; found as given, in --gin_search_paths, or "
-                             "among the shipped files, e.g. kadapter.gin, models/t5_tiny.gin)")
-    parser.add_argument("--gin_bindings", action="append", default=[], metavar="KEY=VALUE",
-                        help="one gin binding, after the files (also --gin.KEY=VALUE)")
-    parser.add_argument("--gin_search_paths", action="append", default=[], metavar="DIR",
-                        help="folder to look for gin files in (repeatable, comma-separated ok)")
+    add_gin_flags(parser)
     parser.set_defaults(func=_run, command_name=name)
     return parser
 
@@ -96,7 +63,7 @@ def _run(args: argparse.Namespace) -> int:
     from tw_jax.train import gin_setup
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    search = [p for item in args.gin_search_paths for p in item.split(",") if p]
+    search = gin_search_paths(args)
     command = args.command_name
     required = {"train": gin_setup.MACROS_TRAIN, "compile": gin_setup.MACROS_COMPILE}.get(
         command, gin_setup.MACROS_EVAL

@@ -1,0 +1,57 @@
+"""The parser every command shares: one-line usage errors and T5X's gin flags."""
+
+import argparse
+
+import pytest
+
+from tw_jax.cli import build_parser
+from tw_jax.cli_parser import (
+    OneLineErrorParser,
+    add_gin_flags,
+    expand_gin_flags,
+    gin_search_paths,
+)
+
+
+def test_gin_dot_flags_become_bindings_in_order():
+    assert expand_gin_flags(["--gin.A=1", "x", "--gin.B", "2", "--gin_file=f.gin"]) == [
+        "--gin_bindings", "A=1", "x", "--gin_bindings", "B=2", "--gin_file=f.gin"]
+
+
+@pytest.mark.parametrize("command", [
+    ["train"], ["eval"], ["infer"], ["compile", "--topology", "v5e:2x2"],
+    ["lifelong", "--months", "0809", "--out", "/tmp/o"],
+    ["ckl", "train", "--data", "/tmp"],
+    ["ecbd", "eval", "--data", "/tmp", "--out", "/tmp/o", "--model-dir", "/tmp"],
+])
+def test_every_gin_command_reads_gin_flags(command):
+    parser = build_parser()
+    args = parser.parse_args([*command, "--gin_file=a.gin", "--gin.MODEL_DIR='/m'",
+                              "--gin.TRAIN_STEPS", "3", "--gin_bindings=X=1",
+                              "--gin_search_paths=/p,/q", "--gin_search_paths=/r"])
+    assert args.gin_file == ["a.gin"]
+    assert args.gin_bindings == ["MODEL_DIR='/m'", "TRAIN_STEPS=3", "X=1"]
+    assert gin_search_paths(args) == ["/p", "/q", "/r"]
+
+
+def test_parsers_without_gin_flags_leave_gin_dot_arguments_alone(capsys):
+    parser = OneLineErrorParser(prog="tw-jax x")
+    parser.add_argument("--gin_bindings", action="append", default=[])
+    with pytest.raises(SystemExit) as error:
+        parser.parse_args(["--gin.A=1"])
+    assert error.value.code == 2
+    assert capsys.readouterr().err == "tw-jax x: error: unrecognized arguments: --gin.A=1\n"
+
+
+def test_gin_flags_need_the_shared_parser():
+    with pytest.raises(TypeError, match="OneLineErrorParser"):
+        add_gin_flags(argparse.ArgumentParser(prog="plain"))
+
+
+def test_a_missing_required_gin_file_is_one_line(capsys):
+    parser = OneLineErrorParser(prog="tw-jax y")
+    add_gin_flags(parser, required=True)
+    with pytest.raises(SystemExit):
+        parser.parse_args([])
+    assert capsys.readouterr().err == (
+        "tw-jax y: error: the following arguments are required: --gin_file\n")
