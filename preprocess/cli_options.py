@@ -7,6 +7,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from tw_jax.preprocess.beam_options import BeamOptionsError, check_flags
+
 BEAM_OPTIONS = "--beam-options"
 
 
@@ -48,7 +50,6 @@ def beam_flags(text: str) -> list[str]:
     one-line error, before any dump is opened."""
     if not text.strip():
         return []
-    from tw_jax.preprocess.beam_options import BeamOptionsError, check_flags
 
     try:
         return check_flags(text)

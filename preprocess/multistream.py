@@ -16,6 +16,7 @@ from pathlib import Path
 
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
+from tw_jax.io.atomic import atomic_open
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.compressed import open_binary
 from tw_jax.preprocess.mediawiki import Page, parse_export
@@ -178,8 +179,6 @@ def repack_multistream(
     Lets a single-stream dump be read by parallel workers (``--workers``, Beam ``--splits``).
     """
     from xml.sax.saxutils import unescape
-
-    from tw_jax.io.atomic import atomic_open
 
     dump = Path(dump)
     stem = dump.name.removesuffix(".bz2").removesuffix(".xml")

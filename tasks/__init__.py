@@ -23,7 +23,9 @@ import gin
 
 from tw_jax.tasks.layout import DATA_DIR_ENV, discover, resolve_data_dir
 from tw_jax.tasks.mixreview import TEMPORALWIKI, MixReviewMixture, MixReviewSchedule
+from tw_jax.tasks.published import register_release
 from tw_jax.tasks.registration import Registrar, registered
+from tw_jax.tasks.twiki import register_layout
 from tw_jax.tasks.vocab import LazyVocabulary, VocabularyNotFoundError, gpt2_path, t5_path
 
 __all__ = [
@@ -58,7 +60,6 @@ def register_all(
     Replaces whatever an earlier call registered; with no data folder configured it only
     removes those. Returns the registered names.
     """
-    from tw_jax.tasks.twiki import register_layout
 
     registrar = Registrar("data_dir")
     resolved = resolve_data_dir(data_dir)
@@ -76,7 +77,6 @@ def register_published(
     gpt2_vocab: str | None = None,
 ) -> list[str]:
     """Registers the released TemporalWiki files (:mod:`tw_jax.tasks.published`)."""
-    from tw_jax.tasks.published import register_release
 
     registrar = Registrar("published")
     vocabularies = _vocabularies(resolve_data_dir(None), t5_vocab, gpt2_vocab)

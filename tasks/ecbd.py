@@ -39,6 +39,12 @@ from dataclasses import dataclass
 
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
+from tw_jax.tasks import metrics
+from tw_jax.tasks.layout import resolve_data_dir
+from tw_jax.tasks.preprocessors import tokenize_keep_text
+from tw_jax.tasks.registration import Registrar
+from tw_jax.tasks.sources import RowsSource
+from tw_jax.tasks.vocab import LazyVocabulary, load_vocabularies, t5_path
 
 SENTINEL_0, SENTINEL_1 = "<extra_id_0>", "<extra_id_1>"
 SPLITS = ("dev", "test")
@@ -301,13 +307,6 @@ def register_ecbd(
     Registering again replaces the tasks of the previous call.
     """
     import seqio
-
-    from tw_jax.tasks import metrics
-    from tw_jax.tasks.layout import resolve_data_dir
-    from tw_jax.tasks.preprocessors import tokenize_keep_text
-    from tw_jax.tasks.registration import Registrar
-    from tw_jax.tasks.sources import RowsSource
-    from tw_jax.tasks.vocab import LazyVocabulary, load_vocabularies, t5_path
 
     unknown = [t for t in input_types if t not in INPUTS]
     if unknown:

@@ -21,6 +21,7 @@ from typing import Any
 import seqio
 import tensorflow as tf
 
+from tw_jax.data.vocabularies import gpt2_vocabulary, t5_vocabulary
 from tw_jax.tasks.layout import GPT2_VOCAB_ENV, T5_VOCAB_ENV, join
 
 T5_EXTRA_IDS = 100
@@ -31,14 +32,10 @@ class VocabularyNotFoundError(FileNotFoundError):
 
 
 def _load_t5(path: str) -> seqio.Vocabulary:
-    from tw_jax.data.vocabularies import t5_vocabulary
-
     return t5_vocabulary(path, extra_ids=T5_EXTRA_IDS)
 
 
 def _load_gpt2(path: str) -> seqio.Vocabulary:
-    from tw_jax.data.vocabularies import gpt2_vocabulary
-
     return gpt2_vocabulary(path)
 
 

@@ -37,6 +37,7 @@ from tqdm import tqdm
 
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.ckl.outputs import clear_stats, write_lama_folder
+from tw_jax.preprocess.labels import LabelIndex
 from tw_jax.preprocess.probes.categorise import UNCHANGED, Candidate
 from tw_jax.preprocess.probes.facts import fact_hash, facts_of
 from tw_jax.preprocess.probes.records import Probe
@@ -44,6 +45,7 @@ from tw_jax.preprocess.probes.rules import finalise, heuristic_reason
 from tw_jax.preprocess.probes.stats import ProbeStats
 from tw_jax.preprocess.probes.steps import render_candidate
 from tw_jax.preprocess.templates import CKL_INVARIANT, TEMPLATES, cloze
+from tw_jax.preprocess.wikidata import iter_entities
 
 DEFAULT_MAX_PER_RELATION = 1000  # LAMA's T-REx: at most 1000 facts per relation
 OVERSAMPLE = 2  # facts kept per relation while streaming, per final one (duplicates may drop)
@@ -158,7 +160,6 @@ def collect(
     progress: bool | None = None,
 ) -> list[Probe]:
     """Steps 2 and 3 of the module docstring over the dump: the per-relation sample."""
-    from tw_jax.preprocess.wikidata import iter_entities
 
     wanted = set(options.relations)
     capacity = None if options.max_per_relation is None else OVERSAMPLE * options.max_per_relation
@@ -206,7 +207,6 @@ def build_invariant_lama(
     The dump and ``out_dir`` may be local paths or ``gs://`` URLs: the dump is streamed, the
     label index is scratch in the local temporary folder, the outputs are written atomically.
     """
-    from tw_jax.preprocess.labels import LabelIndex
 
     options = options or LamaOptions()
     options.check()

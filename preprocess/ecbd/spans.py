@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tw_jax.preprocess.ecbd.sentences import Candidate
+from tw_jax.text.spacy_pipeline import SpacyModelError, resolve_model
 
 SENTINEL_0, SENTINEL_1 = "<extra_id_0>", "<extra_id_1>"
 NP_COMMON, NP_PROPER, RANDOM = "NP-COMMON", "NP-PROPER", "RANDOM"
@@ -46,8 +47,6 @@ def load_parser(name: str = "en_core_web_sm") -> tuple[Any, str]:
     """The spaCy pipeline ``name`` with what noun chunks need, and what was loaded."""
     import spacy
     from spacy.util import load_config
-
-    from tw_jax.text.spacy_pipeline import SpacyModelError, resolve_model
 
     source, folder = resolve_model(name)
     config = load_config(folder / "config.cfg", interpolate=False)

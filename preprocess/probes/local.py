@@ -30,6 +30,7 @@ from typing import Any
 from tqdm import tqdm
 
 from tw_jax.preprocess.accounting import Skips
+from tw_jax.preprocess.labels import LabelIndex
 from tw_jax.preprocess.parallel import fork_pool, ordered_map
 from tw_jax.preprocess.probes.align import SubjectTexts
 from tw_jax.preprocess.probes.articles import (
@@ -50,13 +51,13 @@ from tw_jax.preprocess.probes.records import Probe
 from tw_jax.preprocess.probes.stats import ProbeStats
 from tw_jax.preprocess.probes.steps import candidates_for, check_probe, render_candidate
 from tw_jax.preprocess.probes.store import OldSnapshot
+from tw_jax.preprocess.wikidata import entities_from_lines, iter_entities, iter_lines
 
 
 def iter_sides(
     path: str, skips: Skips, stats: ProbeStats, side: str
 ) -> Iterator[tuple[str, SubjectSide]]:
     """(entity id, (label, enwiki, facts)) of every entity of a Wikidata dump, counted."""
-    from tw_jax.preprocess.wikidata import iter_entities
 
     for entity in iter_entities(path, skips):
         stats.entities[side] += 1
@@ -166,7 +167,6 @@ def build_probes(
     quiet = None if progress is None else not progress
     stats = ProbeStats()
     clear_stats(out_dir)
-    from tw_jax.preprocess.labels import LabelIndex
 
     with tempfile.TemporaryDirectory(prefix="tw_jax_probes_") as scratch:
         paths = StorePaths(
@@ -293,7 +293,6 @@ def _chunked(lines: Iterable[tuple[int, bytes]]) -> Iterator[Lines]:
 
 def _sides_job(job: tuple[str, Lines]) -> tuple[ProbeStats, list[tuple[str, SubjectSide]]]:
     """Parses a chunk of the old dump: its subjects, with its entity count and skips."""
-    from tw_jax.preprocess.wikidata import entities_from_lines
 
     path, lines = job
     stats = ProbeStats()
@@ -309,7 +308,6 @@ Categorised = tuple[ProbeStats, dict[str, list[Probe]], dict[str, Sampler]]
 
 def _categorise_job(lines: Lines) -> Categorised:
     """Step 4 of the module doc for a chunk of the new dump: what it adds to one pass."""
-    from tw_jax.preprocess.wikidata import entities_from_lines
 
     config = _config
     old, labels, articles = _open_stores()
@@ -326,7 +324,6 @@ def index_sides(
     path: str, stats: ProbeStats, pool: Pool, workers: int, bar: tqdm | None = None
 ) -> Iterator[tuple[str, SubjectSide]]:
     """:func:`iter_sides` of the old dump, parsed by the pool; counts merge in dump order."""
-    from tw_jax.preprocess.wikidata import iter_lines
 
     jobs = ((path, chunk) for chunk in _chunked(iter_lines(path)))
     for delta, sides in ordered_map(_sides_job, jobs, pool, workers):
@@ -346,7 +343,6 @@ def categorise_dump(
 ) -> tuple[dict[str, list[Probe]], dict[str, Sampler]]:
     """The kept probes and samplers of the new dump, categorised by the pool (``path`` must be
     the dump its :class:`WorkerConfig` names). Merged in dump order, they equal one pass."""
-    from tw_jax.preprocess.wikidata import iter_lines
 
     kept: dict[str, list[Probe]] = {c: [] for c in CATEGORIES}
     samplers = {c: Sampler(options.lighttuning_size) for c in CATEGORIES}

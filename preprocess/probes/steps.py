@@ -21,6 +21,8 @@ from tw_jax.preprocess.probes.lighttuning import Sampler
 from tw_jax.preprocess.probes.records import Probe, make_probe
 from tw_jax.preprocess.probes.rules import heuristic_reason
 from tw_jax.preprocess.probes.stats import ProbeStats
+from tw_jax.preprocess.templates import cloze, probe_text
+from tw_jax.preprocess.values import render
 
 LabelOf = Callable[[str], "str | None"]
 
@@ -69,8 +71,6 @@ def label_ids(candidate: Candidate) -> list[str]:
 
 
 def _templates() -> tuple[Callable, Callable]:
-    from tw_jax.preprocess.templates import cloze, probe_text
-
     return probe_text, cloze
 
 
@@ -78,7 +78,6 @@ def render_candidate(
     candidate: Candidate, subject: str, label_of: LabelOf, stats: ProbeStats
 ) -> Probe | None:
     """The probe of a candidate, or None (counted) when its relation or object has no label."""
-    from tw_jax.preprocess.values import render
 
     where = f"{candidate.subject_id} {candidate.relation_id} {candidate.key}"
     relation = label_of(candidate.relation_id)

@@ -4,7 +4,6 @@ runner reads, ``tw-jax ckl eval-phases``, and CKL Table 2 with FUAR from the res
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import shutil
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tw_jax.benchmarks import ckl_cli
+from tw_jax.cli_parser import OneLineErrorParser
 from tw_jax.evaluate import ckl
 from tw_jax.evaluate.fuar import single_phase_fuar
 from tw_jax.evaluate.results import Result, append_results, read_results
@@ -116,7 +116,7 @@ def setup(tmp_path_factory, compile_cache) -> dict:
 
 
 def _cli(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="tw-jax")
+    parser = OneLineErrorParser(prog="tw-jax")
     ckl_cli.add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["ckl", *argv])
     return args.func(args)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import json
@@ -14,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tw_jax.cli_parser import OneLineErrorParser
 from tw_jax.evaluate import ecbd
 from tw_jax.models.token_scores import score_seq2seq
 from tw_jax.tasks.ecbd import read_ecbd
@@ -182,7 +182,7 @@ def test_extract_span(t5_vocab):
 def _cli(argv: list[str]) -> tuple[int, str]:
     from tw_jax.benchmarks import ecbd_cli
 
-    parser = argparse.ArgumentParser(prog="tw-jax")
+    parser = OneLineErrorParser(prog="tw-jax")
     ecbd_cli.add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(argv)
     printed = io.StringIO()

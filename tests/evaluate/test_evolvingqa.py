@@ -3,7 +3,6 @@ multiple choice (Appendix D), the results mapping, and train → eval end to end
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import jax.numpy as jnp
@@ -12,13 +11,14 @@ import pytest
 from eval_helpers import set_unigram
 
 from tw_jax.benchmarks import evolvingqa_cli
+from tw_jax.cli_parser import OneLineErrorParser
 from tw_jax.evaluate import evolvingqa as eqa
 from tw_jax.evaluate.rank import RankItem
 from tw_jax.models import scoring
 
 
 def _cli(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="tw-jax")
+    parser = OneLineErrorParser(prog="tw-jax")
     evolvingqa_cli.add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return args.func(args)

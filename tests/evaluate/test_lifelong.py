@@ -3,13 +3,13 @@ does nothing, and ``--eval-matrix`` completing the temporal-misalignment matrix.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 from pathlib import Path
 
 import pytest
 
+from tw_jax.cli_parser import OneLineErrorParser
 from tw_jax.evaluate import lifelong_cli
 from tw_jax.evaluate.lifelong import (
     LifelongError,
@@ -53,7 +53,7 @@ def test_method_and_its_training_data():
 
 
 def _cli(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="tw-jax")
+    parser = OneLineErrorParser(prog="tw-jax")
     lifelong_cli.add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(argv)
     return args.func(args)

@@ -32,7 +32,7 @@ import os
 import sys
 from typing import Any
 
-from tw_jax.cli_parser import add_gin_flags, gin_search_paths
+from tw_jax.cli_parser import OneLineErrorParser, add_gin_flags, gin_search_paths
 from tw_jax.io import paths
 from tw_jax.io.cli_paths import input_path, output_path
 
@@ -366,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``tw-jax evolvingqa`` alone (``python -m tw_jax.benchmarks.evolvingqa_cli …``)."""
     from tw_jax.errors import DumpError
 
-    parser = argparse.ArgumentParser(prog="tw-jax")
+    parser = OneLineErrorParser(prog="tw-jax")
     add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     try:

@@ -29,11 +29,22 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tw_jax.errors import DumpError
+from tw_jax.evaluate.lifelong import INITIAL, default_initial_gin_files, method_name
 from tw_jax.evaluate.qa import decode_token_rows, qa_scores
-from tw_jax.evaluate.results import BASE, Result, append_results
+from tw_jax.evaluate.report import ResultIndex, ckl_table
+from tw_jax.evaluate.results import BASE, Result, append_results, read_results
 from tw_jax.io import paths
+from tw_jax.io.atomic import atomic_open
 from tw_jax.models import model_for
+from tw_jax.models.sharding import activate
 from tw_jax.preprocess.ckl.phases import MANIFEST
+from tw_jax.tasks import LazyVocabulary
+from tw_jax.tasks.ckl import PREVIOUS_SEPARATOR, eval_lengths, lama_set, probe_tasks, register_ckl
+from tw_jax.tasks.vocab import t5_path
+from tw_jax.train import data, gin_setup
+from tw_jax.train.evaluation import load_params
+from tw_jax.train.state import build_run_model
 
 METRICS = ("em", "f1", "em_previous", "f1_previous")
 
@@ -69,11 +80,6 @@ def loaded_model(source: ModelSource) -> Iterator[tuple[Any, Any]]:
     same model decodes with the same compiled graphs whichever way it was saved.
     """
     import gin
-
-    from tw_jax.models.sharding import activate
-    from tw_jax.train import gin_setup
-    from tw_jax.train.evaluation import load_params
-    from tw_jax.train.state import build_run_model
 
     mesh = None
     if source.hf_dir is not None:
@@ -117,8 +123,6 @@ def _text(value: Any) -> str:
 
 def task_examples(task: str, limit: int | None = None) -> list[dict[str, Any]]:
     """The registered probe task's examples at CKL's lengths (tokenised, trimmed, EOS kept)."""
-    from tw_jax.tasks.ckl import eval_lengths
-    from tw_jax.train import data
 
     dataset = data.task_dataset(task, eval_lengths(task), split="test", shuffle=False,
                                 num_epochs=1)
@@ -134,9 +138,6 @@ def evaluate_task(
 ) -> SetScores | None:
     """Zero-shot EM/F1 of one registered CKL probe task (its ``examples`` when already read);
     None when it has no rows."""
-    from tw_jax.tasks import LazyVocabulary
-    from tw_jax.tasks.ckl import PREVIOUS_SEPARATOR, eval_lengths, lama_set
-    from tw_jax.train import data
 
     examples = task_examples(task, limit) if examples is None else examples
     if not examples:
@@ -169,7 +170,6 @@ def results_of(scores: Sequence[SetScores], method: str, trained_through: str, p
 def write_predictions(folder: str | os.PathLike[str], label: str, scores: SetScores) -> str:
     """``folder/<label>.<task>.jsonl``: id and prediction per probe (the reference's log);
     ``folder`` is local or a ``gs://`` URL."""
-    from tw_jax.io.atomic import atomic_open
 
     path = paths.join(folder, f"{label}.{scores.task}.jsonl")
     with atomic_open(path, "w", encoding="utf-8") as handle:
@@ -184,7 +184,6 @@ def write_predictions(folder: str | os.PathLike[str], label: str, scores: SetSco
 
 def read_manifest(data_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """``DATA/ckl_phases.json`` as ``tw-jax ckl phases`` wrote it."""
-    from tw_jax.errors import DumpError
 
     path = paths.join(data_dir, MANIFEST)
     if not paths.isfile(path):
@@ -225,8 +224,6 @@ class PhasesOptions:
 
 
 def _checkpoint(out: str, method: str, trained_through: str) -> str:
-    from tw_jax.errors import DumpError
-
     path = paths.join(out, "state", method, f"{trained_through}.json")
     if not paths.isfile(path):
         raise DumpError(path, None, f"no {method} checkpoint through {trained_through} "
@@ -237,9 +234,6 @@ def _checkpoint(out: str, method: str, trained_through: str) -> str:
 def evaluate_phases(options: PhasesOptions) -> list[Result]:
     """Scores INITIAL and each phase's checkpoint of one lifelong run on every phase's sets,
     appended to ``LIFELONG_DIR/results.jsonl``; returns the results."""
-    from tw_jax.evaluate.lifelong import INITIAL, default_initial_gin_files, method_name
-    from tw_jax.tasks.ckl import register_ckl
-    from tw_jax.tasks.vocab import t5_path
 
     manifest = read_manifest(options.data_dir)
     pairs = [phase["pair"] for phase in manifest["phases"]]
@@ -284,8 +278,6 @@ def evaluate_phases(options: PhasesOptions) -> list[Result]:
 
 def ckl_table_text(results_dir: str | os.PathLike[str]) -> str:
     """CKL Table 2 (EM, with FUAR) of a results file, as Markdown."""
-    from tw_jax.evaluate.report import ResultIndex, ckl_table
-    from tw_jax.evaluate.results import read_results
 
     return ckl_table(ResultIndex(read_results([results_dir])), "em").markdown()
 
@@ -297,6 +289,5 @@ def summary_line(scores: SetScores) -> str:
 
 def category_map(names: Sequence[str]) -> Mapping[str, str]:
     """Probe task → results category for a single-phase evaluation (NLE subsets: new_easy)."""
-    from tw_jax.tasks.ckl import lama_set, probe_tasks
 
     return {task: lama_set(task).category for task in probe_tasks(list(names))}

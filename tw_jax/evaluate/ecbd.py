@@ -35,7 +35,9 @@ import numpy as np
 from tw_jax.data.tokens import encode_with_offsets
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
+from tw_jax.io.atomic import atomic_open
 from tw_jax.models import model_for
+from tw_jax.models.decoding import beam_search
 from tw_jax.models.token_scores import bucket_length
 from tw_jax.tasks.ecbd import (
     INPUTS,
@@ -193,8 +195,6 @@ def top_k_spans(model: Any, params: Any, vocabulary: Any, sentences: Sequence[st
     """The ``k`` best distinct span predictions of each masked sentence (T5 beam search)."""
     import jax.numpy as jnp
 
-    from tw_jax.models.decoding import beam_search
-
     encoded = [encode_with_offsets(vocabulary, s)[0] + [vocabulary.eos_id] for s in sentences]
     out: list[list[str]] = [[] for _ in sentences]
     order = np.argsort([len(e) for e in encoded], kind="stable")
@@ -343,7 +343,6 @@ def append_results(out_dir: str | os.PathLike[str], results: Sequence[EcbdResult
     of them. Two runs appending to one bucket file at once may lose one run's lines (the later
     upload wins): give concurrent runs their own ``OUT_DIR`` (``tw-jax ecbd report`` reads many).
     """
-    from tw_jax.io.atomic import atomic_open
 
     path = paths.join(out_dir, RESULTS_FILE)
     payload = "".join(json.dumps(asdict(r), allow_nan=False) + "\n" for r in results)

@@ -35,8 +35,14 @@ import numpy as np
 from tw_jax.evaluate.qa import decode_answers, qa_scores
 from tw_jax.evaluate.rank import RankItem, RankResult
 from tw_jax.evaluate.results import Result
+from tw_jax.io import paths
+from tw_jax.io.atomic import atomic_open
 from tw_jax.models import model_for
+from tw_jax.models.sharding import activate
 from tw_jax.text.answers import normalize_answer
+from tw_jax.train import gin_setup
+from tw_jax.train.evaluation import load_params
+from tw_jax.train.state import build_run_model
 
 UNCHANGED, NEW, EDITED = "unchanged", "new", "edited"
 SETS: tuple[str, ...] = (UNCHANGED, NEW, EDITED)
@@ -142,11 +148,6 @@ def loaded_model(
     folder) with the model its gin files describe, inside the model's mesh while the block runs."""
     import gin
 
-    from tw_jax.models.sharding import activate
-    from tw_jax.train import gin_setup
-    from tw_jax.train.evaluation import load_params
-    from tw_jax.train.state import build_run_model
-
     gin_setup.parse(gin_files, [*bindings, f"MODEL_DIR={str(checkpoint)!r}"], search_paths)
     try:
         config = gin.query_parameter("%MODEL").scoped_configurable_fn()
@@ -166,8 +167,6 @@ def write_predictions(folder: str | os.PathLike[str], scores: SetScores,
                       rows: Sequence[Mapping[str, str]]) -> str:
     """``folder/<set>.jsonl``: question, answers and prediction per row (error analysis);
     ``folder`` is local or a ``gs://`` URL."""
-    from tw_jax.io import paths
-    from tw_jax.io.atomic import atomic_open
 
     path = paths.join(folder, f"{scores.name}.jsonl")
     with atomic_open(path, "w", encoding="utf-8") as handle:

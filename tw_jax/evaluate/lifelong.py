@@ -59,11 +59,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import tw_jax.tasks
+from tw_jax.errors import DumpError
 from tw_jax.evaluate.month_eval import GROUPS, BlockCache, EvalSettings, evaluate_month
 from tw_jax.evaluate.results import BASE, NO_MONTH, Result, append_results, results_path
 from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
+from tw_jax.models import model_for
+from tw_jax.models.sharding import activate
+from tw_jax.preprocess.probes.probe_csv import read_probe_csv
+from tw_jax.tasks import LazyVocabulary
+from tw_jax.tasks.layout import resolve_data_dir
+from tw_jax.tasks.probes import LIGHTTUNING_MIX, QA_SUFFIX
+from tw_jax.train import data, gin_setup, trainer
+from tw_jax.train.evaluation import load_params
 from tw_jax.train.preemption import TrainingPreempted
+from tw_jax.train.state import build_run_model
 
 log = logging.getLogger(__name__)
 
@@ -189,8 +200,6 @@ def _state_path(out_dir: str, method: str, trained_through: str) -> str:
 def _read_state(path: str) -> dict[str, Any] | None:
     import json
 
-    from tw_jax.errors import DumpError
-
     if not paths.exists(path):
         return None
     try:
@@ -208,8 +217,6 @@ def _read_state(path: str) -> dict[str, Any] | None:
 def _parse(options: LifelongOptions, files: Sequence[str], extra: Sequence[str]) -> Any:
     """Parse gin for one step (later bindings win) and return the model config it builds."""
     import gin
-
-    from tw_jax.train import gin_setup
 
     bindings = [*options.gin_bindings, *extra]
     if options.data_dir is not None:
@@ -232,7 +239,6 @@ def _train(
     start_from: str | None,
 ) -> dict[str, Any]:
     """Train one update into ``model_dir``; returns the state to record."""
-    from tw_jax.train import trainer
 
     _parse(options, files, [
         f"MODEL_DIR={str(model_dir)!r}",
@@ -256,7 +262,6 @@ def _train(
 
 def _plain_vocabulary(vocabulary: Any) -> Any:
     """The real vocabulary behind a task's lazy one (the scorer needs its tokenizer)."""
-    from tw_jax.tasks import LazyVocabulary
 
     return vocabulary.vocabulary if isinstance(vocabulary, LazyVocabulary) else vocabulary
 
@@ -276,10 +281,6 @@ def _score(
     summary: LifelongSummary, rename: Mapping[str, str] | None = None,
 ) -> dict[str, list[tuple[str, str, float]]]:
     """``{month: [(category, metric, value)]}`` of one checkpoint for each month's groups."""
-    from tw_jax.models.sharding import activate
-    from tw_jax.train import data
-    from tw_jax.train.evaluation import load_params
-    from tw_jax.train.state import build_run_model
 
     run = build_run_model(config, _macro("MESH_SHAPE") or (-1, 1, 1))
     vocabulary = _plain_vocabulary(data.vocabulary(data.task_name(vocabulary_task, config)))
@@ -304,8 +305,6 @@ def _score(
 
 def lighttuning_rows(data_dir: str, month: str) -> int:
     """How many rows the month's light-tuning sets hold (UNCHANGED, UPDATED, NEW)."""
-    from tw_jax.preprocess.probes.probe_csv import read_probe_csv
-    from tw_jax.tasks.probes import LIGHTTUNING_MIX
 
     files = [paths.join(data_dir, month, "probes", f"lighttuning_{c}.csv")
              for c in LIGHTTUNING_MIX]
@@ -319,9 +318,6 @@ def _lighttune(
     """Light-tune a copy of ``model_dir`` on ``month``'s light-tuning sets (TemporalWiki
     Appendix C: one epoch, every parameter trainable, LR 1e-5, batch 32, lengths 25); returns
     the config and MODEL_DIR of the light-tuned model, or None when there is nothing to tune on."""
-    from tw_jax.models import model_for
-    from tw_jax.tasks.probes import QA_SUFFIX
-    from tw_jax.train import trainer
 
     rows = lighttuning_rows(data_dir, month)
     if rows == 0:
@@ -402,8 +398,6 @@ def _done_groups(state: Mapping[str, Any], month: str) -> list[str]:
 
 
 def _data_dir(options: LifelongOptions) -> str:
-    from tw_jax.tasks.layout import resolve_data_dir
-
     found = resolve_data_dir(options.data_dir or _macro("DATA_DIR"))
     if not found:
         raise LifelongError("no data folder: pass --data (or set DATA_DIR / $TW_JAX_DATA_DIR)")
@@ -412,7 +406,6 @@ def _data_dir(options: LifelongOptions) -> str:
 
 def _register_tasks() -> None:
     """Register the data folder's tasks as gin configures ``register_all`` (DATA_DIR, vocabs)."""
-    import tw_jax.tasks
 
     tw_jax.tasks.register_all()
 

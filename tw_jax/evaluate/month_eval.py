@@ -37,8 +37,16 @@ from typing import Any
 
 import numpy as np
 
+from tw_jax.errors import DumpError
+from tw_jax.evaluate import propn
+from tw_jax.evaluate.perplexity import mean_perplexity, probe_perplexities
+from tw_jax.evaluate.propn import propn_perplexity
+from tw_jax.evaluate.qa import decode_answers, previous_answers, probe_prompt, qa_scores
+from tw_jax.evaluate.rank import probe_rank_items, rank_classify
 from tw_jax.io import paths
+from tw_jax.io.atomic import atomic_open
 from tw_jax.models import model_for
+from tw_jax.preprocess.probes.probe_csv import read_probe_csv
 
 CATEGORIES: tuple[str, ...] = ("unchanged", "updated", "new", "deleted")
 CHANGED = "changed"
@@ -78,8 +86,6 @@ class EvalSettings:
 
 def read_probes(data_dir: str, month: str, category: str, limit: int | None = None) -> list[dict]:
     """Rows of ``DATA/<month>/probes/<category>.csv`` (the first ``limit`` when given)."""
-    from tw_jax.errors import DumpError
-    from tw_jax.preprocess.probes.probe_csv import read_probe_csv
 
     path = paths.join(data_dir, month, "probes", f"{category}.csv")
     if not paths.exists(path):
@@ -99,8 +105,6 @@ def _with_changed(per_category: Mapping[str, list]) -> dict[str, list]:
 
 def _perplexities(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
                   group: str, settings: EvalSettings) -> Values:
-    from tw_jax.evaluate.perplexity import mean_perplexity, probe_perplexities
-
     per_row = {
         c: list(probe_perplexities(module, params, vocabulary, r, PPL_VARIANTS[group],
                                    batch_size=settings.batch_size))
@@ -111,8 +115,6 @@ def _perplexities(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, 
 
 def _qa(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
         settings: EvalSettings) -> Values:
-    from tw_jax.evaluate.qa import decode_answers, previous_answers, probe_prompt, qa_scores
-
     sentinel = model_for(module).fills_sentinel_spans
     predicted = {}
     for category, category_rows in rows.items():
@@ -133,8 +135,6 @@ def _qa(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
 
 def _rank(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
           settings: EvalSettings) -> Values:
-    from tw_jax.evaluate.rank import probe_rank_items, rank_classify
-
     sentinel = model_for(module).fills_sentinel_spans
     values: Values = {}
     for category, category_rows in rows.items():
@@ -170,8 +170,6 @@ class BlockCache:
 
     def blocks(self, vocabulary: Any, data_dir: str, month: str, corpus: str) -> list[Any] | None:
         """The month's sampled blocks of ``corpus`` (``None`` when it has no file)."""
-        from tw_jax.evaluate import propn
-        from tw_jax.io.atomic import atomic_open
 
         s = self.settings
         key = (month, corpus, self._fingerprint(vocabulary))
@@ -206,8 +204,6 @@ class BlockCache:
 
 def _propn(module: Any, params: Any, vocabulary: Any, data_dir: str, month: str,
            settings: EvalSettings, cache: BlockCache, skipped: dict[str, str]) -> Values:
-    from tw_jax.evaluate.propn import propn_perplexity
-
     values: Values = {}
     for corpus, filename in PROPN_CORPORA.items():
         blocks = cache.blocks(vocabulary, data_dir, month, corpus)

@@ -35,8 +35,10 @@ import numpy as np
 
 from tw_jax.data.tokens import Span, encode_with_offsets, span_mask
 from tw_jax.errors import DumpError
+from tw_jax.io import paths
 from tw_jax.models import model_for
 from tw_jax.models.token_scores import TokenScores
+from tw_jax.text.spacy_pipeline import resolve_model
 
 PROPN = "PROPN"
 # Components that set Token.pos_ in the English pipelines; everything else is excluded.
@@ -47,8 +49,6 @@ def load_pos_pipeline(name: str = "en_core_web_sm") -> Any:
     """A spaCy pipeline that sets ``pos_``, with the parser, NER and lemmatizer left out."""
     import spacy
     from spacy.util import load_config
-
-    from tw_jax.text.spacy_pipeline import resolve_model
 
     _, folder = resolve_model(name)
     config = load_config(folder / "config.cfg", interpolate=False)
@@ -97,7 +97,6 @@ def tag_texts(
 def read_articles(path: str | os.PathLike[str]) -> Iterator[str]:
     """The ``text`` of each line of a DiffSet-stage JSONL file (``diffset``, ``full``, ...), local
     or in a bucket."""
-    from tw_jax.io import paths
 
     path = os.fspath(path)
     with paths.open_file(path, "r", encoding="utf-8") as handle:

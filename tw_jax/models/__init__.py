@@ -33,12 +33,14 @@ from tw_jax.models.base import (
 )
 from tw_jax.models.families import GPT2Model, T5Model
 from tw_jax.models.gpt2 import GPT2, GPT2Config
+from tw_jax.models.hf_io import read_config
 from tw_jax.models.t5 import T5, T5Config
 from tw_jax.models.variants import (
     KAdapterConfig,
     LoRAConfig,
     ModularConfig,
     ParamCount,
+    fill_missing,
     param_labels,
 )
 
@@ -89,7 +91,6 @@ def abstract_variables(config: ModelConfig, batch_size: int = 1, length: int = 8
 
 def _with_variant_weights(model: nn.Module, params: Any, source: str) -> Any:
     """Complete a pretrained tree with freshly initialised LoRA / adapter / Modular weights."""
-    from tw_jax.models.variants import fill_missing
 
     config = model.config
     if all(getattr(config, name, None) is None for name in ("lora", "kadapter", "modular")):
@@ -108,7 +109,6 @@ def load_pretrained(path: str | os.PathLike[str], **overrides: Any) -> tuple[nn.
     ``overrides`` set config fields, e.g. ``dtype="bfloat16"``, ``remat=True`` or a variant
     (``lora=LoRAConfig()``), whose new weights are then initialised fresh (seed 0) and logged.
     """
-    from tw_jax.models.hf_io import read_config
 
     folder = os.fspath(path)
     model_type = read_config(folder).get("model_type")

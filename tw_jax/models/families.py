@@ -14,7 +14,9 @@ from typing import Any
 from tw_jax.models import flop_layout
 from tw_jax.models.base import DecoderOnlyModel, EncoderDecoderModel, register_family
 from tw_jax.models.gpt2 import GPT2, GPT2Config
+from tw_jax.models.hf_io import load_gpt2, save_gpt2
 from tw_jax.models.t5 import T5, T5Config
+from tw_jax.models.t5_io import load_t5, save_t5
 from tw_jax.text.answers import answer_from_gpt2, answer_from_t5
 
 
@@ -30,13 +32,9 @@ class GPT2Model(DecoderOnlyModel):
 
     @classmethod
     def load_hf(cls, folder: str, **overrides: Any) -> tuple[Any, Any]:
-        from tw_jax.models.hf_io import load_gpt2
-
         return load_gpt2(folder, **overrides)
 
     def save_hf(self, folder: str, params: Any) -> None:
-        from tw_jax.models.hf_io import save_gpt2
-
         save_gpt2(folder, self.config, params)
 
     def flop_layout(self) -> tuple[dict[str, Any], Any]:
@@ -60,13 +58,9 @@ class T5Model(EncoderDecoderModel):
 
     @classmethod
     def load_hf(cls, folder: str, **overrides: Any) -> tuple[Any, Any]:
-        from tw_jax.models.t5_io import load_t5
-
         return load_t5(folder, **overrides)
 
     def save_hf(self, folder: str, params: Any) -> None:
-        from tw_jax.models.t5_io import save_t5
-
         save_t5(folder, self.config, params)
 
     def flop_layout(self) -> tuple[dict[str, Any], Any]:

@@ -42,12 +42,14 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from tw_jax.models.decoding import greedy_decode
 from tw_jax.models.sharding import activate, batch_sharding, padded_rows, replicated
 from tw_jax.platforms import has_tpu_chips, module_installed
 from tw_jax.train.flops import train_step_flops
 from tw_jax.train.optimizers import make_optimizer
 from tw_jax.train.state import RunModel, build_run_model, with_shardings
 from tw_jax.train.steps import make_score_step
+from tw_jax.train.trainer import build_train_step
 
 GIB = 1024**3
 STEPS = ("train", "score", "decode")
@@ -168,8 +170,6 @@ def _abstract_batch(run: RunModel, rows: int, lengths: Mapping[str, int]) -> dic
 
 
 def _lower_train(run: RunModel, rows: int, lengths: Mapping[str, int], **step_args: Any) -> Any:
-    from tw_jax.train.trainer import build_train_step
-
     # Built outside the mesh: building computes small constants (the dropout key) eagerly, on
     # this machine's device; a compile-only TPU device can run nothing.
     step = build_train_step(run, run.config, **step_args)
@@ -198,8 +198,6 @@ def decode_lengths(config: Any, lengths: Mapping[str, int], prompt_length: int |
 
 
 def _lower_decode(run: RunModel, rows: int, prompt: int, new: int) -> Any:
-    from tw_jax.models.decoding import greedy_decode
-
     ids = jax.ShapeDtypeStruct((rows, prompt), jnp.int32, sharding=batch_sharding(run.mesh, 2))
     with activate(run.mesh):
         return greedy_decode.lower(

@@ -32,6 +32,7 @@ from tw_jax.models.sharding import activate, global_batch, replicated
 from tw_jax.train import checkpoints, data, distributed
 from tw_jax.train.state import RunModel, build_run_model
 from tw_jax.train.steps import make_score_step
+from tw_jax.train.trainer import _ensure_tasks
 
 
 def load_params(
@@ -90,7 +91,6 @@ def evaluate(
     mesh_shape: Sequence[int] = (-1, 1, 1),
 ) -> dict[str, Any]:
     """Metrics of the checkpoint on ``split`` of the task; also written under MODEL_DIR/eval."""
-    from tw_jax.train.trainer import _ensure_tasks
 
     distributed.initialize()
     model_dir = paths.resolve(model_dir)
@@ -162,7 +162,6 @@ def infer(
     mesh_shape: Sequence[int] = (-1, 1, 1),
 ) -> str:
     """Greedy predictions for the task's ``inputs``, as JSONL (default MODEL_DIR/infer/...)."""
-    from tw_jax.train.trainer import _ensure_tasks
 
     distributed.initialize()
     model_dir = paths.resolve(model_dir)

@@ -42,6 +42,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from tw_jax.models import abstract_variables, model_for
+from tw_jax.models.variants import TRAINABLE, path_names
+
 # Peak dense bf16 FLOP/s per device, by a substring of ``device_kind`` (first match wins). A
 # v5e says "TPU v5 lite", a v5p plain "TPU v5" (what libtpu's v5p topologies report), so the
 # lite entry precedes the v5 one.
@@ -95,9 +98,6 @@ def train_step_flops(config: Any, batch_size: int, lengths: Mapping[str, int]) -
     """
     import flax.linen as nn
     import jax
-
-    from tw_jax.models import abstract_variables, model_for
-    from tw_jax.models.variants import TRAINABLE, path_names
 
     model = model_for(config)
     positions = model.feature_lengths(lengths)

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import gin
 
+from tw_jax.models import GPT2Config, KAdapterConfig, LoRAConfig, ModularConfig, T5Config
+
 MACROS_TRAIN = ("MODEL_DIR", "MIXTURE_OR_TASK_NAME", "TASK_FEATURE_LENGTHS", "TRAIN_STEPS",
                 "BATCH_SIZE")
 MACROS_EVAL = ("MODEL_DIR", "MIXTURE_OR_TASK_NAME", "TASK_FEATURE_LENGTHS", "BATCH_SIZE")
@@ -55,7 +57,6 @@ def register_configurables() -> None:
     if _REGISTERED:
         return
     import tw_jax.tasks  # noqa: F401  (registers tw_jax.tasks.register_all, MixReviewSchedule)
-    from tw_jax.models import GPT2Config, KAdapterConfig, LoRAConfig, ModularConfig, T5Config
     from tw_jax.train import aot, evaluation, optimizers, schedules, trainer  # noqa: F401
 
     for cls in (T5Config, GPT2Config, LoRAConfig, KAdapterConfig, ModularConfig):

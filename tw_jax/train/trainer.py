@@ -46,6 +46,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+import tw_jax.tasks
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 from tw_jax.io.paths import PathLike
@@ -316,7 +317,6 @@ def _ensure_tasks(name: str) -> None:
 
     if name in seqio.TaskRegistry.names() or name in seqio.MixtureRegistry.names():
         return
-    import tw_jax.tasks
 
     tw_jax.tasks.register_all()
     if name not in seqio.TaskRegistry.names() and name not in seqio.MixtureRegistry.names():

@@ -7,7 +7,6 @@ rules (subject and object inside one another, objects of more than five words, d
 
 from __future__ import annotations
 
-import argparse
 import bz2
 import csv
 import json
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tw_jax.benchmarks import ckl_cli
+from tw_jax.cli_parser import OneLineErrorParser
 from tw_jax.errors import DumpError
 from tw_jax.preprocess.ckl.lama import LamaOptions, build_invariant_lama
 from tw_jax.preprocess.ckl.release import INVARIANT, join_answers, read_answers_json, read_lama_csv
@@ -133,7 +133,7 @@ def test_per_relation_sample_is_seeded(built, tmp_path):
 
 
 def _cli(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="tw-jax")
+    parser = OneLineErrorParser(prog="tw-jax")
     ckl_cli.add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(argv)
     return args.func(args)

@@ -3,7 +3,6 @@ small hand-made dumps (redirected sitelinks, skips), through the CLI, and on bad
 
 from __future__ import annotations
 
-import argparse
 import bz2
 import contextlib
 import io
@@ -13,6 +12,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 import pytest
 
+from tw_jax.cli_parser import OneLineErrorParser
 from tw_jax.errors import DumpError
 from tw_jax.preprocess.ecbd.build import BuildOptions, build_ecbd
 
@@ -55,7 +55,7 @@ def nlp():
 def _cli(argv: list[str]) -> int:
     from tw_jax.benchmarks import ecbd_cli
 
-    parser = argparse.ArgumentParser(prog="tw-jax")
+    parser = OneLineErrorParser(prog="tw-jax")
     ecbd_cli.add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(argv)
     return args.func(args)

@@ -1,13 +1,13 @@
 """``tw-jax evolvingqa build`` on the sample world: every expected output is computed from the
 world's ground truth (its plain articles), never from the pipeline's own files."""
 
-import argparse
 import json
 from pathlib import Path
 
 import pytest
 
 from tw_jax.benchmarks import evolvingqa_cli
+from tw_jax.cli_parser import OneLineErrorParser
 from tw_jax.preprocess.evolvingqa.extract import build_evolvingqa
 from tw_jax.preprocess.evolvingqa.passages import passages
 from tw_jax.sample_world.build import truth_file, wikipedia_dump
@@ -16,7 +16,7 @@ PAIRS = ("0809", "0910", "1011")
 
 
 def _cli(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="tw-jax")
+    parser = OneLineErrorParser(prog="tw-jax")
     evolvingqa_cli.add_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return args.func(args)
