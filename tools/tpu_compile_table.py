@@ -98,6 +98,16 @@ def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _missing_note(rows: Sequence[dict[str, Any]]) -> list[str]:
+    done = {(r["model"], r["method"], r["topology"]) for r in rows}
+    missing = [key for key in rows_wanted(MODELS, METHODS, TOPOLOGIES) if key not in done]
+    if not missing:
+        return []
+    return ["", f"Not compiled yet ({len(missing)} rows; `python tools/tpu_compile_table.py` "
+            "compiles only these): " + ", ".join(
+                f"{m} {method} {SLICE_NAMES.get(t, t)}" for m, method, t in missing) + "."]
+
+
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
     lines = [
         "# TPU estimates: every shipped model and method, compiled ahead of time",
@@ -130,7 +140,7 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
             f"| {row['month_steps']:,} | {_fmt(hours, '.2f')} "
             f"| {_fmt(hours and hours * row['chips'], '.1f')} | `{row['command']}` |"
         )
-    return "\n".join(lines + _effort_note(rows)) + "\n"
+    return "\n".join(lines + _effort_note(rows) + _missing_note(rows)) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -141,11 +151,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=REPO / "docs" / "tpu_estimates.jsonl")
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "tpu_estimates.md")
     parser.add_argument("--fresh", action="store_true", help="compile every row again")
+    parser.add_argument("--write-only", action="store_true",
+                        help="write --out from the rows in --results, compiling nothing")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     if args.child:
         return _work(args)
+    if args.write_only:
+        rows = [json.loads(line) for line in args.results.read_text().splitlines()]
+        args.out.write_text(markdown(_ordered(rows)))
+        return 0
     if args.fresh:
         args.results.unlink(missing_ok=True)
         argv = [a for a in argv if a != "--fresh"]
@@ -158,6 +174,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"the compiling process died (signal {-child.returncode}); going on",
               file=sys.stderr, flush=True)
     return 1
+
+
+def _ordered(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    order = {key: index for index, key in enumerate(rows_wanted(MODELS, METHODS, TOPOLOGIES))}
+    return sorted(rows,
+                  key=lambda r: order.get((r["model"], r["method"], r["topology"]), len(order)))
 
 
 def _work(args: argparse.Namespace) -> int:
@@ -192,9 +214,7 @@ def _work(args: argparse.Namespace) -> int:
         print(f"{' '.join(key)}: fits={row['fits']} "
               f"{_fmt(memory and memory / 1024**3, '.2f')} GiB, {effort} effort, "
               f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
-    order = {key: index for index, key in enumerate(rows_wanted(MODELS, METHODS, TOPOLOGIES))}
-    rows = sorted(done.values(),
-                  key=lambda r: order.get((r["model"], r["method"], r["topology"]), len(order)))
+    rows = _ordered(list(done.values()))
     args.out.write_text(markdown(rows))
     print(f"wrote {args.out} ({len(rows)} rows)", file=sys.stderr)
     return 0
