@@ -55,3 +55,17 @@ def test_a_missing_required_gin_file_is_one_line(capsys):
         parser.parse_args([])
     assert capsys.readouterr().err == (
         "tw-jax y: error: the following arguments are required: --gin_file\n")
+
+
+def test_building_the_command_line_loads_no_heavy_package():
+    """`tw-jax --help` and argument errors answer at once: each command's work is imported only
+    when it runs (the CLI's deliberate lazy loading)."""
+    import subprocess
+    import sys
+
+    heavy = ["tensorflow", "seqio", "jax", "flax", "apache_beam", "spacy", "torch"]
+    code = ("import sys; from tw_jax.cli import build_parser; build_parser(); "
+            f"print([m for m in {heavy!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"

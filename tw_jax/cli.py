@@ -26,6 +26,7 @@ _STAGES: tuple[str, ...] = (
     "tw_jax.evaluate.report_cli",
     "tw_jax.evaluate.lifelong_cli",
     "tw_jax.train.cli",
+    "tw_jax.evaluate.eval_cli",
     "tw_jax.benchmarks.ckl_cli",
     "tw_jax.benchmarks.ecbd_cli",
     "tw_jax.benchmarks.evolvingqa_cli",

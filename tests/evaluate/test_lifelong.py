@@ -167,10 +167,10 @@ def test_scores_are_those_of_the_month_checkpoint(first_run):
 
     from tw_jax.evaluate.month_eval import read_probes
     from tw_jax.evaluate.perplexity import mean_perplexity, probe_perplexities
+    from tw_jax.evaluate.runs import load_params
     from tw_jax.models.sharding import activate
     from tw_jax.tasks import LazyVocabulary
     from tw_jax.train import gin_setup
-    from tw_jax.train.evaluation import load_params
     from tw_jax.train.state import build_run_model
 
     data, out = first_run["data"], first_run["out"]

@@ -63,5 +63,5 @@ def test_a_two_device_checkpoint_loads_on_one_device(tmp_path, monkeypatch, trai
     assert json.loads(written.read_text())["step"] == 2
     assert main(["infer", *(f"--gin_file={f}" for f in FILES),
                  *(f"--gin.{b}" for b in data_bindings[:3]), "--gin.MODEL_DIR=two_devices",
-                 "--gin.tw_jax.train.infer.max_examples=2"]) == 0
+                 "--gin.tw_jax.evaluate.infer.max_examples=2"]) == 0
     assert len(list((trained / "infer").glob("*.jsonl"))) == 1

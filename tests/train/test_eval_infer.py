@@ -39,7 +39,7 @@ def test_eval_and_infer_a_trained_checkpoint(tmp_path, data_bindings, capsys):
     assert 0.0 <= metrics["accuracy"] <= 1.0
     assert "perplexity=" in capsys.readouterr().out
 
-    bindings = [*_cli_bindings(data_bindings[:3], model_dir), "--gin.tw_jax.train.infer.max_examples=5"]
+    bindings = [*_cli_bindings(data_bindings[:3], model_dir), "--gin.tw_jax.evaluate.infer.max_examples=5"]
     assert main(["infer", *files, *bindings]) == 0
     output = model_dir / "infer" / "twiki_diffset_0809_ssm.validation.jsonl"
     records = [json.loads(line) for line in output.read_text().splitlines()]

@@ -78,7 +78,7 @@ def test_every_path_in_a_bucket(sample_world, gcs_bucket, gcs_server, train_data
     assert "trained to step 6 (started at step 4)" in capsys.readouterr().out
     assert sorted(n for n in paths.listdir(f"{model_dir}/checkpoints") if n.isdigit()) == ["4", "6"]
     assert main(["eval", *common]) == 0
-    assert main(["infer", *common, "--gin.tw_jax.train.infer.max_examples=2"]) == 0
+    assert main(["infer", *common, "--gin.tw_jax.evaluate.infer.max_examples=2"]) == 0
     (predictions,) = paths.glob(f"{model_dir}/infer/*.jsonl")
     assert len(paths.read_text(predictions).splitlines()) == 2
 

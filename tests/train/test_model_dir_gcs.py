@@ -49,6 +49,6 @@ def test_a_run_in_a_bucket(tmp_path, monkeypatch, gcs_bucket, gcs_server, data_b
     assert main(["eval", *flags]) == 0
     (evaluated,) = [n for n in gcs_server.objects(gcs_bucket[5:], "run/eval/")]
     assert json.loads(paths.read_text(f"{gcs_bucket}/{evaluated}"))["step"] == 6
-    assert main(["infer", *flags, "--gin.tw_jax.train.infer.max_examples=3"]) == 0
+    assert main(["infer", *flags, "--gin.tw_jax.evaluate.infer.max_examples=3"]) == 0
     (inferred,) = gcs_server.objects(gcs_bucket[5:], "run/infer/")
     assert len(paths.read_text(f"{gcs_bucket}/{inferred}").splitlines()) == 3

@@ -21,11 +21,12 @@ sys.path.insert(0, str(FAMILY_DIR))
 import rope_family  # noqa: E402
 
 from tw_jax.data.vocabularies import gpt2_vocabulary  # noqa: E402
+from tw_jax.evaluate import task_eval  # noqa: E402
 from tw_jax.evaluate.perplexity import probe_perplexities  # noqa: E402
 from tw_jax.evaluate.qa import decode_answers  # noqa: E402
 from tw_jax.evaluate.rank import RankItem, rank_classify  # noqa: E402
 from tw_jax.models import model_for  # noqa: E402
-from tw_jax.train import evaluation, gin_setup, trainer  # noqa: E402
+from tw_jax.train import gin_setup, trainer  # noqa: E402
 from tw_jax.train.flops import train_step_flops  # noqa: E402
 
 ROWS = [
@@ -80,12 +81,12 @@ def test_flops_come_from_its_layout():
 
 def test_tw_jax_eval_and_infer_run_it(trained):
     gin_setup.parse(trained["files"], trained["bindings"], [str(FAMILY_DIR)])
-    metrics = evaluation.evaluate()
+    metrics = task_eval.evaluate()
     assert metrics["step"] == 8 and metrics["examples"] > 0
     assert metrics["perplexity"] == pytest.approx(math.exp(metrics["loss"]))
-    gin_setup.parse(trained["files"], [*trained["bindings"], "tw_jax.train.infer.max_examples=3",
-                                       "tw_jax.train.infer.max_new_tokens=4"], [str(FAMILY_DIR)])
-    output = evaluation.infer()
+    gin_setup.parse(trained["files"], [*trained["bindings"], "tw_jax.evaluate.infer.max_examples=3",
+                                       "tw_jax.evaluate.infer.max_new_tokens=4"], [str(FAMILY_DIR)])
+    output = task_eval.infer()
     records = [json.loads(line) for line in Path(output).read_text().splitlines()]
     assert [r["index"] for r in records] == [0, 1, 2]
 

@@ -156,23 +156,20 @@ def _load_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
         model, params = load_pretrained(args.model)
         context: Any = contextlib.nullcontext
     else:
-        import gin
-
+        from tw_jax.evaluate.runs import load_params, model_from_gin
         from tw_jax.models.sharding import activate
-        from tw_jax.train import gin_setup
-        from tw_jax.train.evaluation import load_params
         from tw_jax.train.state import build_run_model
 
         if not args.gin_file or not args.vocab:
             raise ValueError("--model-dir needs --gin_file (the model's) and --vocab")
-        search = gin_search_paths(args)
-        gin_setup.parse(args.gin_file, args.gin_bindings, search, ("MODEL",))
-        run = build_run_model(gin.query_parameter("%MODEL").scoped_configurable_fn())
+        config, mesh = model_from_gin(args.gin_file, args.gin_bindings, gin_search_paths(args))
+        run = build_run_model(config, mesh or (-1, 1, 1))
+
         def context() -> Any:
             return activate(run.mesh)
 
         with context():
-            params, _ = load_params(run, args.model_dir, None)  # resolved: absolute or a URL
+            params, _ = load_params(run, args.model_dir)  # resolved: absolute or a URL
         model = run.module
     vocab_path = args.vocab or args.model
     load = {"t5": t5_vocabulary, "gpt2": gpt2_vocabulary}[model_for(model).vocabulary_kind]

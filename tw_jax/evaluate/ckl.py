@@ -34,17 +34,15 @@ from tw_jax.evaluate.lifelong import INITIAL, default_initial_gin_files, method_
 from tw_jax.evaluate.qa import decode_token_rows, qa_scores
 from tw_jax.evaluate.report import ResultIndex, ckl_table
 from tw_jax.evaluate.results import BASE, Result, append_results, read_results
+from tw_jax.evaluate.runs import ModelSource, loaded_run, source_config
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 from tw_jax.models import model_for
-from tw_jax.models.sharding import activate
 from tw_jax.preprocess.ckl.phases import MANIFEST
 from tw_jax.tasks import LazyVocabulary
 from tw_jax.tasks.ckl import PREVIOUS_SEPARATOR, eval_lengths, lama_set, probe_tasks, register_ckl
 from tw_jax.tasks.vocab import t5_path
-from tw_jax.train import data, gin_setup
-from tw_jax.train.evaluation import load_params
-from tw_jax.train.state import build_run_model
+from tw_jax.train import data
 
 METRICS = ("em", "f1", "em_previous", "f1_previous")
 
@@ -60,61 +58,22 @@ class SetScores:
     scores: dict[str, float]
 
 
-@dataclass
-class ModelSource:
-    """A Hugging Face folder (``hf_dir``) or a MODEL_DIR with the gin files that built it."""
-
-    hf_dir: str | None = None
-    model_dir: str | None = None
-    gin_files: list[str] = field(default_factory=list)
-    gin_bindings: list[str] = field(default_factory=list)
-    gin_search_paths: list[str] = field(default_factory=list)
-
-
 @contextlib.contextmanager
 def loaded_model(source: ModelSource) -> Iterator[tuple[Any, Any]]:
     """``(module, params)`` for decoding, inside the model's mesh while the block runs.
 
     A Hugging Face folder is read with its own ``config.json``; a MODEL_DIR with the model its
-    gin files build. Both go through the trainer's loader (mesh, logical sharding rules), so the
-    same model decodes with the same compiled graphs whichever way it was saved.
+    gin files build (:func:`tw_jax.evaluate.runs.loaded_run`), so the same model decodes with
+    the same compiled graphs whichever way it was saved.
     """
-    import gin
-
-    mesh = None
-    if source.hf_dir is not None:
-        from tw_jax.models import families_by_type
-        from tw_jax.models.hf_io import read_config
-
-        hf = read_config(source.hf_dir)
-        family = families_by_type().get(hf.get("model_type"))
-        if family is None or not family.fills_sentinel_spans:
-            raise ValueError(f"{source.hf_dir}: CKL's zero-shot evaluation needs a model that "
-                             f"fills sentinel spans (T5), not {hf.get('model_type')!r} (GPT-2 "
-                             "is light-tuned first, CKL App. G)")
-        config, checkpoint = family.config_class.from_hf_config(hf), source.hf_dir
-    else:
-        if source.model_dir is None or not source.gin_files:
-            raise gin_setup.GinConfigError("a MODEL_DIR needs the gin files that built its model")
-        gin_setup.parse(source.gin_files, [*source.gin_bindings, "MODEL_DIR='unused'"],
-                        source.gin_search_paths)
-        try:
-            config = gin.query_parameter("%MODEL").scoped_configurable_fn()
-        except ValueError as error:
-            raise gin_setup.GinConfigError(f"gin: {error} (add a models/*.gin file)") from None
-        with contextlib.suppress(ValueError):
-            mesh = gin.query_parameter("%MESH_SHAPE")
-        checkpoint = source.model_dir
-        if not model_for(config).fills_sentinel_spans:
-            raise ValueError("CKL's zero-shot evaluation needs a model that fills sentinel spans "
-                             "(T5; GPT-2 is light-tuned first, CKL App. G); the gin files build "
-                             "a " + type(config).__name__)
-    if not paths.is_url(checkpoint):
-        checkpoint = os.path.abspath(checkpoint)  # orbax refuses relative paths
-    run = build_run_model(config, mesh or (-1, 1, 1))
-    with activate(run.mesh):
-        params, _ = load_params(run, checkpoint, None)
-        yield run.module, params
+    config, mesh, _ = source_config(source)
+    if not model_for(config).fills_sentinel_spans:
+        where = source.hf_dir or "the gin files"
+        raise ValueError(f"{where}: CKL's zero-shot evaluation needs a model that fills "
+                         f"sentinel spans (T5), not a {type(config).__name__} (GPT-2 is "
+                         "light-tuned first, CKL App. G)")
+    with loaded_run(source, config, mesh) as loaded:
+        yield loaded.module, loaded.params
 
 
 def _text(value: Any) -> str:

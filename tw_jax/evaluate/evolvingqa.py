@@ -35,14 +35,11 @@ import numpy as np
 from tw_jax.evaluate.qa import decode_answers, qa_scores
 from tw_jax.evaluate.rank import RankItem, RankResult
 from tw_jax.evaluate.results import Result
+from tw_jax.evaluate.runs import ModelSource, loaded_run
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 from tw_jax.models import model_for
-from tw_jax.models.sharding import activate
 from tw_jax.text.answers import normalize_answer
-from tw_jax.train import gin_setup
-from tw_jax.train.evaluation import load_params
-from tw_jax.train.state import build_run_model
 
 UNCHANGED, NEW, EDITED = "unchanged", "new", "edited"
 SETS: tuple[str, ...] = (UNCHANGED, NEW, EDITED)
@@ -146,21 +143,10 @@ def loaded_model(
 ) -> Iterator[tuple[Any, Any]]:
     """``(module, params)`` of a checkpoint (orbax MODEL_DIR or step folder, or a Hugging Face
     folder) with the model its gin files describe, inside the model's mesh while the block runs."""
-    import gin
-
-    gin_setup.parse(gin_files, [*bindings, f"MODEL_DIR={str(checkpoint)!r}"], search_paths)
-    try:
-        config = gin.query_parameter("%MODEL").scoped_configurable_fn()
-    except ValueError as error:
-        raise gin_setup.GinConfigError(f"gin: {error} (add a models/*.gin file)") from None
-    try:
-        mesh = gin.query_parameter("%MESH_SHAPE")
-    except ValueError:
-        mesh = None
-    run = build_run_model(config, mesh or (-1, 1, 1))
-    with activate(run.mesh):
-        params, _ = load_params(run, checkpoint, None)
-        yield run.module, params
+    source = ModelSource(model_dir=str(checkpoint), gin_files=list(gin_files),
+                         gin_bindings=list(bindings), gin_search_paths=list(search_paths))
+    with loaded_run(source) as loaded:
+        yield loaded.module, loaded.params
 
 
 def write_predictions(folder: str | os.PathLike[str], scores: SetScores,

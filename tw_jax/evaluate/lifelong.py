@@ -61,35 +61,32 @@ from typing import Any
 
 import tw_jax.tasks
 from tw_jax.errors import DumpError
-from tw_jax.evaluate.month_eval import GROUPS, BlockCache, EvalSettings, evaluate_month
+from tw_jax.evaluate.groups import (
+    DIFFSET,
+    FULL,
+    INITIAL,
+    LIGHTTUNE,
+    LIGHTTUNED_GROUPS,
+    LIGHTTUNED_METRICS,
+    METRIC_GROUPS,
+    MIXREVIEW,
+    TRAINS_ON,
+)
+from tw_jax.evaluate.month_eval import BlockCache, EvalSettings, evaluate_month
 from tw_jax.evaluate.results import BASE, NO_MONTH, Result, append_results, results_path
+from tw_jax.evaluate.runs import ModelSource, loaded_run
 from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
 from tw_jax.models import model_for
-from tw_jax.models.sharding import activate
 from tw_jax.preprocess.probes.probe_csv import read_probe_csv
 from tw_jax.tasks import LazyVocabulary
 from tw_jax.tasks.layout import resolve_data_dir
 from tw_jax.tasks.probes import LIGHTTUNING_MIX, QA_SUFFIX
 from tw_jax.train import data, gin_setup, trainer
-from tw_jax.train.evaluation import load_params
 from tw_jax.train.preemption import TrainingPreempted
-from tw_jax.train.state import build_run_model
 
 log = logging.getLogger(__name__)
 
-INITIAL = "initial"
-LIGHTTUNE = "lighttune"
-METRIC_GROUPS: tuple[str, ...] = (*GROUPS, LIGHTTUNE)
-# After light-tuning: probe perplexity and decoding, reported as TemporalWiki Tables 4 and 6.
-LIGHTTUNED_GROUPS: tuple[str, ...] = ("ppl", "qa")
-LIGHTTUNED_METRICS: dict[str, str] = {"ppl": "lt_ppl", "em": "lt_em", "f1": "lt_f1"}
-# method -> what it trains on each month
-DIFFSET, FULL, MIXREVIEW = "diffset", "full", "mixreview"
-TRAINS_ON: dict[str, str] = {
-    "diff": DIFFSET, "vanilla": DIFFSET, "kadapter": DIFFSET, "lora": DIFFSET,
-    "modular": DIFFSET, "recadam": DIFFSET, "full": FULL, "mixreview": MIXREVIEW,
-}
 _PAIR = re.compile(r"^\d{4}$")
 _NAME = re.compile(r"^[a-z][a-z0-9_\-]*$")
 
@@ -282,16 +279,14 @@ def _score(
 ) -> dict[str, list[tuple[str, str, float]]]:
     """``{month: [(category, metric, value)]}`` of one checkpoint for each month's groups."""
 
-    run = build_run_model(config, _macro("MESH_SHAPE") or (-1, 1, 1))
     vocabulary = _plain_vocabulary(data.vocabulary(data.task_name(vocabulary_task, config)))
     scored: dict[str, list[tuple[str, str, float]]] = {}
-    with activate(run.mesh):
-        params, _ = load_params(run, model_dir, None)
+    with loaded_run(ModelSource(model_dir=model_dir), config, _macro("MESH_SHAPE")) as loaded:
         for month in months:
             settings = _settings(options, groups[month])
             if not settings.groups:
                 continue
-            values, skipped = evaluate_month(run.module, params, vocabulary, data_dir, month,
+            values, skipped = evaluate_month(loaded.module, loaded.params, vocabulary, data_dir, month,
                                              settings, summary.block_cache(options, settings))
             for category, reason in skipped.items():
                 summary.skipped[f"{month}/{category}"] = reason

@@ -20,7 +20,7 @@ import logging
 import sys
 
 from tw_jax.cli_parser import add_gin_flags, gin_search_paths
-from tw_jax.evaluate.lifelong import METRIC_GROUPS, TRAINS_ON
+from tw_jax.evaluate.groups import METRIC_GROUPS, TRAINS_ON
 from tw_jax.io.cli_paths import input_path, output_path
 
 

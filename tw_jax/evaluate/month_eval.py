@@ -39,6 +39,7 @@ import numpy as np
 
 from tw_jax.errors import DumpError
 from tw_jax.evaluate import propn
+from tw_jax.evaluate.groups import GROUPS, PPL_VARIANTS
 from tw_jax.evaluate.perplexity import mean_perplexity, probe_perplexities
 from tw_jax.evaluate.propn import propn_perplexity
 from tw_jax.evaluate.qa import decode_answers, previous_answers, probe_prompt, qa_scores
@@ -51,9 +52,6 @@ from tw_jax.preprocess.probes.probe_csv import read_probe_csv
 CATEGORIES: tuple[str, ...] = ("unchanged", "updated", "new", "deleted")
 CHANGED = "changed"
 CHANGED_PARTS: tuple[str, ...] = ("updated", "new")
-# metric group -> perplexity variant of tw_jax.evaluate.perplexity
-PPL_VARIANTS: dict[str, str] = {"ppl": "text", "ppl_object": "object", "ppl_cloze": "cloze"}
-GROUPS: tuple[str, ...] = (*PPL_VARIANTS, "qa", "rank", "propn")
 # propn corpus (results category) -> the DiffSet stage's JSONL file holding it
 PROPN_CORPORA: dict[str, str] = {"diffset": "diffset.jsonl", "nondiff": "unchanged.jsonl"}
 

@@ -1,4 +1,4 @@
-"""``evaluate`` and ``infer``: a trained checkpoint on a task, in the trainer's gin style.
+"""``tw-jax eval`` and ``tw-jax infer``: a trained checkpoint on a task, in the trainer's gin style.
 
 - :func:`evaluate` scores every example of a split with teacher forcing (no dropout): token
   loss, perplexity and accuracy over all loss tokens, plus the task's own score metrics
@@ -25,42 +25,15 @@ import gin
 import jax
 import numpy as np
 
+from tw_jax.evaluate.runs import load_params
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, write_json
 from tw_jax.io.paths import PathLike
 from tw_jax.models.sharding import activate, global_batch, replicated
-from tw_jax.train import checkpoints, data, distributed
-from tw_jax.train.state import RunModel, build_run_model
+from tw_jax.train import data, distributed
+from tw_jax.train.state import build_run_model
 from tw_jax.train.steps import make_score_step
-from tw_jax.train.trainer import _ensure_tasks
-
-
-def load_params(
-    run: RunModel, model_dir: PathLike | None, checkpoint_path: str | None
-) -> tuple[Any, int | None]:
-    """``(params, step)`` from ``checkpoint_path`` or the latest checkpoint of ``model_dir``,
-    placed in the run's shardings."""
-    source = checkpoint_path or model_dir
-    if source is None:
-        raise ValueError("pass model_dir or checkpoint_path")
-    source = paths.resolve(source)
-    step = None
-    if not checkpoints.is_hf_folder(source):
-        try:
-            found = checkpoints.step_folder(source)
-        except (checkpoints.CheckpointError, OSError) as error:
-            raise checkpoints.CheckpointError(f"{source}: no checkpoint to evaluate") from error
-        name = found.rstrip("/").rsplit("/", 1)[-1]
-        step = int(name) if name.isdigit() else None
-    merged, missing = checkpoints.initial_params(
-        run.init_params(0), source, run.abstract_params
-    )
-    if missing:
-        raise checkpoints.CheckpointError(
-            f"{source}: the checkpoint lacks {len(missing)} parameters of this model "
-            f"({', '.join(missing[:5])}...); is the gin config the one it was trained with?"
-        )
-    return merged, step
+from tw_jax.train.trainer import ensure_tasks
 
 
 def _padded_batches(
@@ -77,7 +50,7 @@ def _padded_batches(
         yield batch, rows
 
 
-@gin.configurable(module="tw_jax.train")
+@gin.configurable(module="tw_jax.evaluate")
 def evaluate(
     *,
     model_config: Any,
@@ -95,7 +68,7 @@ def evaluate(
     distributed.initialize()
     model_dir = paths.resolve(model_dir)
     mixture_or_task_name = data.task_name(mixture_or_task_name, model_config)
-    _ensure_tasks(mixture_or_task_name)
+    ensure_tasks(mixture_or_task_name)
     run = build_run_model(model_config, mesh_shape)
     with activate(run.mesh):
         params, step = load_params(run, model_dir, checkpoint_path)
@@ -146,7 +119,7 @@ def _task_score_metrics(name: str, scores: list[float], counts: list[float]) -> 
     return found
 
 
-@gin.configurable(module="tw_jax.train")
+@gin.configurable(module="tw_jax.evaluate")
 def infer(
     *,
     model_config: Any,
@@ -166,7 +139,7 @@ def infer(
     distributed.initialize()
     model_dir = paths.resolve(model_dir)
     mixture_or_task_name = data.task_name(mixture_or_task_name, model_config)
-    _ensure_tasks(mixture_or_task_name)
+    ensure_tasks(mixture_or_task_name)
     run = build_run_model(model_config, mesh_shape)
     vocab = data.vocabulary(mixture_or_task_name)
     new_tokens = int(max_new_tokens or task_feature_lengths["targets"])

@@ -1,4 +1,5 @@
-"""``tw-jax train``, ``eval``, ``infer`` and ``compile``: gin files and bindings, T5X style.
+"""``tw-jax train`` and ``compile``: gin files and bindings, T5X style (``eval`` and ``infer``,
+built the same way, are :mod:`tw_jax.evaluate.eval_cli`).
 
     tw-jax train --gin_file=kadapter.gin --gin_file=models/t5_tiny.gin \\
         --gin_file=runs/cpu_smoke.gin --gin.MODEL_DIR=/tmp/run --gin.TRAIN_STEPS=20
@@ -16,24 +17,42 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Callable, Sequence
 
 from tw_jax.cli_parser import add_gin_flags, gin_search_paths
 
 
-def _add_command(
-    subparsers: argparse._SubParsersAction, name: str, help_text: str
+def add_gin_command(
+    subparsers: argparse._SubParsersAction, name: str, help_text: str,
+    run: Callable[[argparse.Namespace], int] | None = None,
 ) -> argparse.ArgumentParser:
+    """A subcommand configured by gin files and bindings (``tw-jax train``, ``eval`` …)."""
     parser = subparsers.add_parser(name, help=help_text, description=help_text)
     add_gin_flags(parser)
-    parser.set_defaults(func=_run, command_name=name)
+    parser.set_defaults(func=run or _run, command_name=name)
     return parser
 
 
+def parse_gin(args: argparse.Namespace, required: Sequence[str]) -> int | None:
+    """Parses the command's gin files and bindings; an exit status (2, one line) on error."""
+    from tw_jax.train import gin_setup
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    command = args.command_name
+    if not args.gin_file:
+        print(f"tw-jax {command}: error: pass at least one --gin_file", file=sys.stderr)
+        return 2
+    try:
+        gin_setup.parse(args.gin_file, args.gin_bindings, gin_search_paths(args), required)
+    except gin_setup.GinConfigError as error:
+        print(f"tw-jax {command}: error: {error}", file=sys.stderr)
+        return 2
+    return None
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    _add_command(subparsers, "train", "train a model with a gin configuration (T5X style)")
-    _add_command(subparsers, "eval", "evaluate a checkpoint on a task (loss, perplexity, metrics)")
-    _add_command(subparsers, "infer", "write greedy predictions of a checkpoint as JSONL")
-    compile_parser = _add_command(
+    add_gin_command(subparsers, "train", "train a model with a gin configuration (T5X style)")
+    compile_parser = add_gin_command(
         subparsers, "compile",
         "compile a run's train, score or decode step for a TPU topology ahead of time, on any "
         "machine: memory per chip against its HBM, XLA's FLOPs and estimated step time; the "
@@ -60,45 +79,28 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from tw_jax.train import gin_setup
+    from tw_jax.train import checkpoints, distributed, gin_setup, trainer
 
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    search = gin_search_paths(args)
     command = args.command_name
-    required = {"train": gin_setup.MACROS_TRAIN, "compile": gin_setup.MACROS_COMPILE}.get(
-        command, gin_setup.MACROS_EVAL
-    )
-    if not args.gin_file:
-        print(f"tw-jax {command}: error: pass at least one --gin_file", file=sys.stderr)
-        return 2
-    try:
-        gin_setup.parse(args.gin_file, args.gin_bindings, search, required)
-    except gin_setup.GinConfigError as error:
-        print(f"tw-jax {command}: error: {error}", file=sys.stderr)
-        return 2
+    required = gin_setup.MACROS_COMPILE if command == "compile" else gin_setup.MACROS_TRAIN
+    failed = parse_gin(args, required)
+    if failed is not None:
+        return failed
     if command == "compile":
         return _compile(args)
-    from tw_jax.train import checkpoints, distributed, evaluation, trainer
-
     try:
-        if command == "train":
-            result = trainer.train()
-            if result["preempted"]:
-                print(f"{result['preempted']}: stopped at step {result['step']} with a checkpoint "
-                      f"(started at step {result['start_step']}); run again to resume")
-            else:
-                print(f"trained to step {result['step']} (started at step {result['start_step']})")
-        elif command == "eval":
-            metrics = evaluation.evaluate()
-            print(" ".join(f"{k}={v}" for k, v in metrics.items()))
-        else:
-            print(f"predictions: {evaluation.infer()}")
+        result = trainer.train()
     except (trainer.TrainingDivergedError, checkpoints.CheckpointError) as error:
         print(f"tw-jax {command}: error: {error}", file=sys.stderr)
         return 1
     except distributed.DistributedStartError as error:
         print(f"tw-jax {command}: error: {error}", file=sys.stderr)
         return 2
+    if result["preempted"]:
+        print(f"{result['preempted']}: stopped at step {result['step']} with a checkpoint "
+              f"(started at step {result['start_step']}); run again to resume")
+    else:
+        print(f"trained to step {result['step']} (started at step {result['start_step']})")
     return 0
 
 

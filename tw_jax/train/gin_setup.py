@@ -57,7 +57,7 @@ def register_configurables() -> None:
     if _REGISTERED:
         return
     import tw_jax.tasks  # noqa: F401  (registers tw_jax.tasks.register_all, MixReviewSchedule)
-    from tw_jax.train import aot, evaluation, optimizers, schedules, trainer  # noqa: F401
+    from tw_jax.train import aot, optimizers, schedules, trainer  # noqa: F401
 
     for cls in (T5Config, GPT2Config, LoRAConfig, KAdapterConfig, ModularConfig):
         gin.external_configurable(cls, module="tw_jax.models")

@@ -121,7 +121,7 @@ def train(
     paths.makedirs(model_dir)
     write_gin_config(model_dir, "config.gin")
     mixture_or_task_name = data.task_name(mixture_or_task_name, model_config)
-    _ensure_tasks(mixture_or_task_name)
+    ensure_tasks(mixture_or_task_name)
 
     run = build_run_model(model_config, mesh_shape)
     _check_vocabulary(model_config, mixture_or_task_name)
@@ -310,7 +310,7 @@ def _check_arguments(
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-def _ensure_tasks(name: str) -> None:
+def ensure_tasks(name: str) -> None:
     """Register the data folder's tasks (``tw_jax.tasks.register_all``, gin- or env-configured)
     unless ``name`` is registered already (tests and tools may register their own)."""
     import seqio
