@@ -62,3 +62,39 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, data_bindin
     assert sorted(p.name for p in (model_dir / "checkpoints").iterdir()) == ["1"]
     lines = (model_dir / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["step"] for line in lines] == [1]
+
+
+def test_a_run_loads_at_any_step(tmp_path, data_bindings):
+    """tw_jax.evaluate.runs: the model a MODEL_DIR's gin files build, with the parameters of the
+    step asked for (default the latest), inside the run's mesh."""
+    import jax
+    import numpy as np
+
+    from tw_jax.evaluate.runs import ModelSource, loaded_run
+    from tw_jax.train import checkpoints
+
+    files = ["diff.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"]
+    model_dir = tmp_path / "steps"
+    bindings = [*data_bindings, "TRAIN_STEPS=4", "CHECKPOINT_PERIOD=2", "KEEP_CHECKPOINTS=None"]
+    gin_setup.parse(files, [*bindings, f"MODEL_DIR='{model_dir}'"])
+    trained = trainer.train()
+
+    def leaves(params):
+        return [np.asarray(x) for x in jax.tree.leaves(params)]
+
+    source = ModelSource(model_dir=str(model_dir), gin_files=files, gin_bindings=bindings)
+    with loaded_run(source) as latest:
+        assert latest.step == 4
+        assert latest.model.vocabulary_kind == "gpt2"
+        final = leaves(latest.params)
+    for a, b in zip(final, leaves(trained["params"]), strict=True):
+        np.testing.assert_array_equal(a, b)
+    source.step = 2
+    with loaded_run(source) as second:
+        assert second.step == 2
+        assert any(not np.array_equal(a, b) for a, b in zip(leaves(second.params), final,
+                                                            strict=True))
+    source.step = 3
+    with (pytest.raises(checkpoints.CheckpointError, match="no checkpoint to evaluate"),
+          loaded_run(source)):
+        pass
