@@ -145,6 +145,8 @@ def loaded_run(
         source_config(source))
     if checkpoint is None:
         checkpoint = source.hf_dir if source.hf_dir is not None else source.model_dir
+    if checkpoint is None:
+        raise ValueError("pass a Hugging Face folder or a MODEL_DIR")
     if not paths.is_url(checkpoint):
         checkpoint = os.path.abspath(checkpoint)  # orbax refuses relative paths
     run = build_run_model(found, mesh or (-1, 1, 1))
