@@ -16,7 +16,9 @@ not measurements: see ``tw_jax/train/aot.py`` for what XLA's cost model covers.
 
 Results are kept, one JSON object per row, in ``--results`` (default
 ``docs/tpu_estimates.jsonl``); a rerun compiles only rows not there yet (``--fresh`` starts
-over), then writes ``--out`` (default ``docs/tpu_estimates.md``) from all of them.
+over), each in a child process of its own (XLA's host memory grows from row to row in one
+process: past 21 GB of a 24 GB machine), then writes ``--out`` (default
+``docs/tpu_estimates.md``) from all of them; ``--write-only`` just writes it.
 
 Rows compile with ``--effort fast``. libtpu 0.0.42.1 crashes (SIGSEGV) on some programs at that
 effort (T5-large's train step for a v5p), so the work runs in a child process: when it dies, the
@@ -43,6 +45,7 @@ MODELS = ("t5_large", "gpt2_large")
 METHODS = ("diff", "full", "mixreview", "recadam", "lora", "kadapter", "modular")
 T5_ONLY = ("modular",)
 REPO = Path(__file__).resolve().parents[1]
+_ONE_ROW_DONE = 10  # a child's exit status: it compiled one row, more may be left
 
 
 def gin_files(model: str, method: str) -> list[str]:
@@ -167,8 +170,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         argv = [a for a in argv if a != "--fresh"]
     wanted = len(rows_wanted(args.models.split(","), args.methods.split(","),
                              args.topologies.split(",")))
-    for _ in range(2 * wanted + 1):  # each row may crash once at fast and once at full
+    # One child per row (XLA's host memory grows from row to row in one process); a row may
+    # also crash once at fast and once at full.
+    for _ in range(3 * wanted + 1):
         child = subprocess.run([sys.executable, __file__, *argv, "--child"], check=False)
+        if child.returncode == _ONE_ROW_DONE:
+            continue
         if child.returncode >= 0:
             return child.returncode
         print(f"the compiling process died (signal {-child.returncode}); going on",
@@ -214,6 +221,7 @@ def _work(args: argparse.Namespace) -> int:
         print(f"{' '.join(key)}: fits={row['fits']} "
               f"{_fmt(memory and memory / 1024**3, '.2f')} GiB, {effort} effort, "
               f"{time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
+        return _ONE_ROW_DONE
     rows = _ordered(list(done.values()))
     args.out.write_text(markdown(rows))
     print(f"wrote {args.out} ({len(rows)} rows)", file=sys.stderr)
