@@ -38,13 +38,17 @@ def lay_out(target: Path, repo: Path = REPO, replace: Mapping[str, str] | None =
     for that file (what a test uses to add an import).
     """
     replace = dict(replace or {})
-    for name, folder in sorted(package_dirs(repo).items(), key=lambda item: item[0].count(".")):
+    folders = package_dirs(repo)
+    mapped = {folder.resolve() for folder in folders.values()}
+    for name, folder in sorted(folders.items(), key=lambda item: item[0].count(".")):
         place = target.joinpath(*name.split("."))
         place.mkdir(parents=True, exist_ok=True)
         for source in folder.rglob("*.py"):
             relative = source.relative_to(folder)
             destination = place / relative
-            if destination.exists() or _inside_other_package(relative, folder, repo):
+            inside_other = any((folder / parent).resolve() in mapped
+                               for parent in list(relative.parents)[:-1])
+            if destination.exists() or inside_other:  # a folder mapped to another name
                 continue
             destination.parent.mkdir(parents=True, exist_ok=True)
             key = destination.relative_to(target / "tw_jax").as_posix()
@@ -55,13 +59,6 @@ def lay_out(target: Path, repo: Path = REPO, replace: Mapping[str, str] | None =
     if replace:
         raise KeyError(f"no such module to replace: {sorted(replace)}")
     return target
-
-
-def _inside_other_package(relative: Path, folder: Path, repo: Path) -> bool:
-    """True for files of a folder that pyproject maps to another import name."""
-    mapped = {f.resolve() for f in package_dirs(repo).values()}
-    return any((folder / parent).resolve() in mapped
-               for parent in list(relative.parents)[:-1])
 
 
 def lint(tree: Path, config: Path = REPO / "pyproject.toml") -> subprocess.CompletedProcess:

@@ -245,7 +245,7 @@ def run_eval(args: argparse.Namespace) -> int:
         return _error("eval", error)
     source = ckl.ModelSource(hf_dir=args.model, model_dir=args.model_dir,
                              gin_files=args.gin_file, gin_bindings=args.gin_bindings,
-                             gin_search_paths=args.gin_search_paths)
+                             gin_search_paths=gin_search_paths(args))
     try:
         scored = []
         with ckl.loaded_model(source) as (module, params):

@@ -66,7 +66,7 @@ def loaded_model(source: ModelSource) -> Iterator[tuple[Any, Any]]:
     gin files build (:func:`tw_jax.evaluate.runs.loaded_run`), so the same model decodes with
     the same compiled graphs whichever way it was saved.
     """
-    config, mesh, _ = source_config(source)
+    config, mesh = source_config(source)
     if not model_for(config).fills_sentinel_spans:
         where = source.hf_dir or "the gin files"
         raise ValueError(f"{where}: CKL's zero-shot evaluation needs a model that fills "

@@ -213,22 +213,12 @@ def _read_state(path: str) -> dict[str, Any] | None:
 
 def _parse(options: LifelongOptions, files: Sequence[str], extra: Sequence[str]) -> Any:
     """Parse gin for one step (later bindings win) and return the model config it builds."""
-    import gin
 
     bindings = [*options.gin_bindings, *extra]
     if options.data_dir is not None:
         bindings.append(f"DATA_DIR={str(options.data_dir)!r}")
     gin_setup.parse(files, bindings, options.gin_search_paths, gin_setup.MACROS_TRAIN)
-    return gin.query_parameter("%MODEL").scoped_configurable_fn()
-
-
-def _macro(name: str) -> Any:
-    import gin
-
-    try:
-        return gin.query_parameter(f"%{name}")
-    except ValueError:
-        return None
+    return gin_setup.model_config()
 
 
 def _train(
@@ -281,7 +271,7 @@ def _score(
 
     vocabulary = _plain_vocabulary(data.vocabulary(data.task_name(vocabulary_task, config)))
     scored: dict[str, list[tuple[str, str, float]]] = {}
-    with loaded_run(ModelSource(model_dir=model_dir), config, _macro("MESH_SHAPE")) as loaded:
+    with loaded_run(ModelSource(model_dir=model_dir), config, gin_setup.macro("MESH_SHAPE")) as loaded:
         for month in months:
             settings = _settings(options, groups[month])
             if not settings.groups:
@@ -393,7 +383,7 @@ def _done_groups(state: Mapping[str, Any], month: str) -> list[str]:
 
 
 def _data_dir(options: LifelongOptions) -> str:
-    found = resolve_data_dir(options.data_dir or _macro("DATA_DIR"))
+    found = resolve_data_dir(options.data_dir or gin_setup.macro("DATA_DIR"))
     if not found:
         raise LifelongError("no data folder: pass --data (or set DATA_DIR / $TW_JAX_DATA_DIR)")
     return found
@@ -422,7 +412,7 @@ def _initial_step(
                  "seconds_recorded": True}
     elif state is None:
         model_dir = paths.join(options.out_dir, "checkpoints", INITIAL, first)
-        state = _train(options, files, model_dir, task, _macro("INITIAL_CHECKPOINT_PATH"))
+        state = _train(options, files, model_dir, task, gin_setup.macro("INITIAL_CHECKPOINT_PATH"))
         summary.trained.append(INITIAL)
         write_json(state_path, state)
     elif pretrained and state.get("model_dir") != str(pretrained):

@@ -14,12 +14,9 @@ whatever mesh or host count wrote them (:func:`tw_jax.train.checkpoints.initial_
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-import gin
 
 from tw_jax.io import paths
 from tw_jax.io.paths import PathLike
@@ -68,15 +65,8 @@ def model_from_gin(
     if not gin_files:
         raise gin_setup.GinConfigError("a MODEL_DIR needs the gin files that built its model")
     gin_setup.parse(gin_files, [*bindings, "MODEL_DIR='unused'"], search_paths)
-    try:
-        config = gin.query_parameter("%MODEL").scoped_configurable_fn()
-    except ValueError as error:
-        raise gin_setup.GinConfigError(f"gin: {error} (add a models/*.gin file)") from None
-    try:
-        mesh = gin.query_parameter("%MESH_SHAPE")
-    except ValueError:
-        mesh = None
-    return config, (tuple(mesh) if mesh is not None else None)
+    mesh = gin_setup.macro("MESH_SHAPE")
+    return gin_setup.model_config(), (tuple(mesh) if mesh is not None else None)
 
 
 def model_from_hf(folder: str) -> Any:
@@ -121,15 +111,19 @@ def load_params(
     return merged, found_step
 
 
-def source_config(source: ModelSource) -> tuple[Any, tuple[int, ...] | None, str]:
-    """``(model config, mesh shape or None, checkpoint path)`` of a source, before loading."""
-    if source.hf_dir is not None:
-        return model_from_hf(source.hf_dir), None, source.hf_dir
-    if source.model_dir is None:
+def _checkpoint(source: ModelSource) -> str:
+    checkpoint = source.hf_dir if source.hf_dir is not None else source.model_dir
+    if checkpoint is None:
         raise ValueError("pass a Hugging Face folder or a MODEL_DIR")
-    config, mesh = model_from_gin(source.gin_files, source.gin_bindings,
-                                  source.gin_search_paths)
-    return config, mesh, source.model_dir
+    return checkpoint
+
+
+def source_config(source: ModelSource) -> tuple[Any, tuple[int, ...] | None]:
+    """``(model config, mesh shape or None)`` of a source, before loading."""
+    _checkpoint(source)
+    if source.hf_dir is not None:
+        return model_from_hf(source.hf_dir), None
+    return model_from_gin(source.gin_files, source.gin_bindings, source.gin_search_paths)
 
 
 @contextlib.contextmanager
@@ -141,15 +135,10 @@ def loaded_run(
     ``config`` and ``mesh_shape``, when given, replace what the source would say (a caller that
     already parsed the gin files, or checked the family first with :func:`source_config`).
     """
-    found, mesh, checkpoint = (config, mesh_shape, None) if config is not None else (
-        source_config(source))
-    if checkpoint is None:
-        checkpoint = source.hf_dir if source.hf_dir is not None else source.model_dir
-    if checkpoint is None:
-        raise ValueError("pass a Hugging Face folder or a MODEL_DIR")
-    if not paths.is_url(checkpoint):
-        checkpoint = os.path.abspath(checkpoint)  # orbax refuses relative paths
-    run = build_run_model(found, mesh or (-1, 1, 1))
+    checkpoint = _checkpoint(source)  # load_params makes it absolute, as orbax needs
+    if config is None:
+        config, mesh_shape = source_config(source)
+    run = build_run_model(config, mesh_shape or (-1, 1, 1))
     with activate(run.mesh):
         params, step = load_params(run, checkpoint, step=source.step)
         yield LoadedRun(run, params, step)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import gin
 
@@ -139,12 +140,24 @@ class _QuietIncludeLookups(logging.Filter):
         return not record.pathname.replace("\\", "/").endswith("gin/resource_reader.py")
 
 
-def _macro_is_set(name: str) -> bool:
+def macro(name: str, default: Any = None) -> Any:
+    """The value gin holds for macro ``name`` (``MESH_SHAPE``), or ``default`` when unbound."""
     try:
-        value = gin.query_parameter(f"%{name}")
+        return gin.query_parameter(f"%{name}")
     except ValueError:
-        return False
-    return value is not gin.REQUIRED
+        return default
+
+
+def model_config() -> Any:
+    """The model config the parsed gin files build (their ``MODEL`` macro)."""
+    try:
+        return gin.query_parameter("%MODEL").scoped_configurable_fn()
+    except ValueError as error:
+        raise GinConfigError(f"gin: {error} (add a models/*.gin file)") from None
+
+
+def _macro_is_set(name: str) -> bool:
+    return macro(name, gin.REQUIRED) is not gin.REQUIRED
 
 
 def _reset_search_paths() -> None:
