@@ -71,8 +71,12 @@ class BenchSetup:
     gin_bindings: list[str]
 
     @property
-    def is_t5(self) -> bool:
-        return self.config.model_type == "t5"
+    def has_encoder(self) -> bool:
+        """An encoder-decoder family (T5): its batches carry inputs and targets."""
+        from tw_jax.models import model_for
+        from tw_jax.models.base import EncoderDecoderModel
+
+        return isinstance(model_for(self.config), EncoderDecoderModel)
 
     @property
     def model_lengths(self) -> dict[str, int]:
@@ -165,6 +169,8 @@ def load_setup(args: argparse.Namespace, platform_name: str) -> BenchSetup:
     """Parse the gin files of ``args`` and resolve the run (config, optimizer, lengths, batch)."""
     import gin
 
+    from tw_jax.models import model_for
+    from tw_jax.models.base import EncoderDecoderModel
     from tw_jax.train import gin_setup
 
     files = ["base.gin", f"models/{args.model}.gin", f"methods/{args.method}.gin"]
@@ -186,19 +192,20 @@ def load_setup(args: argparse.Namespace, platform_name: str) -> BenchSetup:
     batch = int(train_args["batch_size"])
     if getattr(args, "batch", None) is not None:
         batch = args.batch
-    is_t5 = config.model_type == "t5"
+    model = model_for(config)
+    has_encoder = isinstance(model, EncoderDecoderModel)
     if getattr(args, "seq", None) is not None:
-        if is_t5:
+        if has_encoder:
             lengths = {"inputs": args.seq, "targets": max(args.seq // 4, 1)}
         else:
             lengths = {"targets": args.seq}
     if getattr(args, "targets_len", None) is not None:
-        if not is_t5:
+        if not has_encoder:
             raise BenchError("--targets-len is for T5; GPT-2's block length is --seq")
         lengths["targets"] = args.targets_len
     if batch < 1 or min(lengths.values()) < 1:
         raise BenchError(f"batch and lengths must be positive: batch={batch}, lengths={lengths}")
-    if not is_t5 and lengths["targets"] + lengths.get("inputs", 0) > config.n_positions:
+    if not has_encoder and lengths["targets"] + lengths.get("inputs", 0) > model.max_length:
         raise BenchError(f"--seq {lengths['targets']} exceeds the model's n_positions "
                          f"{config.n_positions}")
     return BenchSetup(
@@ -215,7 +222,7 @@ def load_setup(args: argparse.Namespace, platform_name: str) -> BenchSetup:
 
 def _check_method(method: str, config: Any) -> None:
     """Refuse a method the model has no form of, rather than measuring plain training."""
-    if method == "modular" and config.model_type != "t5":
+    if method == "modular" and not hasattr(config, "modular"):
         raise BenchError("method 'modular' is CKL's T5 method; GPT-2 has no Modular variant "
                          "(gin/methods/modular.gin binds T5Config only)")
 
@@ -232,7 +239,7 @@ def synthetic_batches(setup: BenchSetup, count: int = 2, seed: int = 0) -> list[
     b = setup.batch_size
     out = []
     for _ in range(count):
-        if setup.is_t5:
+        if setup.has_encoder:
             l_in, l_out = setup.lengths["inputs"], setup.lengths["targets"]
             targets = rng.integers(0, vocab, (b, l_out), dtype=np.int32)
             start = np.full((b, 1), setup.config.decoder_start_token_id, np.int32)

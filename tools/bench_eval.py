@@ -118,15 +118,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def _vocabulary(args: argparse.Namespace, is_t5: bool, texts: list[str], work: Path) -> Any:
+def _vocabulary(args: argparse.Namespace, kind: str, texts: list[str], work: Path) -> Any:
+    """The vocabulary of ``kind`` (the model's ``vocabulary_kind``): --vocab, or one trained on
+    the probe texts."""
     from tw_jax.data.vocabularies import gpt2_vocabulary, t5_vocabulary
 
+    load = {"t5": t5_vocabulary, "gpt2": gpt2_vocabulary}[kind]
     if args.vocab:
-        return t5_vocabulary(args.vocab) if is_t5 else gpt2_vocabulary(args.vocab)
+        return load(args.vocab)
     from tw_jax.data.vocab_training import write_demo_vocabularies
 
-    paths = write_demo_vocabularies(texts, work / "vocab")
-    return t5_vocabulary(paths["t5"]) if is_t5 else gpt2_vocabulary(paths["gpt2"])
+    return load(write_demo_vocabularies(texts, work / "vocab")[kind])
 
 
 def _timed(repeats: int, run: Any) -> tuple[float, float | None, Any]:
@@ -151,6 +153,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
     from tw_jax.evaluate.perplexity import probe_examples, probe_perplexities
     from tw_jax.evaluate.qa import decode_answers, probe_prompt
+    from tw_jax.models import model_for
     from tw_jax.models.sharding import activate
     from tw_jax.preprocess.probes.probe_csv import read_probe_rows
     from tw_jax.train.state import build_run_model
@@ -161,7 +164,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     rows = read_probe_rows(io.StringIO(text, newline=""), "synthetic_probes.csv")
     decode_rows = rows[: args.probes if args.decode_probes is None else args.decode_probes]
     with tempfile.TemporaryDirectory(prefix="bench_eval_") as work:
-        vocabulary = _vocabulary(args, setup.is_t5, [r["text"] for r in rows], Path(work))
+        kind = model_for(config).vocabulary_kind
+        vocabulary = _vocabulary(args, kind, [r["text"] for r in rows], Path(work))
     if vocabulary.vocab_size > config.vocab_size:
         raise BenchError(f"the vocabulary has {vocabulary.vocab_size} ids, the model "
                          f"{config.vocab_size}")

@@ -23,7 +23,8 @@ process: past 21 GB of a 24 GB machine), then writes ``--out`` (default
 Rows compile with ``--effort fast``. libtpu 0.0.42.1 crashes (SIGSEGV) on some programs at that
 effort (T5-large's train step for a v5p), so the work runs in a child process: when it dies, the
 row it was compiling (kept in ``RESULTS.attempt``) is compiled again with ``--effort full``, and
-the table says which effort each row had.
+the table says which effort each row had. Once one method of a model needed full on a slice,
+the model's other methods on that slice start at full.
 """
 
 from __future__ import annotations
@@ -209,7 +210,11 @@ def _work(args: argparse.Namespace) -> int:
         if crashed.get(key) == "full":
             print(f"{' '.join(key)}: libtpu crashed at both efforts; left out", file=sys.stderr)
             continue
-        effort = "full" if crashed.get(key) == "fast" else "fast"
+        # libtpu's crash at fast follows the model and slice, not the method: where another
+        # method of this model needed full on this slice, start there (a crash costs minutes).
+        crashed_before = any(r.get("effort") == "full" and (m, t) == (key[0], key[2])
+                             for (m, _, t), r in done.items())
+        effort = "full" if crashed.get(key) == "fast" or crashed_before else "fast"
         attempt.write_text(json.dumps({"row": list(key), "effort": effort}))
         started = time.perf_counter()
         row = compile_row(*key, effort=effort)

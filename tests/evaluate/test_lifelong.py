@@ -77,10 +77,12 @@ def _probe_counts(data: Path, month: str) -> dict[str, int]:
     return counts
 
 
-def _gin_text(path: Path) -> str:
-    """A written gin config with its continuation lines joined (gin wraps long values)."""
-    text = path.read_text(encoding="utf-8").replace("\\\n", " ")
-    return "\n".join(" ".join(line.split()) for line in text.splitlines())
+def _trained_by(model_dir: Path):
+    """The run that a MODEL_DIR's config.gin describes (it must say what trained it)."""
+    from tw_jax.train import gin_setup
+
+    gin_setup.parse([str(model_dir / "config.gin")])
+    return gin_setup.train_config()
 
 
 def _lines(path: Path) -> list[dict]:
@@ -151,14 +153,14 @@ def test_first_run_writes_every_expected_result(first_run):
 
     # the chain: INITIAL on the 08 snapshot, 0809 from INITIAL, 0910 from 0809
     checkpoints = out / "checkpoints"
-    initial_gin = _gin_text(checkpoints / "initial" / "08" / "config.gin")
-    assert "MIXTURE_OR_TASK_NAME = 'twiki_full_08_{objective}'" in initial_gin
-    gin_0809 = _gin_text(checkpoints / "diff" / "0809" / "config.gin")
-    gin_0910 = _gin_text(checkpoints / "diff" / "0910" / "config.gin")
-    assert f"INITIAL_CHECKPOINT_PATH = '{checkpoints / 'initial' / '08'}'" in gin_0809
-    assert "MIXTURE_OR_TASK_NAME = 'twiki_diffset_0809_{objective}'" in gin_0809
-    assert f"INITIAL_CHECKPOINT_PATH = '{checkpoints / 'diff' / '0809'}'" in gin_0910
-    assert "MIXTURE_OR_TASK_NAME = 'twiki_diffset_0910_{objective}'" in gin_0910
+    initial = _trained_by(checkpoints / "initial" / "08")
+    assert initial.mixture_or_task_name == "twiki_full_08_{objective}"
+    assert initial.model_dir == str(checkpoints / "initial" / "08")
+    for month, start in (("0809", checkpoints / "initial" / "08"),
+                         ("0910", checkpoints / "diff" / "0809")):
+        update = _trained_by(checkpoints / "diff" / month)
+        assert update.mixture_or_task_name == f"twiki_diffset_{month}_{{objective}}"
+        assert (update.initial_checkpoint_path, update.train_steps) == (str(start), 2)
 
 
 def test_scores_are_those_of_the_month_checkpoint(first_run):
@@ -285,12 +287,13 @@ def test_more_metric_groups_score_only_what_is_new(first_run, tmp_path):
         if metric == "lt_ppl":  # light-tuning changed the model
             assert v != zero_shot[(method, trained, month, category)]
     tuned = out / "lighttuned" / "diff" / "0809" / "0809"
-    gin = _gin_text(tuned / "config.gin")
+    lighttuning = _trained_by(tuned)
     # the copied state still names the first run's checkpoints
     trained = first_run["out"] / "checkpoints" / "diff" / "0809"
-    assert f"INITIAL_CHECKPOINT_PATH = '{trained}'" in gin
-    assert "MIXTURE_OR_TASK_NAME = 'twiki_lighttuning_0809_all_object'" in gin
-    assert "GPT2Config.freeze = 'none'" in gin
+    assert lighttuning.initial_checkpoint_path == str(trained)
+    assert lighttuning.mixture_or_task_name == "twiki_lighttuning_0809_all_object"
+    assert lighttuning.model_config.freeze == "none"
+    assert lighttuning.task_feature_lengths == {"inputs": 25, "targets": 25}
     assert list((out / "propn_blocks").glob("0809_diffset_8x64_*.npz"))
 
     assert _cli(argv) == 0  # everything asked for is there: nothing more

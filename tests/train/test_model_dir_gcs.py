@@ -19,15 +19,15 @@ FILES = ["diff.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"]
 def _train(model_dir, steps, data_bindings):
     gin_setup.parse(FILES, [*data_bindings, f"MODEL_DIR='{model_dir}'", f"TRAIN_STEPS={steps}",
                             "CHECKPOINT_PERIOD=2", "SCHEDULE='constant'"])
-    return trainer.train()
+    return trainer.train(gin_setup.train_config())
 
 
 def test_a_run_in_a_bucket(tmp_path, monkeypatch, gcs_bucket, gcs_server, data_bindings):
     monkeypatch.chdir(tmp_path)
     remote = f"{gcs_bucket}/run"
-    assert _train(remote, 4, data_bindings)["start_step"] == 0
+    assert _train(remote, 4, data_bindings).start_step == 0
     resumed = _train(remote, 6, data_bindings)
-    assert (resumed["start_step"], resumed["step"]) == (4, 6)
+    assert (resumed.start_step, resumed.step) == (4, 6)
 
     names = gcs_server.objects(gcs_bucket[len("gs://"):], "run/")
     assert {"run/config.gin", "run/operative_config.gin", "run/metrics.jsonl"} <= set(names)

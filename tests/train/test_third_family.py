@@ -51,18 +51,18 @@ def trained(tmp_path_factory, train_data, compile_cache):
     ]
     files = ["diff.gin", "rope_tiny.gin", "runs/cpu_smoke.gin"]
     gin_setup.parse(files, bindings, [str(FAMILY_DIR)])
-    summary = trainer.train()
+    summary = trainer.train(gin_setup.train_config())
     return {"summary": summary, "model_dir": model_dir, "files": files, "bindings": bindings,
             "vocabulary": gpt2_vocabulary(str(train_data["gpt2"]))}
 
 
 def test_the_trainer_trains_it(trained):
     summary = trained["summary"]
-    assert summary["step"] == 8
+    assert summary.step == 8
     config = rope_family.RopeConfig(d_model=64, n_layer=2, n_head=4, mlp_dim=128)
     model = model_for(config)
     assert isinstance(model, rope_family.RopeModel) and model.objective == "lm"
-    params = summary["params"]
+    params = summary.params
     assert set(params) == {"embed", "layer_0", "layer_1", "final_norm", "lm_head"}
     assert "bias" not in json.dumps(jax.tree.map(lambda x: 0, params))
     losses = [json.loads(line)["loss"]
@@ -92,7 +92,7 @@ def test_tw_jax_eval_and_infer_run_it(trained):
 
 
 def test_the_evaluators_score_decode_and_rank_it(trained):
-    params = trained["summary"]["params"]
+    params = trained["summary"].params
     vocabulary = trained["vocabulary"]
     model = model_for(rope_family.RopeConfig(d_model=64, n_layer=2, n_head=4, mlp_dim=128))
     module = model.module

@@ -32,21 +32,21 @@ def _train(model: str, method: str, model_dir, bindings, steps: int) -> dict:
         required_macros=gin_setup.MACROS_TRAIN,
     )
     config = gin.query_parameter("%MODEL").scoped_configurable_fn()
-    return config, trainer.train()
+    return config, trainer.train(gin_setup.train_config())
 
 
 @pytest.mark.parametrize(("model", "method"), CASES, ids=[f"{a}-{b}" for a, b in CASES])
 def test_smoke_run(model, method, tmp_path, data_bindings):
     model_dir = tmp_path / "run"
     config, first = _train(model, method, model_dir, data_bindings, steps=6)
-    assert (first["start_step"], first["resumed"]) == (0, False)
+    assert (first.start_step, first.resumed) == (0, False)
 
     losses = [m["loss"] for m in read_metrics(model_dir)]
     assert len(losses) == 6
     assert np.mean(losses[-2:]) < np.mean(losses[:2]), losses
 
     start = jax.device_get(build_run_model(config).init_params(0))
-    end = jax.device_get(first["params"])
+    end = jax.device_get(first.params)
     labels = param_labels(config, start)
     frozen = changed = 0
     for label, before, after in zip(
@@ -62,7 +62,7 @@ def test_smoke_run(model, method, tmp_path, data_bindings):
     assert (frozen > 0) == expects_frozen and changed > 0
 
     _, second = _train(model, method, model_dir, data_bindings, steps=8)
-    assert (second["start_step"], second["resumed"]) == (6, True)
+    assert (second.start_step, second.resumed) == (6, True)
     assert [m["step"] for m in read_metrics(model_dir)] == list(range(1, 9))
     assert sorted(int(p.name) for p in (model_dir / "checkpoints").iterdir()) == [6, 8]
     assert (model_dir / "operative_config.gin").read_text().count("TRAIN_STEPS = 8") == 1
@@ -85,8 +85,8 @@ def test_lora_starts_from_a_hugging_face_folder(tmp_path, data_bindings):
     _, run = _train("gpt2_tiny", "lora", tmp_path / "run", bindings, steps=4)
     expected_fresh = {f"h_{i}/attn/{p}/lora_{m}" for i in range(3) for p in ("query", "value")
                       for m in "ab"}
-    assert set(run["fresh_parameters"]) == expected_fresh
-    trained = jax.device_get(run["params"])
+    assert set(run.fresh_parameters) == expected_fresh
+    trained = jax.device_get(run.params)
     for i in range(3):  # frozen base weights are exactly the Hugging Face ones
         for name in ("query", "value", "out"):
             np.testing.assert_array_equal(

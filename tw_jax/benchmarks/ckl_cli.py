@@ -269,21 +269,19 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def run_train(args: argparse.Namespace) -> int:
-    import gin
-
     from tw_jax.preprocess.ckl.release_files import corpus_files, count_ssm_examples, find_files
     from tw_jax.tasks.ckl import register_ckl
     from tw_jax.train import checkpoints, gin_setup, trainer
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     names = register_ckl(args.data, args.vocab)
-    bindings = list(args.gin_bindings)
-    if args.task:
-        bindings.append(f"MIXTURE_OR_TASK_NAME={args.task!r}")
     search = gin_search_paths(args)
     try:
-        gin_setup.parse(args.gin_file, bindings, search, gin_setup.MACROS_TRAIN)
-        task = gin.query_parameter("%MIXTURE_OR_TASK_NAME")
+        gin_setup.parse(args.gin_file, args.gin_bindings, search, gin_setup.MACROS_TRAIN)
+        config = gin_setup.train_config()
+        if args.task:
+            config = config.replace(mixture_or_task_name=args.task)
+        task = config.mixture_or_task_name
         if task not in names:
             return _error("train", f"{task!r} is not a CKL task of {args.data} "
                           f"(found: {', '.join(names)})")
@@ -292,22 +290,21 @@ def run_train(args: argparse.Namespace) -> int:
             corpus_task = "ckl_recent_news_ssm" if task == "ckl_mixreview_ssm" else task
             if corpus_task not in corpora:
                 return _error("train", f"--epochs needs a corpus task, not {task!r}")
-            batch = int(gin.query_parameter("%BATCH_SIZE"))
+            batch = config.batch_size
             examples = count_ssm_examples(corpora[corpus_task])
             total = _epoch_examples(args.epochs, examples, task == "ckl_mixreview_ssm")
             steps = max(1, math.ceil(total / batch))
             mixed = f" ({total:g} with the old data)" if total != args.epochs * examples else ""
             print(f"{args.epochs:g} epochs of {examples} examples{mixed} at batch {batch}: "
                   f"{steps} steps")
-            gin_setup.parse(args.gin_file, [*bindings, f"TRAIN_STEPS={steps}"], search,
-                            gin_setup.MACROS_TRAIN)
-        result = trainer.train()
+            config = config.replace(train_steps=steps)
+        result = trainer.train(config)
     except gin_setup.GinConfigError as error:
         return _error("train", error)
     except (trainer.TrainingDivergedError, checkpoints.CheckpointError) as error:
         print(f"{PREFIX} train: error: {error}", file=sys.stderr)
         return 1
-    print(f"trained {task} to step {result['step']} (started at step {result['start_step']})")
+    print(f"trained {task} to step {result.step} (started at step {result.start_step})")
     return 0
 
 

@@ -302,13 +302,13 @@ def run_train(args: argparse.Namespace) -> int:
                   f"{steps} steps")
             bindings.append(f"TRAIN_STEPS={steps}")
         gin_setup.parse(files, bindings, search, gin_setup.MACROS_TRAIN)
-        result = trainer.train()
+        result = trainer.train(gin_setup.train_config())
     except (gin_setup.GinConfigError, ValueError, FileNotFoundError) as error:
         return _error("train", error)
     except (trainer.TrainingDivergedError, checkpoints.CheckpointError) as error:
         print(f"{PREFIX} train: error: {error}", file=sys.stderr)
         return 1
-    print(f"trained {task} to step {result['step']} (started at step {result['start_step']}) "
+    print(f"trained {task} to step {result.step} (started at step {result.start_step}) "
           f"in {args.model_dir}")
     return 0
 

@@ -52,6 +52,8 @@ evaluator as those strings. In a bucket, ``results.jsonl`` is rewritten whole on
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import re
 import time
@@ -83,7 +85,9 @@ from tw_jax.tasks import LazyVocabulary
 from tw_jax.tasks.layout import resolve_data_dir
 from tw_jax.tasks.probes import LIGHTTUNING_MIX, QA_SUFFIX
 from tw_jax.train import data, gin_setup, trainer
+from tw_jax.train.config import TrainConfig
 from tw_jax.train.preemption import TrainingPreempted
+from tw_jax.train.schedules import make_schedule
 
 log = logging.getLogger(__name__)
 
@@ -211,35 +215,28 @@ def _read_state(path: str) -> dict[str, Any] | None:
 # --- gin ----------------------------------------------------------------------------------
 
 
-def _parse(options: LifelongOptions, files: Sequence[str], extra: Sequence[str]) -> Any:
-    """Parse gin for one step (later bindings win) and return the model config it builds."""
+def _gin_run(options: LifelongOptions, files: Sequence[str]) -> TrainConfig:
+    """The run ``files`` (and the --gin bindings after them) describe; each update sets its own
+    MODEL_DIR, task and start point on it. Parsed again before each training, so the gin record
+    the trainer writes into MODEL_DIR is that step's."""
 
-    bindings = [*options.gin_bindings, *extra]
-    if options.data_dir is not None:
-        bindings.append(f"DATA_DIR={str(options.data_dir)!r}")
-    gin_setup.parse(files, bindings, options.gin_search_paths, gin_setup.MACROS_TRAIN)
-    return gin_setup.model_config()
+    gin_setup.parse(files, options.gin_bindings, options.gin_search_paths)
+    return gin_setup.train_config()
 
 
-def _train(
-    options: LifelongOptions, files: Sequence[str], model_dir: str, task: str,
-    start_from: str | None,
-) -> dict[str, Any]:
+def _train(run: TrainConfig, model_dir: str, task: str, start_from: str | None) -> dict[str, Any]:
     """Train one update into ``model_dir``; returns the state to record."""
 
-    _parse(options, files, [
-        f"MODEL_DIR={str(model_dir)!r}",
-        f"MIXTURE_OR_TASK_NAME={task!r}",
-        f"INITIAL_CHECKPOINT_PATH={start_from!r}",
-    ])
     started = time.perf_counter()
-    summary = trainer.train()
+    summary = trainer.train(run.replace(
+        model_dir=model_dir, mixture_or_task_name=task, initial_checkpoint_path=start_from,
+    ))
     seconds = time.perf_counter() - started
-    if summary["preempted"]:
-        raise TrainingPreempted(summary["preempted"], str(model_dir), int(summary["step"]))
+    if summary.preempted:
+        raise TrainingPreempted(summary.preempted, str(model_dir), summary.step)
     return {
         "task": task, "model_dir": str(model_dir), "initial_checkpoint": start_from,
-        "step": int(summary["step"]), "resumed_from_step": int(summary["start_step"]),
+        "step": summary.step, "resumed_from_step": summary.start_step,
         "train_seconds": seconds, "seconds_recorded": False, "evaluated": [],
     }
 
@@ -263,15 +260,16 @@ def _settings(options: LifelongOptions, groups: Sequence[str]) -> EvalSettings:
 
 
 def _score(
-    options: LifelongOptions, config: Any, model_dir: str, months: Sequence[str],
+    options: LifelongOptions, run: TrainConfig, model_dir: str, months: Sequence[str],
     groups: Mapping[str, Sequence[str]], data_dir: str, vocabulary_task: str,
     summary: LifelongSummary, rename: Mapping[str, str] | None = None,
 ) -> dict[str, list[tuple[str, str, float]]]:
     """``{month: [(category, metric, value)]}`` of one checkpoint for each month's groups."""
 
+    config = run.model_config
     vocabulary = _plain_vocabulary(data.vocabulary(data.task_name(vocabulary_task, config)))
     scored: dict[str, list[tuple[str, str, float]]] = {}
-    with loaded_run(ModelSource(model_dir=model_dir), config, gin_setup.macro("MESH_SHAPE")) as loaded:
+    with loaded_run(ModelSource(model_dir=model_dir), config, run.mesh_shape) as loaded:
         for month in months:
             settings = _settings(options, groups[month])
             if not settings.groups:
@@ -297,12 +295,12 @@ def lighttuning_rows(data_dir: str, month: str) -> int:
 
 
 def _lighttune(
-    options: LifelongOptions, files: Sequence[str], model_dir: str, method: str,
+    options: LifelongOptions, run: TrainConfig, model_dir: str, method: str,
     trained_through: str, month: str, data_dir: str, summary: LifelongSummary,
-) -> tuple[Any, str] | None:
+) -> str | None:
     """Light-tune a copy of ``model_dir`` on ``month``'s light-tuning sets (TemporalWiki
     Appendix C: one epoch, every parameter trainable, LR 1e-5, batch 32, lengths 25); returns
-    the config and MODEL_DIR of the light-tuned model, or None when there is nothing to tune on."""
+    the MODEL_DIR of the light-tuned model, or None when there is nothing to tune on."""
 
     rows = lighttuning_rows(data_dir, month)
     if rows == 0:
@@ -311,23 +309,19 @@ def _lighttune(
     batch = min(options.lighttune_batch_size, rows)
     steps = -(-rows // batch)
     target = paths.join(options.out_dir, "lighttuned", method, trained_through, month)
-    config = _parse(options, files, [f"MODEL_DIR={str(target)!r}"])
-    kind = QA_SUFFIX[model_for(config).objective]
+    kind = QA_SUFFIX[model_for(run.model_config).objective]
     length = options.lighttune_length
-    _parse(options, files, [
-        f"MODEL_DIR={str(target)!r}",
-        f"MIXTURE_OR_TASK_NAME='twiki_lighttuning_{month}_all{kind}'",
-        f"INITIAL_CHECKPOINT_PATH={model_dir!r}",
-        f"TRAIN_STEPS={steps}", f"BATCH_SIZE={batch}", "SCHEDULE='constant'",
-        f"LEARNING_RATE={options.lighttune_lr!r}",
-        f"TASK_FEATURE_LENGTHS={{'inputs': {length}, 'targets': {length}}}",
-        f"CHECKPOINT_PERIOD={steps}", "KEEP_CHECKPOINTS=1",
-        "tw_jax.models.T5Config.freeze='none'", "tw_jax.models.GPT2Config.freeze='none'",
-    ])
-    result = trainer.train()
-    if result["preempted"]:
-        raise TrainingPreempted(result["preempted"], str(target), int(result["step"]))
-    return config, str(target)
+    result = trainer.train(run.replace(
+        model_config=dataclasses.replace(run.model_config, freeze="none"),
+        model_dir=target, mixture_or_task_name=f"twiki_lighttuning_{month}_all{kind}",
+        initial_checkpoint_path=model_dir, train_steps=steps, batch_size=batch,
+        schedule_fn=functools.partial(make_schedule, "constant", options.lighttune_lr),
+        task_feature_lengths={"inputs": length, "targets": length},
+        checkpoint_period=steps, keep_checkpoints=1,
+    ))
+    if result.preempted:
+        raise TrainingPreempted(result.preempted, str(target), result.step)
+    return str(target)
 
 
 def _record(
@@ -342,16 +336,16 @@ def _record(
     pending = [m for m in months if missing[m]]
     results: list[Result] = []
     if pending:
-        config = _parse(options, files, [f"MODEL_DIR={state['model_dir']!r}"])
-        scored = _score(options, config, state["model_dir"], pending, missing, data_dir,
+        run = _gin_run(options, files)
+        scored = _score(options, run, state["model_dir"], pending, missing, data_dir,
                         vocabulary_task, summary)
         for month in pending:
             if LIGHTTUNE not in missing[month]:
                 continue
-            tuned = _lighttune(options, files, state["model_dir"], method, trained_through,
+            tuned = _lighttune(options, run, state["model_dir"], method, trained_through,
                                month, data_dir, summary)
             if tuned is not None:
-                lt = _score(options, tuned[0], tuned[1], [month], {month: LIGHTTUNED_GROUPS},
+                lt = _score(options, run, tuned, [month], {month: LIGHTTUNED_GROUPS},
                             data_dir, vocabulary_task, summary, rename=LIGHTTUNED_METRICS)
                 scored.setdefault(month, []).extend(lt.get(month, []))
         results += [Result(method, trained_through, month, category, metric, value)
@@ -389,10 +383,10 @@ def _data_dir(options: LifelongOptions) -> str:
     return found
 
 
-def _register_tasks() -> None:
-    """Register the data folder's tasks as gin configures ``register_all`` (DATA_DIR, vocabs)."""
+def _register_tasks(data_dir: str) -> None:
+    """Register the data folder's tasks (gin may name their vocabularies)."""
 
-    tw_jax.tasks.register_all()
+    tw_jax.tasks.register_all(data_dir)
 
 
 def _initial_step(
@@ -405,14 +399,14 @@ def _initial_step(
     task = f"twiki_full_{first}_{{objective}}"
     state_path = _state_path(options.out_dir, INITIAL, BASE)
     state = _read_state(state_path)
-    _parse(options, files, [f"MODEL_DIR={paths.join(options.out_dir, 'unused')!r}"])
+    run = _gin_run(options, files)
     pretrained = options.initial_checkpoint
     if state is None and pretrained:
         state = {"model_dir": str(pretrained), "given": True, "evaluated": [],
                  "seconds_recorded": True}
     elif state is None:
         model_dir = paths.join(options.out_dir, "checkpoints", INITIAL, first)
-        state = _train(options, files, model_dir, task, gin_setup.macro("INITIAL_CHECKPOINT_PATH"))
+        state = _train(run, model_dir, task, run.initial_checkpoint_path)
         summary.trained.append(INITIAL)
         write_json(state_path, state)
     elif pretrained and state.get("model_dir") != str(pretrained):
@@ -441,10 +435,10 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
     options.out_dir = paths.resolve(options.out_dir)
     summary = LifelongSummary(method, results_path(options.out_dir))
 
-    _parse(options, options.gin_files, [f"MODEL_DIR={paths.join(options.out_dir, 'unused')!r}"])
+    gin_setup.parse(options.gin_files, options.gin_bindings, options.gin_search_paths)
     data_dir = _data_dir(options)
     options.data_dir = data_dir
-    _register_tasks()
+    _register_tasks(data_dir)
     for month in months:
         folder = paths.join(data_dir, month)
         if not paths.isdir(folder):
@@ -458,7 +452,7 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
         state = _read_state(state_path)
         if state is None:
             model_dir = paths.join(options.out_dir, "checkpoints", method, month)
-            state = _train(options, options.gin_files, model_dir, tasks[month], previous)
+            state = _train(_gin_run(options, options.gin_files), model_dir, tasks[month], previous)
             summary.trained.append(month)
             write_json(state_path, state)
         targets = months if options.eval_matrix else [month]

@@ -20,7 +20,15 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from tw_jax.models.layers import DenseGeneral, cached_key_value, layer_norm, normal_init
+from tw_jax.models.layers import (
+    HEADS_AXES,
+    DenseGeneral,
+    attend,
+    cached_key_value,
+    kadapter_output,
+    layer_norm,
+    normal_init,
+)
 from tw_jax.models.variants import KAdapterConfig, LoRAConfig
 
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
@@ -173,21 +181,16 @@ class Attention(nn.Module):
         def projection(name: str) -> DenseGeneral:
             return _dense(cfg, (cfg.n_head, cfg.head_dim), ("embed", "heads", "kv"), name)
 
-        heads_axes = ("batch", "length", "activation_heads", "activation_kv")
-        query = nn.with_logical_constraint(projection("query")(x), heads_axes)
-        key = nn.with_logical_constraint(projection("key")(x), heads_axes)
-        value = nn.with_logical_constraint(projection("value")(x), heads_axes)
+        query = nn.with_logical_constraint(projection("query")(x), HEADS_AXES)
+        key = nn.with_logical_constraint(projection("key")(x), HEADS_AXES)
+        value = nn.with_logical_constraint(projection("value")(x), HEADS_AXES)
 
         if decode:
             key, value = cached_key_value(self, key, value, cache_index)
 
-        scores = jnp.einsum("bqhd,bkhd->bhqk", query, key, preferred_element_type=jnp.float32)
-        scores = scores / jnp.sqrt(jnp.float32(cfg.head_dim))
-        scores = jnp.where(mask, scores, jnp.finfo(jnp.float32).min)
-        probs = jax.nn.softmax(scores, axis=-1).astype(dtype)
-        probs = nn.Dropout(cfg.dropout_rate)(probs, deterministic=deterministic)
-        out = jnp.einsum("bhqk,bkhd->bqhd", probs, value)
-        out = nn.with_logical_constraint(out, heads_axes)
+        out = attend(query, key, value, mask, dropout_rate=cfg.dropout_rate,
+                     deterministic=deterministic, dtype=dtype,
+                     divide_by=jnp.sqrt(jnp.float32(cfg.head_dim)))
         return _dense(
             cfg, (cfg.n_embd,), ("heads", "kv", "embed"), "out", n_axes=2,
             init_scale=(2 * cfg.n_layer) ** -0.5,
@@ -249,15 +252,11 @@ class KAdapter(nn.Module):
     ) -> jax.Array:
         cfg = self.config
         block = nn.remat(Block, static_argnums=(4, 5)) if cfg.remat else Block
-        h = None
-        for i, tap in enumerate(tapped):
-            h = tap if h is None else tap + h
-            h = block(cfg, name=f"adapter_{i}")(h, mask, cache_index, decode, deterministic)
-        norm = layer_norm(
-            cfg.kadapter.norm_epsilon, jnp.dtype(cfg.dtype), jnp.dtype(cfg.param_dtype), "output_norm"
+        return kadapter_output(
+            base, tapped,
+            lambda i, h: block(cfg, name=f"adapter_{i}")(h, mask, cache_index, decode, deterministic),
+            cfg.kadapter, jnp.dtype(cfg.dtype), jnp.dtype(cfg.param_dtype),
         )
-        out = base + jnp.asarray(cfg.kadapter.output_scale, base.dtype) * norm(h)
-        return nn.with_logical_constraint(out, ("batch", "length", "activation_embed"))
 
 
 class GPT2(nn.Module):

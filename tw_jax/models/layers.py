@@ -1,14 +1,16 @@
-"""Pieces shared by the model files: the dense layer (with its optional LoRA) and the KV cache."""
+"""Pieces shared by the model families: the dense layer (with its optional LoRA), the KV cache,
+the attention computation and the K-Adapter chain."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from tw_jax.models.variants import LoRAConfig
+from tw_jax.models.variants import KAdapterConfig, LoRAConfig
 
 
 def normal_init(stddev: float, axes: tuple[str | None, ...]) -> nn.initializers.Initializer:
@@ -106,3 +108,45 @@ def cached_key_value(
     cached_value.value = jax.lax.dynamic_update_slice(cached_value.value, value, start)
     return cached_key.value, cached_value.value
 
+
+
+HEADS_AXES = ("batch", "length", "activation_heads", "activation_kv")
+EMBED_AXES = ("batch", "length", "activation_embed")
+
+
+def attend(
+    query: jax.Array, key: jax.Array, value: jax.Array, mask: jax.Array, *,
+    dropout_rate: float, deterministic: bool, dtype: Any, divide_by: jax.Array | None = None,
+    bias: jax.Array | None = None,
+) -> jax.Array:
+    """Softmax attention of ``(batch, length, heads, head_dim)`` queries over keys and values,
+    for every family: scores in float32, divided by ``divide_by`` (GPT-2's sqrt(head_dim); T5
+    scales nothing), plus ``bias`` (T5's relative positions), masked positions (``mask`` False,
+    ``(batch, 1, q_len, kv_len)``) at float32's minimum, dropout on the probabilities. Call it
+    inside a compact module: the dropout layer becomes that module's."""
+    scores = jnp.einsum("bqhd,bkhd->bhqk", query, key, preferred_element_type=jnp.float32)
+    if divide_by is not None:
+        scores = scores / divide_by
+    if bias is not None:
+        scores = scores + bias
+    scores = jnp.where(mask, scores, jnp.finfo(jnp.float32).min)
+    probs = jax.nn.softmax(scores, axis=-1).astype(dtype)
+    probs = nn.Dropout(dropout_rate)(probs, deterministic=deterministic)
+    return nn.with_logical_constraint(jnp.einsum("bhqk,bkhd->bqhd", probs, value), HEADS_AXES)
+
+
+def kadapter_output(
+    base: jax.Array, tapped: list[jax.Array], run_block: Callable[[int, jax.Array], jax.Array],
+    kadapter: KAdapterConfig, dtype: Any, param_dtype: Any,
+) -> jax.Array:
+    """K-Adapter for every family: adapter ``i`` (``run_block(i, h)``, a block of the family
+    named ``adapter_{i}``) reads ``tapped[i] + previous adapter output``; the result is added to
+    the base model's output as ``output_scale * LayerNorm(adapter output)`` (a LayerNorm with
+    bias, as in the K-Adapter code). Call it inside the family's compact KAdapter module."""
+    h = None
+    for i, tap in enumerate(tapped):
+        h = tap if h is None else tap + h
+        h = run_block(i, h)
+    norm = layer_norm(kadapter.norm_epsilon, dtype, param_dtype, "output_norm")
+    out = base + jnp.asarray(kadapter.output_scale, base.dtype) * norm(h)
+    return nn.with_logical_constraint(out, EMBED_AXES)

@@ -25,7 +25,15 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from tw_jax.models.layers import DenseGeneral, cached_key_value, layer_norm, normal_init
+from tw_jax.models.layers import (
+    EMBED_AXES,
+    HEADS_AXES,
+    DenseGeneral,
+    attend,
+    cached_key_value,
+    kadapter_output,
+    normal_init,
+)
 from tw_jax.models.variants import KAdapterConfig, LoRAConfig, ModularConfig
 
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
@@ -36,8 +44,6 @@ ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "silu": jax.nn.silu,
 }
 
-EMBED_AXES = ("batch", "length", "activation_embed")
-HEADS_AXES = ("batch", "length", "activation_heads", "activation_kv")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -291,13 +297,8 @@ class Attention(nn.Module):
             if decode:
                 key, value = cached_key_value(self, key, value, cache_index)
 
-        scores = jnp.einsum("bqhd,bkhd->bhqk", query, key, preferred_element_type=jnp.float32)
-        if bias is not None:
-            scores = scores + bias
-        scores = jnp.where(mask, scores, jnp.finfo(jnp.float32).min)
-        probs = jax.nn.softmax(scores, axis=-1).astype(dtype)
-        probs = nn.Dropout(cfg.dropout_rate)(probs, deterministic=deterministic)
-        out = nn.with_logical_constraint(jnp.einsum("bhqk,bkhd->bqhd", probs, value), HEADS_AXES)
+        out = attend(query, key, value, mask, dropout_rate=cfg.dropout_rate,
+                     deterministic=deterministic, dtype=dtype, bias=bias)
         return _dense(
             cfg, (cfg.d_model,), ("heads", "kv", "embed"), f * (h * dk) ** -0.5, "out", n_axes=2
         )(out)
@@ -418,15 +419,10 @@ class KAdapter(nn.Module):
     ) -> jax.Array:
         cfg = self.config
         block = nn.remat(EncoderBlock, static_argnums=(4,)) if cfg.remat else EncoderBlock
-        h = None
-        for i, tap in enumerate(tapped):
-            h = tap if h is None else tap + h
-            h = block(cfg, name=f"adapter_{i}")(h, mask, bias, deterministic)
-        norm = layer_norm(
-            cfg.kadapter.norm_epsilon, jnp.dtype(cfg.dtype), jnp.dtype(cfg.param_dtype), "output_norm"
+        return kadapter_output(
+            base, tapped, lambda i, h: block(cfg, name=f"adapter_{i}")(h, mask, bias, deterministic),
+            cfg.kadapter, jnp.dtype(cfg.dtype), jnp.dtype(cfg.param_dtype),
         )
-        out = base + jnp.asarray(cfg.kadapter.output_scale, base.dtype) * norm(h)
-        return nn.with_logical_constraint(out, EMBED_AXES)
 
 
 class ModularEncoder(nn.Module):

@@ -89,18 +89,23 @@ def _run(args: argparse.Namespace) -> int:
     if command == "compile":
         return _compile(args)
     try:
-        result = trainer.train()
+        config = gin_setup.train_config()
+    except gin_setup.GinConfigError as error:
+        print(f"tw-jax {command}: error: {error}", file=sys.stderr)
+        return 2
+    try:
+        result = trainer.train(config)
     except (trainer.TrainingDivergedError, checkpoints.CheckpointError) as error:
         print(f"tw-jax {command}: error: {error}", file=sys.stderr)
         return 1
     except distributed.DistributedStartError as error:
         print(f"tw-jax {command}: error: {error}", file=sys.stderr)
         return 2
-    if result["preempted"]:
-        print(f"{result['preempted']}: stopped at step {result['step']} with a checkpoint "
-              f"(started at step {result['start_step']}); run again to resume")
+    if result.preempted:
+        print(f"{result.preempted}: stopped at step {result.step} with a checkpoint "
+              f"(started at step {result.start_step}); run again to resume")
     else:
-        print(f"trained to step {result['step']} (started at step {result['start_step']})")
+        print(f"trained to step {result.step} (started at step {result.start_step})")
     return 0
 
 

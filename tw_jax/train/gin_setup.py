@@ -2,8 +2,9 @@
 
 Registered configurables: the model configs and variants (``T5Config``, ``GPT2Config``,
 ``LoRAConfig``, ``KAdapterConfig``, ``ModularConfig``; frozen dataclasses, so gin builds them by
-keyword), ``make_schedule``, ``make_optimizer``, ``train``, ``evaluate``, ``infer``, ``compile``
-and ``tw_jax.tasks.register_all``.
+keyword), ``make_schedule``, ``make_optimizer``, ``train`` (the fields of
+:class:`~tw_jax.train.config.TrainConfig`, built by :func:`train_config`), ``evaluate``,
+``infer``, ``compile`` and ``tw_jax.tasks.register_all``.
 
 A ``--gin_file`` is found, in this order, as given (relative to the working folder), below each
 ``--gin_search_paths`` folder, and below the gin files shipped with the package (the repository's
@@ -18,6 +19,7 @@ or parameter (which name the file and line).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +28,7 @@ from typing import Any
 import gin
 
 from tw_jax.models import GPT2Config, KAdapterConfig, LoRAConfig, ModularConfig, T5Config
+from tw_jax.train.config import TrainConfig
 
 MACROS_TRAIN = ("MODEL_DIR", "MIXTURE_OR_TASK_NAME", "TASK_FEATURE_LENGTHS", "TRAIN_STEPS",
                 "BATCH_SIZE")
@@ -64,7 +67,34 @@ def register_configurables() -> None:
         gin.external_configurable(cls, module="tw_jax.models")
     gin.external_configurable(schedules.make_schedule, module="tw_jax.train")
     gin.external_configurable(optimizers.make_optimizer, module="tw_jax.train")
+    # T5X's name for the trainer's arguments: `tw_jax.train.train.progress = False`.
+    gin.external_configurable(TrainConfig, name="train", module="tw_jax.train")
     _REGISTERED = True
+
+
+def train_config() -> TrainConfig:
+    """The run the parsed gin files describe, as a :class:`TrainConfig` that no longer reads gin:
+    a gin-configured optimizer or schedule function becomes the plain function with its bound
+    parameters (``functools.partial``)."""
+    register_configurables()
+    try:
+        config = gin.get_configurable("tw_jax.train.train")()
+    except (ValueError, TypeError) as error:
+        raise GinConfigError(f"gin: {str(error).splitlines()[0]}") from None
+    return config.replace(optimizer_fn=_bound(config.optimizer_fn),
+                          schedule_fn=_bound(config.schedule_fn))
+
+
+def _bound(fn: Any) -> Any:
+    """``fn`` with gin's bindings applied now, when it is a gin configurable."""
+    raw = getattr(fn, "__wrapped__", None)
+    if raw is None or not callable(fn):
+        return fn
+    try:
+        bindings = gin.get_bindings(fn)
+    except ValueError:  # not a configurable after all
+        return fn
+    return functools.partial(raw, **bindings)
 
 
 def search_paths(extra: Sequence[str] = ()) -> list[Path]:
@@ -157,7 +187,8 @@ def model_config() -> Any:
 
 
 def _macro_is_set(name: str) -> bool:
-    return macro(name, gin.REQUIRED) is not gin.REQUIRED
+    """Bound to something other than None (``base.gin`` gives MODEL_DIR None: unset)."""
+    return macro(name, gin.REQUIRED) not in (gin.REQUIRED, None)
 
 
 def _reset_search_paths() -> None:

@@ -1,9 +1,10 @@
-"""The trainer: ``train(...)``, a gin-configurable function with T5X's arguments.
+"""The trainer: ``train(config)``, one run of a :class:`~tw_jax.train.config.TrainConfig`.
 
-A run is its arguments: model config (with its variant and freeze fields: the method), the
-seqio task or mixture, feature lengths, steps, batch size, optimizer and schedule (gin-configured
-``make_optimizer`` / ``make_schedule``), mesh shape, checkpoint and log periods, seed, initial
-checkpoint and MODEL_DIR. One jitted ``train_step(params, opt_state, step, batch)`` with in/out
+A run is its config, T5X's ``train`` arguments: model config (with its variant and freeze fields:
+the method), the seqio task or mixture, feature lengths, steps, batch size, optimizer and
+schedule, mesh shape, checkpoint and log periods, seed, initial checkpoint and MODEL_DIR. Gin
+builds it for ``tw-jax train`` (``gin_setup.train_config()``: the gin name of its fields is
+``tw_jax.train.train``); Python builds or derives it directly. One jitted ``train_step(params, opt_state, step, batch)`` with in/out
 shardings from the logical rules runs on one CPU device, a forced-host 8-device mesh or a pod.
 
 Steps. ``train_steps`` counts train steps, one batch each. With ``accumulate_steps = k`` the
@@ -38,7 +39,7 @@ import dataclasses
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gin
@@ -53,9 +54,9 @@ from tw_jax.io.paths import PathLike
 from tw_jax.models.sharding import activate, batch_sharding, global_batch, replicated
 from tw_jax.models.variants import TRAINABLE
 from tw_jax.train import checkpoints, data, distributed
+from tw_jax.train.config import TrainConfig, TrainSummary, gin_lines
 from tw_jax.train.flops import peak_flops_per_device, train_step_flops
 from tw_jax.train.metrics_log import MetricsLogger
-from tw_jax.train.optimizers import make_optimizer
 from tw_jax.train.preemption import Preemption
 from tw_jax.train.schedules import make_schedule
 from tw_jax.train.state import (
@@ -72,69 +73,53 @@ class TrainingDivergedError(RuntimeError):
     """The loss became NaN or infinite; training stopped without saving the bad state."""
 
 
-def write_gin_config(model_dir: PathLike, name: str) -> None:
-    """The gin config (all bindings, or the operative ones) next to the checkpoints."""
+def write_gin_config(model_dir: PathLike, name: str, config: TrainConfig) -> None:
+    """The gin config (all bindings, or the operative ones) next to the checkpoints, ending with
+    the run's fields that Python set after gin (:func:`~tw_jax.train.config.gin_lines`)."""
     text = gin.operative_config_str() if name == "operative_config.gin" else gin.config_str()
+    try:
+        bound = gin.get_bindings("tw_jax.train.train")
+    except (ValueError, TypeError):  # gin never parsed, or its macros unset: all fields count
+        bound = {}
+    overrides = gin_lines(config, bound)
+    if overrides:
+        text += "\n# The run's fields as trained (set in Python after gin):\n" + "\n".join(overrides) + "\n"
     if text.strip() and jax.process_index() == 0:
         with atomic_open(paths.join(model_dir, name), "w", encoding="utf-8") as handle:
             handle.write(text)
 
 
-@gin.configurable(module="tw_jax.train")
-def train(
-    *,
-    model_config: Any,
-    mixture_or_task_name: str,
-    task_feature_lengths: Mapping[str, int],
-    train_steps: int,
-    batch_size: int,
-    model_dir: PathLike,
-    optimizer_fn: Callable[..., optax.GradientTransformation] = make_optimizer,
-    schedule_fn: Callable[..., optax.Schedule] | None = None,
-    accumulate_steps: int = 1,
-    mesh_shape: Sequence[int] = (-1, 1, 1),
-    checkpoint_period: int = 1000,
-    keep_checkpoints: int | None = 3,
-    async_checkpoints: bool = True,
-    log_period: int = 10,
-    seed: int = 0,
-    initial_checkpoint_path: str | None = None,
-    peak_flops: float | None = None,
-    progress: bool = True,
-) -> dict[str, Any]:
-    """Train ``model_config`` on ``mixture_or_task_name``; returns a summary of the run.
-
-    ``optimizer_fn(schedule, labels=..., accumulate_steps=...)`` is typically the gin-configured
-    ``make_optimizer`` (name, clipping, RecAdam options); ``schedule_fn(total_steps=...)`` the
-    configured ``make_schedule`` (default: constant 1e-3). ``batch_size`` is global (see the
-    module docstring for how hosts share it). ``peak_flops`` (per device) overrides the table
-    used for the MFU figure; None on CPU leaves MFU out. ``model_dir`` may be local (relative
-    paths are resolved) or a bucket.
-
-    Returns ``{"step", "start_step", "resumed", "preempted", "params", "last_metrics",
-    "fresh_parameters"}``; ``step`` is the last step trained (below ``train_steps`` when
-    preempted).
-    """
+def train(config: TrainConfig) -> TrainSummary:
+    """Train ``config.model_config`` on ``config.mixture_or_task_name`` (see :class:`TrainConfig`;
+    ``tw-jax train`` builds it from gin with ``gin_setup.train_config()``)."""
+    model_config, mixture_or_task_name = config.model_config, config.mixture_or_task_name
+    task_feature_lengths, train_steps = config.task_feature_lengths, config.train_steps
+    batch_size, accumulate_steps, seed = config.batch_size, config.accumulate_steps, config.seed
+    checkpoint_period, log_period = config.checkpoint_period, config.log_period
+    if config.model_dir is None:
+        raise ValueError("model_dir is not set (gin: --gin.MODEL_DIR=...)")
     distributed.initialize()
     _check_arguments(train_steps, batch_size, accumulate_steps, checkpoint_period, log_period)
-    model_dir = paths.resolve(model_dir)
+    model_dir = paths.resolve(config.model_dir)
     paths.makedirs(model_dir)
-    write_gin_config(model_dir, "config.gin")
+    write_gin_config(model_dir, "config.gin", config)
     mixture_or_task_name = data.task_name(mixture_or_task_name, model_config)
     ensure_tasks(mixture_or_task_name)
 
-    run = build_run_model(model_config, mesh_shape)
+    run = build_run_model(model_config, config.mesh_shape)
     _check_vocabulary(model_config, mixture_or_task_name)
 
     train_step = build_train_step(
-        run, model_config, optimizer_fn=optimizer_fn, schedule_fn=schedule_fn,
+        run, model_config, optimizer_fn=config.optimizer_fn, schedule_fn=config.schedule_fn,
         train_steps=train_steps, accumulate_steps=accumulate_steps, seed=seed,
     )
     tx, schedule = train_step.tx, train_step.schedule
     abstract_opt, opt_shardings = train_step.abstract_opt_state, train_step.opt_shardings
 
     flops = train_step_flops(model_config, batch_size, task_feature_lengths).total  # outside the mesh
-    mngr = checkpoints.manager(model_dir, keep=keep_checkpoints, asynchronous=async_checkpoints)
+    mngr = checkpoints.manager(
+        model_dir, keep=config.keep_checkpoints, asynchronous=config.async_checkpoints
+    )
     latest = mngr.latest_step()
     fresh: list[str] = []
     checkpoint_dir = paths.join(model_dir, checkpoints.CHECKPOINTS)
@@ -153,9 +138,9 @@ def train(
         else:
             start_step = 0
             params = run.init_params(seed)
-            if initial_checkpoint_path:
+            if config.initial_checkpoint_path:
                 params, fresh = checkpoints.initial_params(
-                    params, initial_checkpoint_path, run.abstract_params
+                    params, config.initial_checkpoint_path, run.abstract_params
                 )
             opt_state = jax.jit(tx.init, out_shardings=opt_shardings)(params)
 
@@ -166,10 +151,12 @@ def train(
         )
         logger = MetricsLogger(
             model_dir, total_steps=train_steps, start_step=start_step,
-            enabled=jax.process_index() == 0, progress=progress,
+            enabled=jax.process_index() == 0, progress=config.progress,
         )
         device_kind = jax.devices()[0].device_kind
-        peak = peak_flops if peak_flops is not None else peak_flops_per_device(device_kind)
+        peak = config.peak_flops
+        if peak is None:
+            peak = peak_flops_per_device(device_kind)
         last_saved = latest
         metrics: dict[str, float] = {}
         done = start_step
@@ -195,7 +182,7 @@ def train(
                         )
                     done = step + 1
                     if step == start_step:
-                        write_gin_config(model_dir, "operative_config.gin")
+                        write_gin_config(model_dir, "operative_config.gin", config)
                     if done % log_period == 0 or done == train_steps or step == start_step:
                         metrics = _host_metrics(out, elapsed, schedule, step, accumulate_steps,
                                                 flops, peak)
@@ -218,15 +205,10 @@ def train(
             "%s: stopped at step %d of %d; checkpoint saved in %s; run the same command again "
             "to resume", preempted, done, train_steps, checkpoint_dir,
         )
-    return {
-        "step": max(done, start_step),
-        "start_step": start_step,
-        "resumed": latest is not None,
-        "preempted": preempted,
-        "params": params,
-        "last_metrics": metrics,
-        "fresh_parameters": fresh,
-    }
+    return TrainSummary(
+        step=max(done, start_step), start_step=start_step, resumed=latest is not None,
+        preempted=preempted, params=params, last_metrics=metrics, fresh_parameters=fresh,
+    )
 
 
 def _host_metrics(

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 from tw_jax.models import DecoderOnlyModel, LoRAConfig, register_family
 from tw_jax.models.flop_layout import DECODER, Part
-from tw_jax.models.layers import DenseGeneral, cached_key_value, normal_init
+from tw_jax.models.layers import DenseGeneral, attend, cached_key_value, normal_init
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,11 +89,8 @@ class Block(nn.Module):
         q, k = _rotate(q, positions, cfg.rope_base), _rotate(k, positions, cfg.rope_base)
         if decode:
             k, v = cached_key_value(self, k, v, cache_index)
-        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k, preferred_element_type=jnp.float32)
-        scores = jnp.where(mask, scores / jnp.sqrt(jnp.float32(cfg.head_dim)),
-                           jnp.finfo(jnp.float32).min)
-        probs = jax.nn.softmax(scores, axis=-1).astype(q.dtype)
-        out = jnp.einsum("bhqk,bkhd->bqhd", probs, v)
+        out = attend(q, k, v, mask, dropout_rate=0.0, deterministic=True, dtype=q.dtype,
+                     divide_by=jnp.sqrt(jnp.float32(cfg.head_dim)))
         x = x + _dense(cfg, (cfg.d_model,), ("heads", "kv", "embed"), "out", n_axes=2)(out)
         h = RMSNorm(jnp.dtype(cfg.dtype), name="mlp_norm")(x)
         gate = _dense(cfg, (cfg.mlp_dim,), ("embed", "mlp"), "gate")(h)

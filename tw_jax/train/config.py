@@ -1,0 +1,153 @@
+"""A training run as typed data: :class:`TrainConfig` in, :class:`TrainSummary` out.
+
+``tw-jax train`` builds the config from gin (``gin_setup.train_config()``: every field bound in
+``base.gin`` to a T5X-named macro, so ``--gin.TRAIN_STEPS=…`` and
+``tw_jax.train.train.progress = False`` work as before); Python callers (the lifelong runner,
+the CKL and EvolvingQA commands, notebooks) derive one run from another with
+:meth:`TrainConfig.replace` instead of writing gin binding strings:
+
+    base = gin_setup.train_config()                       # after gin_setup.parse(...)
+    trainer.train(base.replace(model_dir="out/0809", mixture_or_task_name="twiki_diffset_0809_lm"))
+
+A config built from gin no longer reads gin: its optimizer and schedule functions carry their
+bound parameters (``functools.partial``), so parsing other gin files later changes nothing in it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import gin
+import optax
+
+from tw_jax.train.optimizers import make_optimizer
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """T5X's ``train`` arguments.
+
+    ``optimizer_fn(schedule=..., labels=..., accumulate_steps=...)`` builds the optax
+    transformation (``make_optimizer`` with its name, clipping and RecAdam options bound;
+    default Adafactor, as T5X);
+    ``schedule_fn(total_steps=...)`` the learning-rate schedule (None: constant 1e-3).
+    ``batch_size`` is global (every host reads the same stream, see :mod:`tw_jax.train.trainer`).
+    ``peak_flops`` (per device) overrides the table used for the MFU figure; None on CPU leaves
+    MFU out. ``model_dir`` may be local (relative paths are resolved) or a bucket.
+    """
+
+    model_config: Any
+    mixture_or_task_name: str
+    task_feature_lengths: Mapping[str, int]
+    train_steps: int
+    batch_size: int
+    model_dir: str | None  # None: a template for runs that set it (the lifelong runner's)
+    optimizer_fn: Callable[..., optax.GradientTransformation] = functools.partial(
+        make_optimizer, "adafactor"
+    )
+    schedule_fn: Callable[..., optax.Schedule] | None = None
+    accumulate_steps: int = 1
+    mesh_shape: Sequence[int] = (-1, 1, 1)
+    checkpoint_period: int = 1000
+    keep_checkpoints: int | None = 3
+    async_checkpoints: bool = True
+    log_period: int = 10
+    seed: int = 0
+    initial_checkpoint_path: str | None = None
+    peak_flops: float | None = None
+    progress: bool = True
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        """This run with ``changes`` (field names); an unknown name is a TypeError."""
+        return dataclasses.replace(self, **changes)
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainSummary:
+    """What :func:`tw_jax.train.trainer.train` did.
+
+    ``step`` is the last step trained (below ``train_steps`` when ``preempted`` names the
+    signal that stopped it); ``start_step`` where this invocation began (0, or the checkpoint it
+    resumed from); ``fresh_parameters`` the parameters that were not in the initial checkpoint
+    (a method's new adapters).
+    """
+
+    step: int
+    start_step: int
+    resumed: bool
+    preempted: str | None
+    params: Any
+    last_metrics: dict[str, float]
+    fresh_parameters: list[str]
+
+
+def gin_lines(config: TrainConfig, bound: Mapping[str, Any]) -> list[str]:
+    """Gin lines for the fields of ``config`` that differ from ``bound`` (gin's bindings of
+    ``tw_jax.train.train``), so a run's ``config.gin`` says what it trained even where Python
+    changed the run after gin (the lifelong runner's MODEL_DIR, task and start point).
+
+    Only values gin can write back are recorded (strings, numbers, None, tuples, lists, dicts);
+    a model config changed from Python is recorded field by field under its gin name
+    (``tw_jax.models.GPT2Config.freeze = 'none'``), a function set from Python is not.
+    """
+    lines = []
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if field.name in bound and _equal(bound[field.name], value):
+            continue
+        if field.name in bound and _same_dataclass_type(bound[field.name], value):
+            lines += _changed_fields(bound[field.name], value)
+            continue
+        if field.name not in bound and field.default is not dataclasses.MISSING \
+                and _equal(field.default, value):
+            continue
+        text = _gin_literal(value)
+        if text is not None:
+            lines.append(f"tw_jax.train.train.{field.name} = {text}")
+    return lines
+
+
+def _same_dataclass_type(a: Any, b: Any) -> bool:
+    return dataclasses.is_dataclass(a) and not isinstance(a, type) and type(a) is type(b)
+
+
+def _changed_fields(before: Any, after: Any) -> list[str]:
+    """``NAME.field = value`` for the fields of a gin-registered dataclass that changed."""
+    name = _gin_name(type(after))
+    if name is None:
+        return []
+    lines = []
+    for field in dataclasses.fields(after):
+        value = getattr(after, field.name)
+        text = _gin_literal(value)
+        if text is not None and not _equal(getattr(before, field.name), value):
+            lines.append(f"{name}.{field.name} = {text}")
+    return lines
+
+
+def _gin_name(cls: type) -> str | None:
+    """The name gin knows ``cls`` by (``tw_jax.models.T5Config``), or None."""
+    # gin has no public inverse lookup; _inverse_lookup is what get_bindings(cls) uses.
+    configurable = gin.config._inverse_lookup(cls)  # noqa: SLF001
+    return configurable.selector if configurable is not None else None
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001  (arrays and other values without a plain ==)
+        return a is b
+
+
+def _gin_literal(value: Any) -> str | None:
+    """``repr(value)`` when gin parses it back to ``value``, else None."""
+    if isinstance(value, Mapping):
+        value = dict(value)
+    text = repr(value)
+    try:
+        return text if gin.config.parse_value(text) == value else None
+    except (SyntaxError, ValueError):
+        return None
