@@ -13,14 +13,12 @@ the target folder.
 from __future__ import annotations
 
 import contextlib
-import csv
 import io
 import os
 import posixpath
 import re
 import shutil
 import stat
-import sys
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,9 +27,13 @@ from typing import IO
 
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
+from tw_jax.io.csv_reader import csv_rows
 
-# Released CSVs hold whole Wikipedia articles in one field, past the csv module's default limit.
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+# A zip member that expands more than this many times its stored size is refused unread: text
+# (Wikipedia, CSV, JSON) deflates 3-10x, a zip bomb by a thousand and more.
+MAX_EXPANSION_RATIO = 100
+EXPANSION_ENV = "TW_JAX_MAX_ZIP_RATIO"
+_SMALL_MEMBER = 1 << 20  # below 1 MiB expanded, any ratio is harmless
 
 
 class UnsafeArchiveError(DumpError):
@@ -90,6 +92,8 @@ def extract_safely(archive: str | os.PathLike[str], target: str | os.PathLike[st
     root = Path(target).resolve()
     written = []
     members = safe_members(archive)
+    for info in members:  # every member before any is written: no half-extracted bomb
+        check_expansion(info, f"{os.fspath(archive)}!{info.filename}")
     with open_zip(archive) as handle:
         for info in members:
             destination = (root / info.filename).resolve()
@@ -122,6 +126,11 @@ class PublishedFile:
             return paths.open_file(self.location, "r", encoding="utf-8", newline="")
         stack = contextlib.ExitStack()  # the zip (and its object) close with the member
         handle = stack.enter_context(open_zip(self.archive))
+        try:
+            check_expansion(handle.getinfo(self.location), self.name)
+        except DumpError:
+            stack.close()
+            raise
         member = handle.open(self.location)
         text = io.TextIOWrapper(member, encoding="utf-8", newline="")
         original_close = text.close
@@ -132,6 +141,34 @@ class PublishedFile:
 
         text.close = close  # type: ignore[method-assign]
         return text
+
+
+def max_expansion_ratio() -> float:
+    """``$TW_JAX_MAX_ZIP_RATIO`` when set, else :data:`MAX_EXPANSION_RATIO`."""
+    value = os.environ.get(EXPANSION_ENV)
+    try:
+        ratio = float(value) if value else MAX_EXPANSION_RATIO
+    except ValueError:
+        ratio = 0.0
+    if ratio <= 0:
+        raise ValueError(f"${EXPANSION_ENV}={value!r}: expected a positive ratio")
+    return ratio
+
+
+def check_expansion(info: zipfile.ZipInfo, name: str) -> None:
+    """Refuse a member whose expanded size is out of proportion to its stored size (a zip
+    bomb) before a byte of it is inflated. zipfile never returns more than the declared size
+    (and checks the CRC at the end), so the declared size bounds what a reader can get."""
+    if info.file_size <= _SMALL_MEMBER:
+        return
+    ratio = info.file_size / max(info.compress_size, 1)
+    limit = max_expansion_ratio()
+    if ratio > limit:
+        raise DumpError(
+            name, None,
+            f"expands {ratio:,.0f} times ({info.file_size:,} bytes from {info.compress_size:,}); "
+            f"refused as a zip bomb (the limit is {limit:g}: set ${EXPANSION_ENV} to change it)",
+        )
 
 
 def _zip_files(archive: str) -> Iterator[PublishedFile]:
@@ -186,19 +223,17 @@ def index_files(root: str | os.PathLike[str]) -> list[PublishedFile]:
 def csv_texts(file: PublishedFile) -> Iterator[str]:
     """The ``text`` column of a CSV; a malformed row raises :class:`DumpError`."""
     with file.open_text() as handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
+        rows = csv_rows(handle, file.name)
+        header = next(rows, (1, None))[1]
         if header is None or "text" not in header:
             raise DumpError(file.name, "line 1", f"no 'text' column in header {header}")
         column = header.index("text")
-        for fields in reader:
+        for line, fields in rows:
             if not fields:
                 continue
             if len(fields) != len(header):
                 raise DumpError(
-                    file.name,
-                    f"line {reader.line_num}",
-                    f"{len(fields)} fields, header has {len(header)}",
+                    file.name, f"line {line}", f"{len(fields)} fields, header has {len(header)}"
                 )
             if fields[column]:
                 yield fields[column]

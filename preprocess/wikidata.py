@@ -18,7 +18,9 @@ Every line and every statement is accounted for in the caller's :class:`Skips`:
   missing or malformed datavalue).
 
 A broken archive raises :class:`~tw_jax.errors.DumpError` naming the file, the
-decompressed byte offset and the last entity read completely.
+decompressed byte offset and the last entity read completely; so do a file whose first record is
+not an entity (an XML dump given as Wikidata) and a JSON array without its closing ``]`` (a cut
+plain dump). An entity whose ``claims`` is neither an object nor empty is ``bad_entity``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from tw_jax.errors import DumpError
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.compressed import iter_chunks, open_binary
 
@@ -131,8 +134,12 @@ def _english(block: Any) -> str | None:
 def _claims(raw: Any, skips: Skips, where: tuple[str, int, str]) -> tuple[Claim, ...]:
     """The kept main snaks, in dump order. The common value types are decoded inline (this
     loop is most of the reader's time); the rest go through :func:`normalise_value`."""
-    if not isinstance(raw, dict) or not raw:
+    if not raw:  # {} or, as the dumps write an entity without statements, []
         return ()
+    if not isinstance(raw, dict):
+        # A non-empty list is no claims object: the entity is malformed (counted as
+        # bad_entity by the caller), not an entity without facts.
+        raise TypeError("claims is not an object")
     out: list[Claim] = []
     append = out.append
     for prop, statements in raw.items():
@@ -167,11 +174,58 @@ def _skip(skips: Skips, reason: str, where: tuple[str, int, str], prop: str) -> 
     skips.add(reason, f"{path}:{lineno} {eid} {prop}")
 
 
+class _DumpShape:
+    """What makes a file a whole Wikidata dump, checked while it streams: its first record is an
+    entity (an XML file or any other JSON is refused at its first record, not after millions of
+    ``bad_json`` lines), and a dump that opens its JSON array with ``[`` closes it with ``]``
+    (a plain dump cut in the middle has no ``]``; a cut compressed stream fails in
+    decompression). Files of bare JSON lines, without brackets, are whole dumps too."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.opened = self.closed = False
+        self.checked = False
+
+    def bracket(self, line: bytes, lineno: int) -> None:
+        if line == b"[":
+            if self.checked or self.opened:
+                raise DumpError(self.path, f"line {lineno}", "a '[' inside the dump's array")
+            self.opened = True
+        elif not self.opened or self.closed:
+            raise DumpError(self.path, f"line {lineno}", "a ']' that closes no array")
+        else:
+            self.closed = True
+
+    def record(self, line: bytes, lineno: int) -> None:
+        if self.closed:
+            raise DumpError(self.path, f"line {lineno}", "a record after the array's closing ']'")
+        if self.checked:
+            return
+        self.checked = True
+        try:
+            first = orjson.loads(line)
+        except ValueError:
+            first = None
+        if not (isinstance(first, dict) and isinstance(first.get("id"), str)
+                and isinstance(first.get("type"), str)):
+            shown = line[:60].decode("utf-8", "replace")
+            raise DumpError(self.path, f"line {lineno}",
+                            f"not a Wikidata JSON dump: its first record is not an entity "
+                            f"({shown!r})")
+
+    def end(self, lineno: int, last: str | None) -> None:
+        if self.opened and not self.closed:
+            where = f"after line {lineno}" + (f" ({last})" if last else "")
+            raise DumpError(self.path, where,
+                            "the dump's JSON array has no closing ']': the file is cut")
+
+
 def _iter_lines(path_s: str, last: list[str] | None) -> Iterator[tuple[int, bytes]]:
     """``(line number, stripped line)`` of every line that may hold an entity: brackets, blank
     lines, trailing commas and a byte-order mark are dropped. ``last[0]`` (kept up to date by
     the caller, when given) names the last entity read, for a broken archive's error."""
     lineno = 0
+    shape = _DumpShape(path_s)
     with open_binary(path_s) as stream:
         if last is None:
             stream.context = lambda: f"after line {lineno}"
@@ -195,10 +249,15 @@ def _iter_lines(path_s: str, last: list[str] | None) -> Iterator[tuple[int, byte
                         line = line.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark
                     if line.endswith(b","):
                         line = line[:-1]
-                    if not line or line == b"[" or line == b"]":
+                    if not line:
                         continue
+                    if line == b"[" or line == b"]":
+                        shape.bracket(line, lineno)
+                        continue
+                    shape.record(line, lineno)
                     yield lineno, line
                 if chunk is None:
+                    shape.end(lineno, last[0] if last else None)
                     return
         finally:
             chunks.close()

@@ -28,7 +28,6 @@ normalisation, the paper's lower-casing and punctuation removal plus articles).
 
 from __future__ import annotations
 
-import csv
 import io
 import os
 import re
@@ -40,6 +39,7 @@ import seqio
 
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
+from tw_jax.io.csv_reader import BoundedReader
 from tw_jax.preprocess.published import PublishedFile, index_files
 from tw_jax.tasks import metrics
 from tw_jax.tasks.preprocessors import tokenize_keep_text
@@ -66,7 +66,7 @@ def read_qa_rows(handle: IO[str], name: str, *, edited: bool) -> list[dict[str, 
     :class:`DumpError` naming ``name`` and the line.
     """
     wanted = EDITED_COLUMNS if edited else QA_COLUMNS
-    reader = csv.reader(handle)
+    reader = BoundedReader(handle, name)
     try:
         header = [c.strip().lstrip("\ufeff") for c in next(reader)]
     except StopIteration:

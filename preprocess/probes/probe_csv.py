@@ -8,18 +8,14 @@ the evaluators and the EvolvingQA and CKL builders all read probes through this 
 
 from __future__ import annotations
 
-import csv
 import io
 import os
-import sys
 from collections.abc import Mapping
 from typing import IO
 
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
-
-# Wikipedia articles in one CSV field exceed the csv module's default 128 KiB limit.
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
+from tw_jax.io.csv_reader import csv_rows
 
 # T5's first sentinel: what a cloze's object becomes in the T5 formats.
 SENTINEL = "<extra_id_0>"
@@ -36,9 +32,9 @@ def read_probe_rows(handle: IO[str], name: str) -> list[dict[str, str]]:
     Missing optional columns read as empty; a row with the wrong number of fields or an empty
     subject, relation or object raises :class:`DumpError` naming ``name`` and the line.
     """
-    reader = csv.reader(handle)
+    reader = csv_rows(handle, name)
     try:
-        header = next(reader)
+        header = next(reader)[1]
     except StopIteration:
         raise DumpError(name, "line 1", "empty file: expected a CSV header") from None
     columns = {column.strip(): i for i, column in enumerate(header)}
@@ -51,8 +47,7 @@ def read_probe_rows(handle: IO[str], name: str) -> list[dict[str, str]]:
             f"header {header} lacks {missing + ([] if object_column else ['object'])}",
         )
     rows = []
-    for fields in reader:
-        line = reader.line_num
+    for line, fields in reader:
         if not fields:
             continue  # a blank line
         if len(fields) != len(header):

@@ -60,3 +60,23 @@ def test_clear_errors(tmp_path, tiny_config, tiny_model):
     (tmp_path / "m" / "model.safetensors").unlink()
     with pytest.raises(FileNotFoundError, match="model.safetensors"):
         load_pretrained(tmp_path / "m")
+
+
+def test_a_tensor_stored_transposed_or_as_integers_is_refused(tmp_path, tiny_config, tiny_model):
+    """Same element count, other layout: refused by shape, naming the tensor (never reshaped)."""
+    from safetensors.numpy import save_file
+
+    _, params = tiny_model
+    save_gpt2(tmp_path / "m", tiny_config, params)
+    weights = tmp_path / "m" / "model.safetensors"
+    tensors = load_file(weights)
+    name = next(n for n in tensors if n.endswith("h.0.mlp.c_fc.weight"))
+    e, mlp = tensors[name].shape
+    assert e != mlp  # a square matrix transposed cannot be told by its shape
+    save_file({**tensors, name: np.ascontiguousarray(tensors[name].T)}, weights)
+    with pytest.raises(ValueError, match=rf"tensor 'h\.0\.mlp\.c_fc\.weight' has shape "
+                                         rf"\({mlp}, {e}\), expected \({e}, {mlp}\)"):
+        load_gpt2(tmp_path / "m")
+    save_file({**tensors, name: tensors[name].astype(np.int32)}, weights)
+    with pytest.raises(ValueError, match=r"'h\.0\.mlp\.c_fc\.weight' has dtype int32, expected a float"):
+        load_gpt2(tmp_path / "m")

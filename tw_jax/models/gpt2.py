@@ -25,6 +25,7 @@ from tw_jax.models.layers import (
     DenseGeneral,
     attend,
     cached_key_value,
+    feed_forward,
     kadapter_output,
     layer_norm,
     normal_init,
@@ -205,12 +206,12 @@ class MLP(nn.Module):
     @nn.compact
     def __call__(self, x: jax.Array, deterministic: bool) -> jax.Array:
         cfg = self.config
-        h = _dense(cfg, (cfg.mlp_dim,), ("embed", "mlp"), "c_fc")(x)
-        h = ACTIVATIONS[cfg.activation](h)
-        h = nn.with_logical_constraint(h, ("batch", "length", "activation_mlp"))
-        return _dense(
-            cfg, (cfg.n_embd,), ("mlp", "embed"), "c_proj", init_scale=(2 * cfg.n_layer) ** -0.5
-        )(h)
+        return feed_forward(
+            x, [_dense(cfg, (cfg.mlp_dim,), ("embed", "mlp"), "c_fc")],
+            _dense(cfg, (cfg.n_embd,), ("mlp", "embed"), "c_proj",
+                   init_scale=(2 * cfg.n_layer) ** -0.5),
+            ACTIVATIONS[cfg.activation],
+        )
 
 
 class Block(nn.Module):

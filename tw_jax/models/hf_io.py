@@ -92,6 +92,23 @@ def _strip(tensors: dict[str, np.ndarray], source: str) -> dict[str, np.ndarray]
     return out
 
 
+_FLOAT_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64"})
+
+
+def checked_tensor(
+    source: str, name: str, array: np.ndarray, shape: tuple[int, ...]
+) -> np.ndarray:
+    """``array`` if it has exactly ``shape`` (as stored: a transposed matrix of the same size is
+    refused) and a floating dtype; otherwise one line naming the tensor, expected and found."""
+    if tuple(array.shape) != tuple(shape):
+        raise ValueError(f"{source}: tensor {name!r} has shape {tuple(array.shape)}, "
+                         f"expected {tuple(shape)}")
+    if np.dtype(array.dtype).name not in _FLOAT_DTYPES:
+        raise ValueError(f"{source}: tensor {name!r} has dtype {np.dtype(array.dtype).name}, "
+                         f"expected a float ({', '.join(sorted(_FLOAT_DTYPES))})")
+    return array
+
+
 def gpt2_params_from_hf(
     tensors: dict[str, np.ndarray], config: GPT2Config, source: str | os.PathLike[str] = "<tensors>"
 ) -> dict[str, Any]:
@@ -102,12 +119,12 @@ def gpt2_params_from_hf(
     dtype = np.dtype(config.param_dtype)
     e, h, d = config.n_embd, config.n_head, config.head_dim
 
-    def take(name: str, shape: tuple[int, ...]) -> np.ndarray:
+    def take(name: str, shape: tuple[int, ...], stored: tuple[int, ...] | None = None) -> np.ndarray:
+        """The tensor as stored (``stored``, default ``shape``: Conv1D keeps (in, out)),
+        reshaped to our ``shape``."""
         if name not in flat:
             raise KeyError(f"{source}: tensor {name!r} is missing")
-        array = flat[name]
-        if array.size != int(np.prod(shape)):
-            raise ValueError(f"{source}: {name!r} has shape {array.shape}, expected {shape}")
+        array = checked_tensor(source, name, flat[name], stored or shape)
         used.add(name)
         return np.asarray(array, dtype=dtype).reshape(shape)
 
@@ -121,14 +138,14 @@ def gpt2_params_from_hf(
     }
     for i in range(config.n_layer):
         p = f"h.{i}"
-        qkv_kernel = take(f"{p}.attn.c_attn.weight", (e, 3, h, d))
-        qkv_bias = take(f"{p}.attn.c_attn.bias", (3, h, d))
+        qkv_kernel = take(f"{p}.attn.c_attn.weight", (e, 3, h, d), (e, 3 * h * d))
+        qkv_bias = take(f"{p}.attn.c_attn.bias", (3, h, d), (3 * h * d,))
         attn = {
             name: {"kernel": np.ascontiguousarray(qkv_kernel[:, j]), "bias": qkv_bias[j].copy()}
             for j, name in enumerate(("query", "key", "value"))
         }
         attn["out"] = {
-            "kernel": take(f"{p}.attn.c_proj.weight", (h, d, e)),
+            "kernel": take(f"{p}.attn.c_proj.weight", (h, d, e), (h * d, e)),
             "bias": take(f"{p}.attn.c_proj.bias", (e,)),
         }
         mlp = {

@@ -1,9 +1,9 @@
 """Pieces shared by the model families: the dense layer (with its optional LoRA), the KV cache,
-the attention computation and the K-Adapter chain."""
+the attention computation, the feed-forward block and the K-Adapter chain."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import flax.linen as nn
@@ -150,3 +150,21 @@ def kadapter_output(
     norm = layer_norm(kadapter.norm_epsilon, dtype, param_dtype, "output_norm")
     out = base + jnp.asarray(kadapter.output_scale, base.dtype) * norm(h)
     return nn.with_logical_constraint(out, EMBED_AXES)
+
+
+def feed_forward(
+    x: jax.Array, inputs: Sequence[DenseGeneral], output: DenseGeneral,
+    activation: Callable[[jax.Array], jax.Array], *, dropout_rate: float | None = None,
+    deterministic: bool = True,
+) -> jax.Array:
+    """The position-wise feed-forward block of every family: ``output(act(in_0(x)) * in_1(x)
+    …)`` (one input projection: GPT-2 and T5; two: T5 v1.1's and Llama's gated form), with
+    dropout on the hidden units where the family has it (T5: ``dropout_rate``; GPT-2 none).
+    The projections carry the family's names and biases; call it inside a compact module."""
+    h = activation(inputs[0](x))
+    for gate in inputs[1:]:
+        h = h * gate(x)
+    h = nn.with_logical_constraint(h, ("batch", "length", "activation_mlp"))
+    if dropout_rate is not None:
+        h = nn.Dropout(dropout_rate)(h, deterministic=deterministic)
+    return output(h)

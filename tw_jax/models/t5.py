@@ -31,6 +31,7 @@ from tw_jax.models.layers import (
     DenseGeneral,
     attend,
     cached_key_value,
+    feed_forward,
     kadapter_output,
     normal_init,
 )
@@ -318,13 +319,11 @@ class MLP(nn.Module):
         def dense_in(name: str) -> DenseGeneral:
             return _dense(cfg, (cfg.d_ff,), ("embed", "mlp"), f * cfg.d_model**-0.5, name)
 
-        if cfg.is_gated:
-            h = act(dense_in("wi_0")(x)) * dense_in("wi_1")(x)
-        else:
-            h = act(dense_in("wi")(x))
-        h = nn.with_logical_constraint(h, ("batch", "length", "activation_mlp"))
-        h = nn.Dropout(cfg.dropout_rate)(h, deterministic=deterministic)
-        return _dense(cfg, (cfg.d_model,), ("mlp", "embed"), f * cfg.d_ff**-0.5, "wo")(h)
+        inputs = [dense_in("wi_0"), dense_in("wi_1")] if cfg.is_gated else [dense_in("wi")]
+        return feed_forward(
+            x, inputs, _dense(cfg, (cfg.d_model,), ("mlp", "embed"), f * cfg.d_ff**-0.5, "wo"),
+            act, dropout_rate=cfg.dropout_rate, deterministic=deterministic,
+        )
 
 
 class EncoderBlock(nn.Module):

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tw_jax.models.hf_io import read_config, read_safetensors, write_folder
+from tw_jax.models.hf_io import checked_tensor, read_config, read_safetensors, write_folder
 from tw_jax.models.t5 import T5Config
 from tw_jax.models.variants import export_params
 
@@ -41,9 +41,7 @@ def t5_params_from_hf(
     def take(name: str, shape: tuple[int, ...]) -> np.ndarray:
         if name not in tensors:
             raise KeyError(f"{source}: tensor {name!r} is missing")
-        array = tensors[name]
-        if array.shape != shape:
-            raise ValueError(f"{source}: {name!r} has shape {array.shape}, expected {shape}")
+        array = checked_tensor(source, name, tensors[name], shape)
         used.add(name)
         return np.asarray(array, dtype=dtype)
 

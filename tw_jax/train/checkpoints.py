@@ -9,7 +9,11 @@ or Adam that is two or three more copies of the model).
 Saving is asynchronous where orbax supports it: the arrays are copied off the devices and written
 by a background thread while training goes on. Orbax writes into a temporary folder and renames
 it when complete, so a process killed mid-save leaves no checkpoint that looks finished; the
-latest *complete* step is what a restart resumes from.
+latest *complete* step is what a restart resumes from. Once a save has finished, its files'
+checksums are recorded beside it (:func:`seal`, :mod:`tw_jax.train.integrity`), and every
+restore (resume, a starting point, evaluation) checks them first: a damaged step is skipped for
+the newest intact one, with a warning naming it, and a run with no intact step stops with one
+line.
 
 Starting point (:func:`initial_params`): the latest checkpoint in MODEL_DIR (automatic resume,
 handled by the trainer), else ``INITIAL_CHECKPOINT_PATH``: a Hugging Face folder
@@ -36,6 +40,7 @@ from tw_jax.io import paths
 from tw_jax.io.paths import PathLike
 from tw_jax.models import families_by_type
 from tw_jax.models.hf_io import read_config
+from tw_jax.train.integrity import check_step, write_manifest
 
 log = logging.getLogger(__name__)
 
@@ -72,17 +77,62 @@ def save(mngr: Any, step: int, params: Any, opt_state: Any, meta: dict[str, Any]
     )
 
 
+def step_dir(mngr: Any, step: int) -> str:
+    return paths.join(str(mngr.directory), str(step))
+
+
+def seal(mngr: Any, step: int | None) -> None:
+    """Wait for the save of ``step`` to finish, then record its checksums (process 0), so that
+    a later restore can tell it intact (:mod:`tw_jax.train.integrity`)."""
+    if step is None:
+        return
+    mngr.wait_until_finished()
+    if jax.process_index() == 0 and paths.isdir(step_dir(mngr, step)):
+        write_manifest(step_dir(mngr, step))
+
+
+def latest_intact_step(mngr: Any) -> int | None:
+    """The newest step whose files match their checksums, for training to resume from. Damaged
+    newer steps are named in a warning and deleted (training saves those steps again). None
+    when there is no checkpoint; a :class:`CheckpointError` when every one is damaged."""
+    steps = sorted(mngr.all_steps(), reverse=True)
+    damaged: list[int] = []
+    reasons: list[str] = []
+    for step in steps:
+        problem = check_step(step_dir(mngr, step))
+        if problem is None:
+            for newer in damaged:  # training goes on from here and saves those steps again
+                mngr.delete(newer)
+            if damaged:
+                log.warning("resuming from step %d, the newest intact checkpoint (damaged newer "
+                            "steps deleted: %s)", step, ", ".join(map(str, damaged)))
+            return step
+        log.warning("%s: damaged, not restored: %s", step_dir(mngr, step), problem)
+        damaged.append(step)
+        reasons.append(f"step {step}: {problem}")
+    if damaged:
+        raise CheckpointError(
+            f"{mngr.directory}: every checkpoint is damaged ({'; '.join(reasons)}); move the "
+            "folder away to start over"
+        )
+    return None
+
+
 def restore(mngr: Any, step: int, abstract_params: Any, abstract_opt_state: Any) -> tuple:
     """``(params, opt_state, meta)`` of ``step``, placed as the abstract trees' shardings say
     (whatever mesh or host count saved them: orbax reshards onto the target)."""
-    restored = mngr.restore(
-        step,
-        args=ocp.args.Composite(
-            params=ocp.args.StandardRestore(abstract_params),
-            opt_state=ocp.args.StandardRestore(abstract_opt_state),
-            meta=ocp.args.JsonRestore(),
-        ),
-    )
+    try:
+        restored = mngr.restore(
+            step,
+            args=ocp.args.Composite(
+                params=ocp.args.StandardRestore(abstract_params),
+                opt_state=ocp.args.StandardRestore(abstract_opt_state),
+                meta=ocp.args.JsonRestore(),
+            ),
+        )
+    except (ValueError, OSError, KeyError, FileNotFoundError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise CheckpointError(f"{step_dir(mngr, step)}: cannot be restored: {first}") from error
     return restored["params"], restored["opt_state"], dict(restored["meta"])
 
 
@@ -91,17 +141,31 @@ def _has_params(folder: str) -> bool:
 
 
 def step_folder(path: PathLike) -> str:
-    """A checkpoint step folder from a step folder, a ``checkpoints`` folder or a MODEL_DIR."""
+    """A checkpoint step folder from a step folder, a ``checkpoints`` folder or a MODEL_DIR
+    (its newest intact step: a damaged newer one is skipped with a warning). A damaged step
+    folder given by name is a :class:`CheckpointError`."""
     path = paths.resolve(path)
     if _has_params(path):
+        problem = check_step(path)
+        if problem:
+            raise CheckpointError(f"{path}: damaged: {problem}")
         return path
     for root in (paths.join(path, CHECKPOINTS), path):
         if not paths.isdir(root):
             continue
-        steps = [int(n) for n in paths.listdir(root) if n.isdigit()]
+        steps = [int(n.rstrip("/")) for n in paths.listdir(root) if n.rstrip("/").isdigit()]
+        damaged = []
         for step in sorted(steps, reverse=True):
-            if _has_params(paths.join(root, str(step))):
-                return paths.join(root, str(step))
+            folder = paths.join(root, str(step))
+            if not _has_params(folder):
+                continue
+            problem = check_step(folder)
+            if problem is None:
+                return folder
+            log.warning("%s: damaged, not used: %s", folder, problem)
+            damaged.append(f"step {step}: {problem}")
+        if damaged:
+            raise CheckpointError(f"{root}: every checkpoint is damaged ({'; '.join(damaged)})")
     raise CheckpointError(
         f"{path}: neither a Hugging Face folder (config.json) nor an orbax checkpoint of tw_jax "
         f"(a step folder with params/, or a MODEL_DIR with {CHECKPOINTS}/<step>/params)"

@@ -31,6 +31,12 @@ def token_losses(logits: jax.Array, batch: Batch) -> tuple[jax.Array, jax.Array,
     return losses * weights, correct * weights, weights
 
 
+def all_finite(tree: Any) -> jax.Array:
+    """True when every element of every array of ``tree`` is finite."""
+    leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.bool_(True)
+
+
 def make_train_step(
     model: BaseModel, tx: optax.GradientTransformation, trainable: Any, seed: int
 ) -> Callable[..., tuple[Any, Any, dict[str, jax.Array]]]:
@@ -38,7 +44,8 @@ def make_train_step(
 
     ``trainable`` is a tree of booleans like the params. Metrics: loss, accuracy, tokens (loss
     tokens), real_tokens (all unmasked input and target tokens), grad_norm (of the trainable
-    gradient, before clipping).
+    gradient, before clipping), grads_finite and params_finite (whether every gradient and every
+    updated parameter is finite: the trainer accepts no step without both).
     """
     base_key = jax.random.key(seed)
 
@@ -62,6 +69,9 @@ def make_train_step(
             "tokens": tokens,
             "real_tokens": real.astype(jnp.float32),
             "grad_norm": optax.global_norm(grads),
+            # Element by element: a norm of finite values can overflow to inf.
+            "grads_finite": all_finite(grads),
+            "params_finite": all_finite(params),
         }
         return params, opt_state, metrics
 

@@ -28,9 +28,11 @@ mesh's batch shards (CKL's 60 over 16 chips) is padded with rows that carry no l
 Preemption. SIGTERM or SIGINT (any host) stops training at a step all hosts agree on, after
 saving a checkpoint of it (:mod:`tw_jax.train.preemption`); the summary says ``preempted``.
 
-Divergence. A NaN or infinite loss stops training with :class:`TrainingDivergedError` before
-anything else is saved; pending asynchronous saves are completed first, so the last good
-checkpoint stays intact and is named in the message.
+Divergence. A step whose loss, any gradient or any updated parameter is NaN or infinite
+(checked element by element inside the step) stops training with
+:class:`TrainingDivergedError` before its state is saved or logged; pending asynchronous saves
+are completed first, so the last good checkpoint stays intact and is named in the message.
+Hence no checkpoint ever holds non-finite parameters.
 """
 
 from __future__ import annotations
@@ -70,7 +72,8 @@ from tw_jax.train.steps import make_train_step
 log = logging.getLogger(__name__)
 
 class TrainingDivergedError(RuntimeError):
-    """The loss became NaN or infinite; training stopped without saving the bad state."""
+    """A step's loss, gradients or updated parameters were NaN or infinite; training stopped
+    without saving that state."""
 
 
 def write_gin_config(model_dir: PathLike, name: str, config: TrainConfig) -> None:
@@ -120,7 +123,7 @@ def train(config: TrainConfig) -> TrainSummary:
     mngr = checkpoints.manager(
         model_dir, keep=config.keep_checkpoints, asynchronous=config.async_checkpoints
     )
-    latest = mngr.latest_step()
+    latest = checkpoints.latest_intact_step(mngr)
     fresh: list[str] = []
     checkpoint_dir = paths.join(model_dir, checkpoints.CHECKPOINTS)
     with activate(run.mesh):
@@ -158,6 +161,7 @@ def train(config: TrainConfig) -> TrainSummary:
         if peak is None:
             peak = peak_flops_per_device(device_kind)
         last_saved = latest
+        unsealed: int | None = None  # saved, checksums not written yet (the save may be running)
         metrics: dict[str, float] = {}
         done = start_step
         preempted: str | None = None
@@ -169,16 +173,20 @@ def train(config: TrainConfig) -> TrainSummary:
                     params, opt_state, out = train_step.jitted(
                         params, opt_state, jnp.int32(step), batch
                     )
-                    loss = float(out["loss"])
+                    loss, grads_ok, params_ok = jax.device_get(
+                        (out["loss"], out["grads_finite"], out["params_finite"])
+                    )
                     elapsed = time.perf_counter() - started
-                    if not math.isfinite(loss):
-                        mngr.wait_until_finished()
+                    problem = _non_finite(float(loss), bool(grads_ok), bool(params_ok),
+                                          float(out["grad_norm"]))
+                    if problem:
+                        checkpoints.seal(mngr, unsealed)
                         where = (
                             f"the last good checkpoint is step {last_saved} in {checkpoint_dir}"
                             if last_saved is not None else "no checkpoint was saved"
                         )
                         raise TrainingDivergedError(
-                            f"loss is {loss} at step {step + 1}; training stopped, {where}"
+                            f"{problem} at step {step + 1}; training stopped, {where}"
                         )
                     done = step + 1
                     if step == start_step:
@@ -191,12 +199,13 @@ def train(config: TrainConfig) -> TrainSummary:
                     stop = preemption.reached(done) and done < train_steps
                     if done % checkpoint_period == 0 or done == train_steps or stop:
                         meta = {"step": done, "batches_consumed": done, "seed": seed}
+                        checkpoints.seal(mngr, unsealed)
                         checkpoints.save(mngr, done, params, opt_state, meta)
-                        last_saved = done
+                        last_saved = unsealed = done
                     if stop:
                         preempted = preemption.signal_name
                         break
-                mngr.wait_until_finished()
+                checkpoints.seal(mngr, unsealed)
         finally:
             logger.close()
             mngr.close()
@@ -209,6 +218,17 @@ def train(config: TrainConfig) -> TrainSummary:
         step=max(done, start_step), start_step=start_step, resumed=latest is not None,
         preempted=preempted, params=params, last_metrics=metrics, fresh_parameters=fresh,
     )
+
+
+def _non_finite(loss: float, grads_finite: bool, params_finite: bool, grad_norm: float) -> str:
+    """What makes a step unacceptable ("" when nothing): its parameters are never kept."""
+    if not math.isfinite(loss):
+        return f"loss is {loss}"
+    if not grads_finite:
+        return f"the gradients are not finite (norm {grad_norm})"
+    if not params_finite:
+        return "the updated parameters are not finite"
+    return ""
 
 
 def _host_metrics(

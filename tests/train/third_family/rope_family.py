@@ -16,7 +16,13 @@ import jax.numpy as jnp
 
 from tw_jax.models import DecoderOnlyModel, LoRAConfig, register_family
 from tw_jax.models.flop_layout import DECODER, Part
-from tw_jax.models.layers import DenseGeneral, attend, cached_key_value, normal_init
+from tw_jax.models.layers import (
+    DenseGeneral,
+    attend,
+    cached_key_value,
+    feed_forward,
+    normal_init,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,9 +99,10 @@ class Block(nn.Module):
                      divide_by=jnp.sqrt(jnp.float32(cfg.head_dim)))
         x = x + _dense(cfg, (cfg.d_model,), ("heads", "kv", "embed"), "out", n_axes=2)(out)
         h = RMSNorm(jnp.dtype(cfg.dtype), name="mlp_norm")(x)
-        gate = _dense(cfg, (cfg.mlp_dim,), ("embed", "mlp"), "gate")(h)
-        up = _dense(cfg, (cfg.mlp_dim,), ("embed", "mlp"), "up")(h)
-        return x + _dense(cfg, (cfg.d_model,), ("mlp", "embed"), "down")(jax.nn.silu(gate) * up)
+        return x + feed_forward(
+            h, [_dense(cfg, (cfg.mlp_dim,), ("embed", "mlp"), n) for n in ("gate", "up")],
+            _dense(cfg, (cfg.d_model,), ("mlp", "embed"), "down"), jax.nn.silu,
+        )
 
 
 class RopeGPT(nn.Module):

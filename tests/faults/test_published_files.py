@@ -1,0 +1,102 @@
+"""Hostile released files: a zip bomb is refused before it is inflated, an oversized CSV field
+is an error naming the file and line (tw_jax.preprocess.published, tw_jax.io.csv_reader)."""
+
+import csv
+import io
+import subprocess
+import sys
+import textwrap
+import zipfile
+
+import pytest
+
+from tw_jax.errors import DumpError
+from tw_jax.preprocess.probes.probe_csv import read_probe_rows
+from tw_jax.preprocess.published import csv_texts, index_files
+
+BOMB_BYTES = 1 << 30  # 1 GiB of CSV expanded, about 1 MiB stored
+
+
+@pytest.fixture(autouse=True)
+def _csv_limit_restored():
+    """The csv module's field limit is process-wide: leave it as found for other tests."""
+    before = csv.field_size_limit()
+    yield
+    csv.field_size_limit(before)
+
+
+def _zip_bomb(path):
+    """A TemporalWiki-looking zip whose one CSV inflates to BOMB_BYTES (written in chunks)."""
+    chunk = b"a" * (1 << 20)
+    with (zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive,
+          archive.open("TWiki_Diffsets/0809/diffset.csv", "w", force_zip64=True) as member):
+        member.write(b"id,title,text\n1,Bomb,")
+        for _ in range(BOMB_BYTES // len(chunk)):
+            member.write(chunk)
+        member.write(b"\n")
+    return path
+
+
+def test_a_zip_bomb_is_refused_unread_with_bounded_memory(tmp_path):
+    bomb = _zip_bomb(tmp_path / "TWiki_Diffsets.zip")
+    assert bomb.stat().st_size < BOMB_BYTES // 100
+    # In a child process, so its peak memory is the reader's alone.
+    script = textwrap.dedent(f"""
+        from tw_jax.errors import DumpError
+        from tw_jax.preprocess.published import csv_texts, index_files
+        (file,) = index_files({str(bomb)!r})
+        try:
+            list(csv_texts(file))
+        except DumpError as error:
+            print(error)
+        # VmHWM: this process's peak since its exec (ru_maxrss would carry the forking
+        # pytest process's peak across exec).
+        status = open("/proc/self/status").read().split("VmHWM:")[1]
+        print(int(status.split()[0]))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, check=True)
+    message, peak_kib = done.stdout.strip().splitlines()
+    assert message.startswith(f"{bomb}!TWiki_Diffsets/0809/diffset.csv: expands ")
+    assert "refused as a zip bomb (the limit is 100" in message
+    # The interpreter and the imports, not a gigabyte of inflated text.
+    assert int(peak_kib) < 600 * 1024, f"peak RSS {int(peak_kib) // 1024} MiB"
+
+
+def test_the_expansion_limit_is_configurable(tmp_path, monkeypatch):
+    archive = tmp_path / "TWiki_Probes.zip"
+    text = "subject,relation,object\n" + "Ada,occupation,mathematician\n" * 200_000
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as handle:
+        handle.writestr("TWiki_Probes/0809/unchanged.csv", text)
+    (file,) = index_files(archive)
+    monkeypatch.setenv("TW_JAX_MAX_ZIP_RATIO", "10")
+    with pytest.raises(DumpError, match="refused as a zip bomb"), file.open_text():
+        pass
+    monkeypatch.setenv("TW_JAX_MAX_ZIP_RATIO", "100000")
+    with file.open_text() as handle:
+        assert len(read_probe_rows(handle, file.name)) == 200_000
+
+
+def test_an_oversized_field_names_the_file_and_line(tmp_path, monkeypatch):
+    path = tmp_path / "diffset.csv"
+    path.write_text("id,title,text\n1,Short,fine\n2,Long," + "x" * 5000 + "\n")
+    (file,) = [f for f in index_files(tmp_path) if f.location == str(path)]
+    monkeypatch.setenv("TW_JAX_CSV_FIELD_LIMIT", "4096")
+    with pytest.raises(DumpError, match=r"diffset\.csv, line 3: a field is longer than 4,096 "
+                                        r"characters \(set \$TW_JAX_CSV_FIELD_LIMIT"):
+        list(csv_texts(file))
+    monkeypatch.delenv("TW_JAX_CSV_FIELD_LIMIT")
+    assert [len(t) for t in csv_texts(file)] == [4, 5000]
+    with pytest.raises(DumpError, match=r"probes\.csv, line 2: a field is longer than 10"):
+        monkeypatch.setenv("TW_JAX_CSV_FIELD_LIMIT", "10")
+        read_probe_rows(io.StringIO("subject,relation,object\nAda,occupation,mathematician\n"),
+                        "probes.csv")
+
+
+def test_extracting_a_zip_bomb_writes_nothing(tmp_path):
+    from tw_jax.preprocess.published import extract_safely
+
+    bomb = _zip_bomb(tmp_path / "TWiki_Diffsets.zip")
+    with pytest.raises(DumpError, match="refused as a zip bomb"):
+        extract_safely(bomb, tmp_path / "out")
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*"))
