@@ -94,3 +94,21 @@ def test_cli_reports_a_config_error_and_exits_2(capsys):
     assert main(["train", "--gin_file=lora.gin", "--gin_file=models/t5_tiny.gin"]) == 2
     # lora.gin is the paper's run: the steps depend on the month's data, so they are required.
     assert "gin macro(s) MODEL_DIR, TRAIN_STEPS not set" in capsys.readouterr().err
+
+
+def test_a_misspelt_macro_is_named_with_the_closest_ones(capsys):
+    with pytest.raises(gin_setup.GinConfigError,
+                       match=r"^gin macro TRAIN_STEP is bound but nothing in the gin files uses "
+                             r"it \(did you mean TRAIN_STEPS\?\)$"):
+        gin_setup.parse(SMOKE, ["MODEL_DIR='m'", "TRAIN_STEP=3"])
+    gin_setup.parse(SMOKE, ["MODEL_DIR='m'", "TRAIN_STEP=3"], strict_macros=False)
+    gin_setup.parse(SMOKE, ["MODEL_DIR='m'", "TRAIN_STEPS=3", "tw_jax.train.train.seed=2"])
+    assert gin.query_parameter("%TRAIN_STEPS") == 3
+
+    from tw_jax.cli import main
+
+    assert main(["train", "--gin_file=diff.gin", "--gin_file=models/gpt2_tiny.gin",
+                 "--gin.MODEL_DIR=m", "--gin.BATCH_SIZ=2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["tw-jax train: error: gin macro BATCH_SIZ is bound but nothing in the gin "
+                   "files uses it (did you mean BATCH_SIZE?)"]

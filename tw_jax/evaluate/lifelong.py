@@ -220,7 +220,9 @@ def _gin_run(options: LifelongOptions, files: Sequence[str]) -> TrainConfig:
     MODEL_DIR, task and start point on it. Parsed again before each training, so the gin record
     the trainer writes into MODEL_DIR is that step's."""
 
-    gin_setup.parse(files, options.gin_bindings, options.gin_search_paths)
+    # Not strict: a --gin macro of the method's files may be unused by INITIAL's (the run's
+    # first parse, of the method's files, checks them).
+    gin_setup.parse(files, options.gin_bindings, options.gin_search_paths, strict_macros=False)
     return gin_setup.train_config()
 
 

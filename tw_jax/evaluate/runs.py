@@ -64,7 +64,7 @@ def model_from_gin(
     """``(MODEL, MESH_SHAPE or None)`` of a run's gin files (they replace any gin state)."""
     if not gin_files:
         raise gin_setup.GinConfigError("a MODEL_DIR needs the gin files that built its model")
-    gin_setup.parse(gin_files, [*bindings, "MODEL_DIR='unused'"], search_paths)
+    gin_setup.parse(gin_files, bindings, search_paths)
     mesh = gin_setup.macro("MESH_SHAPE")
     return gin_setup.model_config(), (tuple(mesh) if mesh is not None else None)
 

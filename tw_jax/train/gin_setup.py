@@ -19,6 +19,7 @@ or parameter (which name the file and line).
 
 from __future__ import annotations
 
+import difflib
 import functools
 import logging
 from collections.abc import Sequence
@@ -134,8 +135,13 @@ def parse(
     bindings: Sequence[str] = (),
     gin_search_paths: Sequence[str] = (),
     required_macros: Sequence[str] = (),
+    strict_macros: bool = True,
 ) -> None:
-    """Clear gin, then parse the files (in order) and the bindings (``KEY=VALUE``) after them."""
+    """Clear gin, then parse the files (in order) and the bindings (``KEY=VALUE``) after them.
+
+    With ``strict_macros``, a binding of a macro that nothing in the parsed configuration uses
+    (``TRAIN_STEP=3`` for ``TRAIN_STEPS``: gin would define a new macro and the run would keep
+    the default) is a :class:`GinConfigError` naming the closest macros that are used."""
     register_configurables()
     gin.clear_config()
     _reset_search_paths()
@@ -153,12 +159,51 @@ def parse(
         raise GinConfigError(f"gin: {error}") from error
     finally:
         logging.getLogger().removeFilter(quiet)
+    if strict_macros:
+        _check_macro_bindings(bindings)
     missing = [name for name in required_macros if not _macro_is_set(name)]
     if missing:
         raise GinConfigError(
             f"gin macro(s) {', '.join(missing)} not set: define them in a gin file or pass "
             + " ".join(f"--gin.{m}=..." for m in missing)
         )
+
+
+def used_macros() -> set[str]:
+    """The macros that some binding of the parsed configuration refers to (``%NAME``)."""
+    used: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, gin.config.ConfigurableReference):
+            if value.configurable.name == "macro":
+                used.add(value.scoped_selector.split("/")[0])
+        elif isinstance(value, (list, tuple, set)):
+            for item in value:
+                walk(item)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+
+    # gin keeps its parsed bindings here; it has no public way to list macro references.
+    for parameters in gin.config._CONFIG.values():  # noqa: SLF001
+        for value in parameters.values():
+            walk(value)
+    return used
+
+
+def _check_macro_bindings(bindings: Sequence[str]) -> None:
+    keys = [b.split("=", 1)[0].strip() for b in bindings]
+    macros = [k for k in keys if k and "." not in k and "/" not in k]
+    if not macros:
+        return
+    used = used_macros()
+    for name in macros:
+        if name not in used:
+            close = difflib.get_close_matches(name, sorted(used), n=3, cutoff=0.6)
+            hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+            raise GinConfigError(
+                f"gin macro {name} is bound but nothing in the gin files uses it{hint}"
+            )
 
 
 class _QuietIncludeLookups(logging.Filter):
