@@ -24,7 +24,7 @@ Rows compile with ``--effort fast``. libtpu 0.0.42.1 crashes (SIGSEGV) on some p
 effort (T5-large's train step for a v5p), so the work runs in a child process: when it dies, the
 row it was compiling (kept in ``RESULTS.attempt``) is compiled again with ``--effort full``, and
 the table says which effort each row had. Once one method of a model needed full on a slice,
-the model's other methods on that slice start at full.
+the model's other methods on that slice try full first, then fast.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def _effort_note(rows: Sequence[dict[str, Any]]) -> list[str]:
     full = [r for r in rows if r.get("effort") == "full"]
     if not full:
         return []
-    return ["", "Rows compiled with `--effort full` (libtpu crashed on them at `fast`): "
+    return ["", "Rows compiled with `--effort full` (libtpu crashed at `fast` on them, or on "
+            "another method of the model on that slice): "
             + ", ".join(f"{r['model']} {r['method']} {SLICE_NAMES.get(r['topology'])}"
                         for r in full) + "."]
 
@@ -207,14 +208,16 @@ def _work(args: argparse.Namespace) -> int:
     for key in wanted:
         if key in done:
             continue
-        if crashed.get(key) == "full":
-            print(f"{' '.join(key)}: libtpu crashed at both efforts; left out", file=sys.stderr)
-            continue
-        # libtpu's crash at fast follows the model and slice, not the method: where another
-        # method of this model needed full on this slice, start there (a crash costs minutes).
+        # libtpu's crash at fast follows the model and slice more than the method: where
+        # another method of this model needed full on this slice, try full first (a crash
+        # costs minutes), then fast.
         crashed_before = any(r.get("effort") == "full" and (m, t) == (key[0], key[2])
                              for (m, _, t), r in done.items())
-        effort = "full" if crashed.get(key) == "fast" or crashed_before else "fast"
+        order = ("full", "fast") if crashed_before else ("fast", "full")
+        if crashed.get(key) == order[1]:
+            print(f"{' '.join(key)}: libtpu crashed at both efforts; left out", file=sys.stderr)
+            continue
+        effort = order[1] if crashed.get(key) == order[0] else order[0]
         attempt.write_text(json.dumps({"row": list(key), "effort": effort}))
         started = time.perf_counter()
         row = compile_row(*key, effort=effort)
