@@ -91,31 +91,39 @@ def seal(mngr: Any, step: int | None) -> None:
         write_manifest(step_dir(mngr, step))
 
 
-def latest_intact_step(mngr: Any) -> int | None:
-    """The newest step whose files match their checksums, for training to resume from. Damaged
-    newer steps are named in a warning and deleted (training saves those steps again). None
-    when there is no checkpoint; a :class:`CheckpointError` when every one is damaged."""
-    steps = sorted(mngr.all_steps(), reverse=True)
+def _newest_intact(root: str, steps: list[int]) -> tuple[int | None, list[int]]:
+    """The newest of ``steps`` (folders ``root/<step>``) whose files match their checksums, and
+    the damaged newer ones, each named in a warning. ``(None, [])`` for no steps; a
+    :class:`CheckpointError` when every one is damaged."""
     damaged: list[int] = []
     reasons: list[str] = []
-    for step in steps:
-        problem = check_step(step_dir(mngr, step))
+    for step in sorted(steps, reverse=True):
+        folder = paths.join(root, str(step))
+        problem = check_step(folder)
         if problem is None:
-            for newer in damaged:  # training goes on from here and saves those steps again
-                mngr.delete(newer)
-            if damaged:
-                log.warning("resuming from step %d, the newest intact checkpoint (damaged newer "
-                            "steps deleted: %s)", step, ", ".join(map(str, damaged)))
-            return step
-        log.warning("%s: damaged, not restored: %s", step_dir(mngr, step), problem)
+            return step, damaged
+        log.warning("%s: damaged, not used: %s", folder, problem)
         damaged.append(step)
         reasons.append(f"step {step}: {problem}")
     if damaged:
         raise CheckpointError(
-            f"{mngr.directory}: every checkpoint is damaged ({'; '.join(reasons)}); move the "
-            "folder away to start over"
+            f"{root}: every checkpoint is damaged ({'; '.join(reasons)}); move the folder away "
+            "to start over"
         )
-    return None
+    return None, []
+
+
+def latest_intact_step(mngr: Any) -> int | None:
+    """The newest step whose files match their checksums, for training to resume from. Damaged
+    newer steps are named in a warning and deleted (training saves those steps again). None
+    when there is no checkpoint; a :class:`CheckpointError` when every one is damaged."""
+    step, damaged = _newest_intact(str(mngr.directory), list(mngr.all_steps()))
+    for newer in damaged:  # training goes on from ``step`` and saves those steps again
+        mngr.delete(newer)
+    if damaged:
+        log.warning("resuming from step %d, the newest intact checkpoint (damaged newer steps "
+                    "deleted: %s)", step, ", ".join(map(str, damaged)))
+    return step
 
 
 def restore(mngr: Any, step: int, abstract_params: Any, abstract_opt_state: Any) -> tuple:
@@ -154,18 +162,9 @@ def step_folder(path: PathLike) -> str:
         if not paths.isdir(root):
             continue
         steps = [int(n.rstrip("/")) for n in paths.listdir(root) if n.rstrip("/").isdigit()]
-        damaged = []
-        for step in sorted(steps, reverse=True):
-            folder = paths.join(root, str(step))
-            if not _has_params(folder):
-                continue
-            problem = check_step(folder)
-            if problem is None:
-                return folder
-            log.warning("%s: damaged, not used: %s", folder, problem)
-            damaged.append(f"step {step}: {problem}")
-        if damaged:
-            raise CheckpointError(f"{root}: every checkpoint is damaged ({'; '.join(damaged)})")
+        step, _ = _newest_intact(root, [s for s in steps if _has_params(paths.join(root, str(s)))])
+        if step is not None:
+            return paths.join(root, str(step))
     raise CheckpointError(
         f"{path}: neither a Hugging Face folder (config.json) nor an orbax checkpoint of tw_jax "
         f"(a step folder with params/, or a MODEL_DIR with {CHECKPOINTS}/<step>/params)"
