@@ -2,8 +2,10 @@
 
 Each stage module exposes ``add_parser(subparsers)``, which registers its arguments and sets
 ``func``; this file only wires them together, so stages stay importable and testable alone.
-Errors that name a file and a record (:class:`DumpError`) or a path that cannot be used
-(:class:`StorageError`: a missing bucket or object, refused credentials) are printed plainly,
+Errors that name a file and a record (:class:`DumpError`), an output that cannot be written
+(:class:`OutputError`: a full disk, a read-only folder, a folder another run holds) or a path
+that cannot be used (:class:`StorageError`: a missing bucket or object, refused credentials)
+are printed plainly,
 without a traceback, and exit with status 2.
 """
 
@@ -46,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from tw_jax.errors import DumpError
+    from tw_jax.errors import DumpError, OutputError
     from tw_jax.io.paths import StorageError
     from tw_jax.text.spacy_pipeline import SpacyModelError
 
@@ -54,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         result = args.func(args)
-    except (DumpError, SpacyModelError, StorageError) as error:
+    except (DumpError, OutputError, SpacyModelError, StorageError) as error:
         print(f"tw-jax {args.command}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -19,3 +19,16 @@ class DumpError(Exception):
 
     def __reduce__(self):  # noqa: ANN204 - keeps the error intact across worker processes
         return (type(self), (self.path, self.record, self.message))
+
+
+class OutputError(Exception):
+    """An output cannot be written: the disk is full, the folder is read-only or a file, or
+    another run holds it. ``path`` names the output; the CLI prints ``str(error)``, exit 2."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = str(path)
+        self.message = message
+        super().__init__(f"{self.path}: {message}")
+
+    def __reduce__(self):  # noqa: ANN204 - keeps the error intact across worker processes
+        return (type(self), (self.path, self.message))
