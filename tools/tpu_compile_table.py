@@ -113,7 +113,20 @@ def _missing_note(rows: Sequence[dict[str, Any]]) -> list[str]:
                 f"{m} {method} {SLICE_NAMES.get(t, t)}" for m, method, t in missing) + "."]
 
 
+def _crashed_note(rows: Sequence[dict[str, Any]]) -> list[str]:
+    crashed = [r for r in rows if r.get("crashed")]
+    if not crashed:
+        return []
+    return ["", "Left out: libtpu 0.0.42.1 crashes (SIGSEGV) compiling "
+            + ", ".join(f"{r['model']} {r['method']} {SLICE_NAMES.get(r['topology'])}"
+                        for r in crashed)
+            + " at both `--effort fast` and `full` (a compiler fault, not a sign that the run "
+            "does not fit: the same program compiles for the other slices)."]
+
+
 def markdown(rows: Sequence[dict[str, Any]]) -> str:
+    crashed = [r for r in rows if r.get("crashed")]
+    rows = [r for r in rows if not r.get("crashed")]
     lines = [
         "# TPU estimates: every shipped model and method, compiled ahead of time",
         "",
@@ -145,7 +158,8 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
             f"| {row['month_steps']:,} | {_fmt(hours, '.2f')} "
             f"| {_fmt(hours and hours * row['chips'], '.1f')} | `{row['command']}` |"
         )
-    return "\n".join(lines + _effort_note(rows) + _missing_note(rows)) + "\n"
+    return "\n".join(lines + _effort_note(rows) + _missing_note([*rows, *crashed])
+                     + _crashed_note(crashed)) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -216,6 +230,10 @@ def _work(args: argparse.Namespace) -> int:
         order = ("full", "fast") if crashed_before else ("fast", "full")
         if crashed.get(key) == order[1]:
             print(f"{' '.join(key)}: libtpu crashed at both efforts; left out", file=sys.stderr)
+            done[key] = {"model": key[0], "method": key[1], "topology": key[2], "crashed": True}
+            attempt.unlink()
+            args.results.write_text("".join(json.dumps(r, sort_keys=True) + "\n"
+                                            for r in done.values()))
             continue
         effort = order[1] if crashed.get(key) == order[0] else order[0]
         attempt.write_text(json.dumps({"row": list(key), "effort": effort}))
