@@ -21,11 +21,21 @@ A broken archive raises :class:`~tw_jax.errors.DumpError` naming the file, the
 decompressed byte offset and the last entity read completely; so do a file whose first record is
 not an entity (an XML dump given as Wikidata) and a JSON array without its closing ``]`` (a cut
 plain dump). An entity whose ``claims`` is neither an object nor empty is ``bad_entity``.
+
+Malformed lines (``bad_json``, ``bad_entity``) are skipped one at a time, but a dump with many of
+them is damaged, not noisy: :func:`check_skipped_share` fails a run whose malformed lines exceed a
+share of the records read (default :data:`DEFAULT_MAX_SKIPPED_SHARE`, 1%; ``tw-jax probes
+--max-skipped-share``, the one place to change it), with one line naming the file, the share,
+the threshold, the counts by reason and the first bad line. Callers that compare two dumps pass
+``bad_ids`` to collect the entity id of each malformed line that still names one (the parsed
+``id``, or an ``"id"`` among the line's first keys when it is not JSON), so that an entity
+malformed in one dump is not taken for one that is absent there.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -37,8 +47,11 @@ from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.compressed import iter_chunks, open_binary
 
 __all__ = [
+    "DEFAULT_MAX_SKIPPED_SHARE",
+    "MALFORMED_REASONS",
     "Claim",
     "Entity",
+    "check_skipped_share",
     "entities_from_lines",
     "iter_entities",
     "iter_lines",
@@ -60,6 +73,13 @@ _DEFAULT_DATATYPE = {
     "monolingualtext": "monolingualtext",
 }
 _ENTITY_PREFIX = {"item": "Q", "property": "P", "lexeme": "L"}
+# Skip reasons of a whole line that should have been an entity: what the skipped share counts.
+MALFORMED_REASONS = ("bad_json", "bad_entity")
+# Every line holding a record ends as an entity or as one of these skips.
+_LINE_REASONS = (*MALFORMED_REASONS, "unsupported_entity_type")
+DEFAULT_MAX_SKIPPED_SHARE = 0.01
+# The entity id of a line that is not JSON, as the dumps write it: first key, or after "type".
+_LINE_ID = re.compile(rb'^\{\s*(?:"type"\s*:\s*"[a-z]+"\s*,\s*)?"id"\s*:\s*"([A-Z][0-9]+)"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,21 +289,39 @@ def iter_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes]]:
     return _iter_lines(os.fspath(path), None)
 
 
-def _record(path_s: str, lineno: int, line: bytes, skips: Skips) -> dict | None:
-    """The entity JSON of one line, or None (counted as ``bad_json`` / ``bad_entity``)."""
+def _malformed_id(obj: Any, line: bytes) -> str | None:
+    """The entity id a malformed line still names, or None when none can be read."""
+    if isinstance(obj, dict):
+        eid = obj.get("id")
+        return eid if isinstance(eid, str) and eid else None
+    match = _LINE_ID.match(line)
+    return match.group(1).decode("ascii") if match else None
+
+
+def _record(
+    path_s: str, lineno: int, line: bytes, skips: Skips, bad_ids: list[str] | None = None
+) -> dict | None:
+    """The entity JSON of one line, or None (counted as ``bad_json`` / ``bad_entity``; the id
+    it names, if any, appended to ``bad_ids``)."""
     try:
         obj = orjson.loads(line)
     except ValueError:  # orjson.JSONDecodeError (a ValueError): bad JSON and bad UTF-8 alike
         skips.add("bad_json", f"{path_s}:{lineno}")
+        if bad_ids is not None and (eid := _malformed_id(None, line)) is not None:
+            bad_ids.append(eid)
         return None
     if (not isinstance(obj, dict) or not isinstance(obj.get("id"), str)
             or not isinstance(obj.get("type"), str)):
         skips.add("bad_entity", f"{path_s}:{lineno}")
+        if bad_ids is not None and (eid := _malformed_id(obj, line)) is not None:
+            bad_ids.append(eid)
         return None
     return obj
 
 
-def iter_records(path: str | os.PathLike[str], skips: Skips) -> Iterator[tuple[int, dict]]:
+def iter_records(
+    path: str | os.PathLike[str], skips: Skips, bad_ids: list[str] | None = None
+) -> Iterator[tuple[int, dict]]:
     """``(line number, entity JSON)`` for every well-formed entity line of the dump.
 
     Lines that are not JSON objects with a string ``id`` and ``type`` are counted
@@ -293,13 +331,15 @@ def iter_records(path: str | os.PathLike[str], skips: Skips) -> Iterator[tuple[i
     path_s = os.fspath(path)
     last = ["before the first entity"]
     for lineno, line in _iter_lines(path_s, last):
-        obj = _record(path_s, lineno, line, skips)
+        obj = _record(path_s, lineno, line, skips, bad_ids)
         if obj is not None:
             last[0] = f"entity {obj['id']}"
             yield lineno, obj
 
 
-def _entity_of(path_s: str, lineno: int, obj: dict, skips: Skips) -> Entity | None:
+def _entity_of(
+    path_s: str, lineno: int, obj: dict, skips: Skips, bad_ids: list[str] | None = None
+) -> Entity | None:
     """The :class:`Entity` of a well-formed record, or None (counted) for other kinds/shapes."""
     kind = obj["type"]
     eid = obj["id"]
@@ -310,30 +350,76 @@ def _entity_of(path_s: str, lineno: int, obj: dict, skips: Skips) -> Entity | No
         return _entity(obj, eid, kind, skips, (path_s, lineno, eid))
     except (AttributeError, KeyError, TypeError):  # a part of the wrong JSON shape
         skips.add("bad_entity", f"{path_s}:{lineno}")
+        if bad_ids is not None:
+            bad_ids.append(eid)
         return None
 
 
-def iter_entities(path: str | os.PathLike[str], skips: Skips) -> Iterator[Entity]:
-    """Every item and property of the dump, in dump order, as :class:`Entity`."""
+def iter_entities(
+    path: str | os.PathLike[str], skips: Skips, bad_ids: list[str] | None = None
+) -> Iterator[Entity]:
+    """Every item and property of the dump, in dump order, as :class:`Entity`.
+
+    ``bad_ids``, when given, gets the id of every entity skipped as malformed that names one,
+    no later than the next entity is yielded (or the end of the dump).
+    """
     path_s = os.fspath(path)
-    for lineno, obj in iter_records(path_s, skips):
-        entity = _entity_of(path_s, lineno, obj, skips)
+    for lineno, obj in iter_records(path_s, skips, bad_ids):
+        entity = _entity_of(path_s, lineno, obj, skips, bad_ids)
         if entity is not None:
             yield entity
 
 
 def entities_from_lines(
-    path: str | os.PathLike[str], lines: Iterable[tuple[int, bytes]], skips: Skips
+    path: str | os.PathLike[str],
+    lines: Iterable[tuple[int, bytes]],
+    skips: Skips,
+    bad_ids: list[str] | None = None,
 ) -> Iterator[Entity]:
-    """The entities of a chunk of :func:`iter_lines`, every skip counted exactly as
-    :func:`iter_entities` counts it, so chunks parsed apart add up to one pass."""
+    """The entities of a chunk of :func:`iter_lines`, every skip (and bad id) counted exactly
+    as :func:`iter_entities` counts it, so chunks parsed apart add up to one pass."""
     path_s = os.fspath(path)
     for lineno, line in lines:
-        obj = _record(path_s, lineno, line, skips)
+        obj = _record(path_s, lineno, line, skips, bad_ids)
         if obj is not None:
-            entity = _entity_of(path_s, lineno, obj, skips)
+            entity = _entity_of(path_s, lineno, obj, skips, bad_ids)
             if entity is not None:
                 yield entity
+
+
+def _first_line(skips: Skips) -> int | None:
+    """The smallest line number among the malformed lines' examples (``path:line``); the
+    examples of each reason are kept in dump order, so the first of each is enough."""
+    lines = []
+    for reason in MALFORMED_REASONS:
+        examples = skips.examples.get(reason)
+        if examples:
+            number = examples[0].rpartition(":")[2].split(" ", 1)[0]
+            if number.isdigit():
+                lines.append(int(number))
+    return min(lines) if lines else None
+
+
+def check_skipped_share(
+    path: str | os.PathLike[str], skips: Skips, entities: int, max_share: float
+) -> None:
+    """Raises :class:`DumpError` when the dump's malformed lines exceed ``max_share`` of its
+    records (``entities`` read plus every skipped line), naming file, share, threshold, counts
+    by reason and the first bad line. Called once the whole dump has been read."""
+    malformed = {r: skips.counts[r] for r in MALFORMED_REASONS if skips.counts[r]}
+    bad = sum(malformed.values())
+    records = entities + sum(skips.counts[r] for r in _LINE_REASONS)
+    if not bad or bad <= max_share * records:
+        return
+    first = _first_line(skips)
+    counts = ", ".join(f"{reason} {n}" for reason, n in sorted(malformed.items()))
+    raise DumpError(
+        os.fspath(path),
+        f"first bad line {first}" if first is not None else None,
+        f"{bad} of {records} records are malformed ({bad / records:.2%}: {counts}), more than "
+        f"the {max_share:.2%} allowed by --max-skipped-share; the dump is damaged: fetch it "
+        "again, or raise the threshold",
+    )
 
 
 def _entity(obj: dict, eid: str, kind: str, skips: Skips, where: tuple[str, int, str]) -> Entity:

@@ -6,7 +6,8 @@ markup and put one paragraph on each line of ``text``; pages come out as ``marku
 
 One bad line must not cost the rest of a multi-gigabyte file, so a line that is not JSON, not
 UTF-8, lacks a field or has a non-integer id is skipped and counted by reason, with
-``path:line`` as the example. A broken archive still raises :class:`DumpError`.
+``path:line`` as the example (and, for a line that is not UTF-8, the page id and title when they
+can still be read). A broken archive still raises :class:`DumpError`.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Iterator
 
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.compressed import open_binary
-from tw_jax.preprocess.mediawiki import Page, parse_int
+from tw_jax.preprocess.mediawiki import Page, describe_page, parse_int
 
 REQUIRED_FIELDS = ("id", "url", "title", "text")
 # A JSON escape of a UTF-16 surrogate: json.loads accepts a lone one, which no UTF-8 writer can
@@ -33,6 +34,17 @@ def _has_lone_surrogate(*values: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+def _named(raw: bytes) -> str:
+    """`` page id=12 'Title'`` of a line that is not UTF-8, read leniently, or ``""``."""
+    try:
+        record = json.loads(raw.decode("utf-8", "replace"))
+    except ValueError:
+        return ""
+    if isinstance(record, dict) and "id" in record and isinstance(record.get("title"), str):
+        return " " + describe_page(record["id"], record["title"])
+    return ""
 
 
 def _page_id(value: object) -> int | None:
@@ -70,7 +82,7 @@ def iter_pages(path: str | os.PathLike[str], skips: Skips) -> Iterator[Page]:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
-                skips.add("bad_utf8", where)
+                skips.add("bad_utf8", where + _named(raw))
                 continue
             try:
                 record = json.loads(line)
@@ -92,6 +104,6 @@ def iter_pages(path: str | os.PathLike[str], skips: Skips) -> Iterator[Page]:
                 skips.add("bad_field", where)
                 continue
             if _SURROGATE_ESCAPE.search(line) and _has_lone_surrogate(title, text):
-                skips.add("bad_utf8", where)
+                skips.add("bad_utf8", f"{where} {describe_page(page_id, title)}")
                 continue
             yield Page(page_id, 0, title, text, None, "plain")

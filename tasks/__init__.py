@@ -17,10 +17,13 @@ what it registered before.
 
 from __future__ import annotations
 
+import difflib
+import logging
 import os
 
 import gin
 
+from tw_jax.errors import UsageError
 from tw_jax.tasks.layout import DATA_DIR_ENV, discover, resolve_data_dir
 from tw_jax.tasks.mixreview import TEMPORALWIKI, MixReviewMixture, MixReviewSchedule
 from tw_jax.tasks.published import register_release
@@ -37,6 +40,7 @@ __all__ = [
     "register_all",
     "register_published",
     "registered",
+    "require",
 ]
 
 
@@ -47,6 +51,9 @@ def _vocabularies(
         "t5": LazyVocabulary("t5", t5_path(data_dir, t5_vocab)),
         "gpt2": LazyVocabulary("gpt2", gpt2_path(data_dir, gpt2_vocab)),
     }
+
+
+_last_data_dir: list[str | None] = [None]  # what register_all read last, for require's errors
 
 
 @gin.configurable(module="tw_jax.tasks")
@@ -63,6 +70,7 @@ def register_all(
 
     registrar = Registrar("data_dir")
     resolved = resolve_data_dir(data_dir)
+    _last_data_dir[0] = resolved
     if resolved is None:
         return []
     return register_layout(
@@ -83,5 +91,39 @@ def register_published(
     return register_release(registrar, folder_or_zip, vocabularies)
 
 
+class UnknownTaskError(UsageError):
+    """A task or mixture name that nothing registered: says where tasks were looked for."""
+
+
+def require(name: str) -> None:
+    """Registers the data folder's tasks unless ``name`` is registered already (tests and tools
+    may register their own); a name still missing is an :class:`UnknownTaskError` naming the
+    closest registered names and the data folder (or its absence)."""
+    import seqio
+
+    def known() -> list[str]:
+        return [*seqio.TaskRegistry.names(), *seqio.MixtureRegistry.names()]
+
+    if name in known():
+        return
+    found = register_all()
+    if name in known():
+        return
+    folder = _last_data_dir[0]
+    where = (f"{len(found)} registered from {folder}" if folder
+             else f"no data folder is set: --gin.DATA_DIR=DIR or ${DATA_DIR_ENV}")
+    close = difflib.get_close_matches(name, known(), n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(close)}?" if close else ";"
+    raise UnknownTaskError(
+        f"no seqio task or mixture named {name!r} ({where}){hint} `tw-jax tasks --data DIR` "
+        "lists a folder's tasks"
+    )
+
+
 if os.environ.get(DATA_DIR_ENV):
     register_all()
+else:
+    logging.getLogger(__name__).debug(
+        "tw_jax.tasks: $%s is not set, so no data folder's tasks were registered at import; "
+        "`tw-jax tasks --data DIR` lists a folder's", DATA_DIR_ENV,
+    )

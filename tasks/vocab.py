@@ -22,13 +22,15 @@ import seqio
 import tensorflow as tf
 
 from tw_jax.data.vocabularies import gpt2_vocabulary, t5_vocabulary
+from tw_jax.errors import UsageError
 from tw_jax.tasks.layout import GPT2_VOCAB_ENV, T5_VOCAB_ENV, join
 
 T5_EXTRA_IDS = 100
 
 
-class VocabularyNotFoundError(FileNotFoundError):
-    """A task needed a vocabulary whose files are not where the configuration says."""
+class VocabularyNotFoundError(FileNotFoundError, UsageError):
+    """A task needed a vocabulary whose files are not where the configuration says (a
+    :class:`UsageError`: the CLI prints it as one line)."""
 
 
 def _load_t5(path: str) -> seqio.Vocabulary:

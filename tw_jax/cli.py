@@ -5,14 +5,19 @@ Each stage module exposes ``add_parser(subparsers)``, which registers its argume
 Errors that name a file and a record (:class:`DumpError`), an output that cannot be written
 (:class:`OutputError`: a full disk, a read-only folder, a folder another run holds) or a path
 that cannot be used (:class:`StorageError`: a missing bucket or object, refused credentials)
-are printed plainly,
-without a traceback, and exit with status 2.
+are printed plainly, without a traceback, and exit with status 2.
+
+A command's output folder (``--out``, ``--model-dir``) is held for the run
+(:func:`tw_jax.io.output_claim.claimed`): it must be writable, a second run on it refuses, and
+temporaries that dead runs left in it are removed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -25,6 +30,7 @@ _STAGES: tuple[str, ...] = (
     "tw_jax.preprocess.diffset.cli",
     "tw_jax.preprocess.probes.cli",
     "tw_jax.preprocess.ssm.cli",
+    "tw_jax.tasks_cli",
     "tw_jax.evaluate.report_cli",
     "tw_jax.evaluate.lifelong_cli",
     "tw_jax.train.cli",
@@ -36,27 +42,127 @@ _STAGES: tuple[str, ...] = (
 )
 
 
+# One example line per command, shown at the end of its --help (kept here, in one table, so
+# every command has one and they read alike: demo_out/ is what `tw-jax demo` writes).
+EXAMPLES: dict[str, str] = {
+    "sample-world": "tw-jax sample-world --out world/ --seed 0",
+    "diffset": "tw-jax diffset --old world/dumps/enwiki-2021-08.xml.bz2 "
+               "--new world/dumps/enwiki-2021-09.xml.bz2 --out data/0809/diffset --workers 0",
+    "probes": "tw-jax probes --old wikidata-20210801-all.json.bz2 --new "
+              "wikidata-20210901-all.json.bz2 --wikipedia enwiki-20210901.xml.bz2 "
+              "--diffset data/0809/diffset --out data/0809/probes",
+    "ssm": "tw-jax ssm --in data/0809/diffset --out data/0809/ssm --inputs diffset,full",
+    "tasks": "tw-jax tasks --data demo_out/data --match 0809_lm",
+    "report": "tw-jax report runs/kadapter runs/diff --out report/",
+    "lifelong": "tw-jax lifelong --gin_file=kadapter.gin --gin_file=models/gpt2_tiny.gin "
+                "--gin_file=runs/cpu_smoke.gin --months 0809,0910 --data demo_out/data "
+                "--out runs/kadapter",
+    "train": "tw-jax train --gin_file=kadapter.gin --gin_file=models/t5_tiny.gin "
+             "--gin_file=runs/cpu_smoke.gin --gin.MODEL_DIR=runs/t5 --gin.DATA_DIR=demo_out/data",
+    "compile": "tw-jax compile --topology v5e:4x4 --gin_file=kadapter.gin",
+    "eval": "tw-jax eval --gin_file=kadapter.gin --gin_file=models/t5_tiny.gin "
+            "--gin_file=runs/cpu_smoke.gin --gin.MODEL_DIR=runs/t5 --gin.DATA_DIR=demo_out/data",
+    "infer": "tw-jax infer --gin_file=kadapter.gin --gin_file=models/t5_tiny.gin "
+             "--gin_file=runs/cpu_smoke.gin --gin.MODEL_DIR=runs/t5 --gin.DATA_DIR=demo_out/data",
+    "ckl build-lama": "tw-jax ckl build-lama --wikidata wikidata-20210901-all.json.bz2 --out il/",
+    "ckl eval": "tw-jax ckl eval --data ckl/ --out results/ --model-dir runs/t5 "
+                "--gin_file=ckl.gin --method vanilla",
+    "ckl train": "tw-jax ckl train --data ckl/ --task ckl_recent_news_ssm --gin_file=ckl.gin "
+                 "--gin.MODEL_DIR=runs/ckl --epochs 4",
+    "ckl phases": "tw-jax ckl phases --data ckl/ --out phases/ --corpus p1.csv,p2.csv "
+                  "--new p1_new.csv,p2_new.csv",
+    "ckl eval-phases": "tw-jax ckl eval-phases --data phases/ --lifelong runs/ --method vanilla "
+                       "--gin_file=vanilla.gin",
+    "ecbd build": "tw-jax ecbd build --wikidata wikidata.json.bz2 --wikipedia enwiki.xml.bz2 "
+                  "--out ecbd/ --years 2017-2021",
+    "ecbd eval": "tw-jax ecbd eval --data ecbd/ --out ecbd_eval/ --model-dir runs/t5 "
+                 "--gin_file=kadapter.gin --vocab demo_out/data/vocab/t5",
+    "ecbd report": "tw-jax ecbd report ecbd_eval/",
+    "evolvingqa build": "tw-jax evolvingqa build --dumps enwiki-2021*.xml.bz2 --out eqa/",
+    "evolvingqa generate": "tw-jax evolvingqa generate --data eqa/ --probes demo_out/data",
+    "evolvingqa train": "tw-jax evolvingqa train --stage continual --data eqa/ --month 0809 "
+                        "--model-dir m/0809 --gin_file=evolvingqa.gin",
+    "evolvingqa eval": "tw-jax evolvingqa eval --qa eqa/qa --checkpoint m/0809-qa --month 0809 "
+                       "--method full --out results/",
+    "demo": "tw-jax demo --out demo_out",
+}
+
+
+def _add_examples(parser: argparse.ArgumentParser, name: str = "") -> None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            action.metavar = "COMMAND" if not name else "SUBCOMMAND"
+            for command, sub in action.choices.items():
+                _add_examples(sub, f"{name} {command}".strip())
+    if name in EXAMPLES and not parser.epilog:
+        parser.epilog = f"example: {EXAMPLES[name]}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(
         prog="tw-jax",
         description="TemporalWiki and its siblings in JAX: corpora, probes, training, evaluation.",
     )
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback behind a one-line error (also TW_JAX_DEBUG=1); "
+                        "may come after the command too")
+    parser.add_argument("--verbose", action="store_true",
+                        help="keep the INFO logging of absl, orbax and TensorFlow (off by default)")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module_name in _STAGES:
         importlib.import_module(module_name).add_parser(subparsers)
+    _add_examples(parser)
     return parser
 
 
+def _output_folders_claimed(args: argparse.Namespace) -> contextlib.ExitStack:
+    from tw_jax.io.output_claim import claimed
+
+    stack = contextlib.ExitStack()
+    sub = getattr(args, f"{args.command}_command", None)  # ckl build, evolvingqa train, ...
+    command = " ".join(["tw-jax", args.command, *([sub] if sub else [])])
+    with stack:
+        for name in ("out", "model_dir"):
+            folder = getattr(args, name, None)
+            if isinstance(folder, str):
+                stack.enter_context(claimed(folder, command))
+        return stack.pop_all()
+
+
+_GLOBAL_FLAGS = ("--debug", "--verbose")
+
+
+def _global_flags_first(argv: Sequence[str]) -> list[str]:
+    """``--debug`` / ``--verbose`` anywhere on the line, as if given before the command."""
+    flags = [arg for arg in argv if arg in _GLOBAL_FLAGS]
+    return [*flags, *(arg for arg in argv if arg not in _GLOBAL_FLAGS)]
+
+
+def _quiet_logs() -> None:
+    """tw_jax's own lines only: absl (orbax logs through it) and TensorFlow's Python logging
+    at WARNING. ``--verbose`` keeps their INFO lines."""
+    import logging
+
+    for name in ("absl", "tensorflow", "orbax"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    from tw_jax.errors import DumpError, OutputError
+    from tw_jax.errors import DumpError, OutputError, UsageError
     from tw_jax.io.paths import StorageError
     from tw_jax.text.spacy_pipeline import SpacyModelError
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_global_flags_first(sys.argv[1:] if argv is None else argv))
+    debug = args.debug or os.environ.get("TW_JAX_DEBUG", "") not in ("", "0")
+    if not args.verbose:
+        _quiet_logs()
     try:
-        result = args.func(args)
-    except (DumpError, OutputError, SpacyModelError, StorageError) as error:
+        with _output_folders_claimed(args):
+            result = args.func(args)
+    except (DumpError, OutputError, SpacyModelError, StorageError, UsageError) as error:
+        if debug:
+            raise
         print(f"tw-jax {args.command}: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -24,13 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from tw_jax.demo_training import DEMO_METHODS, DemoTraining
+from tw_jax.io.cli_paths import output_path
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "demo", help="run the pipeline end to end on the embedded sample world"
     )
-    parser.add_argument("--out", default="demo_out", help="output folder (default: demo_out)")
+    parser.add_argument("--out", default="demo_out", type=output_path,
+                        help="output folder (default: demo_out)")
     parser.add_argument("--seed", type=int, default=0, help="sample world seed")
     parser.add_argument("--workers", type=int, default=1, help="worker processes per stage")
     parser.add_argument("--no-train", action="store_true",

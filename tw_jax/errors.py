@@ -32,3 +32,10 @@ class OutputError(Exception):
 
     def __reduce__(self):  # noqa: ANN204 - keeps the error intact across worker processes
         return (type(self), (self.path, self.message))
+
+
+class UsageError(ValueError):
+    """A configuration that cannot work, said in one line with what to change: an unknown task,
+    a model that cannot read a task's features, a schedule longer than the run, a missing
+    vocabulary. The CLI prints it without a traceback (``--debug`` or ``TW_JAX_DEBUG=1`` shows
+    one), exit 2. A ``ValueError`` so library callers that caught those keep working."""

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import heapq
 import os
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -35,6 +34,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from tw_jax.io.output_claim import scratch_dir
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.ckl.outputs import clear_stats, write_lama_folder
 from tw_jax.preprocess.labels import LabelIndex
@@ -213,7 +213,7 @@ def build_invariant_lama(
     dump = os.fspath(wikidata)
     clear_stats(out_dir)
     stats = LamaStats()
-    with tempfile.TemporaryDirectory(prefix="tw_jax_lama_") as scratch:
+    with scratch_dir("lama") as scratch:
         labels = LabelIndex.build(dump, os.path.join(scratch, "labels.sqlite"), Skips())
         try:
             def label_of(entity_id: str) -> str | None:

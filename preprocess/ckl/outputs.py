@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tw_jax.io import paths
-from tw_jax.io.atomic import atomic_open, discard, write_json
+from tw_jax.io.atomic import FolderCommit, discard
 from tw_jax.preprocess.ckl.release import INVARIANT, LamaRow, answers_json_text
 
 if TYPE_CHECKING:  # lama.py writes through this module
@@ -61,7 +61,8 @@ def write_lama_folder(
              p.probe.relation, p.probe.object) for p in probes
         ]),
     }
-    for name, text in files.items():
-        with atomic_open(paths.join(out, name), "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-    write_json(paths.join(out, STATS_FILE), stats)
+    with FolderCommit(out, last=STATS_FILE) as folder:  # all renamed together, stats.json last
+        for name, text in files.items():
+            with folder.open(name, "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+        folder.write_json(STATS_FILE, stats)

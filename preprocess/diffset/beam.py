@@ -17,6 +17,7 @@ from typing import Any
 from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
 from tw_jax.io.tfrecord import encode_example
+from tw_jax.preprocess.accounting import dump_error_in
 from tw_jax.preprocess.diffset.algorithm import ArticleDiff, compare
 from tw_jax.preprocess.diffset.outputs import OUTPUTS, STATS_FILE, json_line, records_for
 from tw_jax.preprocess.diffset.stats import DiffsetStats
@@ -135,61 +136,67 @@ def build_diffset_beam(
         Path(out).mkdir(parents=True, exist_ok=True)
     _remove_previous_outputs(out)
 
-    with beam.Pipeline(options=options) as pipeline:
-        sides = {}
-        reader_stats = []
-        for side, path in (("old", old_path), ("new", new_path)):
-            read = (
-                pipeline
-                | f"Sources{side}" >> beam.Create(_sources(path, splits))
-                | f"Spread{side}" >> beam.Reshuffle()
-                | f"Read{side}"
-                >> beam.FlatMap(_read_source, side).with_outputs("stats", main="articles")
+    try:
+        with beam.Pipeline(options=options) as pipeline:
+            sides = {}
+            reader_stats = []
+            for side, path in (("old", old_path), ("new", new_path)):
+                read = (
+                    pipeline
+                    | f"Sources{side}" >> beam.Create(_sources(path, splits))
+                    | f"Spread{side}" >> beam.Reshuffle()
+                    | f"Read{side}"
+                    >> beam.FlatMap(_read_source, side).with_outputs("stats", main="articles")
+                )
+                sides[side] = read.articles
+                reader_stats.append(read.stats)
+            results = (
+                sides
+                | "JoinById" >> beam.CoGroupByKey()
+                | "Compare" >> beam.FlatMap(_compare_joined, min_changed_chars)
             )
-            sides[side] = read.articles
-            reader_stats.append(read.stats)
-        results = (
-            sides
-            | "JoinById" >> beam.CoGroupByKey()
-            | "Compare" >> beam.FlatMap(_compare_joined, min_changed_chars)
-        )
-        (
-            (results, *reader_stats)
-            | "AllTallies" >> beam.Flatten()
-            | "Tally" >> beam.CombineGlobally(_stats_combine_fn())
-            | "StatsJson"
-            >> beam.Map(
-                lambda stats: json.dumps(
-                    stats.as_dict(
-                        old=old_path, new=new_path, options={"min_changed_chars": min_changed_chars}
+            (
+                (results, *reader_stats)
+                | "AllTallies" >> beam.Flatten()
+                | "Tally" >> beam.CombineGlobally(_stats_combine_fn())
+                | "StatsJson"
+                >> beam.Map(
+                    lambda stats: json.dumps(
+                        stats.as_dict(
+                            old=old_path, new=new_path, options={"min_changed_chars": min_changed_chars}
+                        )
                     )
                 )
-            )
-            | "WriteStats"
-            >> beam.io.WriteToText(
-                paths.join(out, _PARTIAL_STATS), num_shards=1, shard_name_template=""
-            )
-        )
-        records = results | "Records" >> beam.FlatMap(records_for)
-        for name in OUTPUTS:
-            selected = records | f"Only{name}" >> beam.Filter(lambda kv, n=name: kv[0] == n)
-            (
-                selected
-                | f"Json{name}" >> beam.Map(lambda kv: json_line(kv[1]))
-                | f"WriteJson{name}"
+                | "WriteStats"
                 >> beam.io.WriteToText(
-                    paths.join(out, name),
-                    file_name_suffix=".jsonl",
-                    num_shards=1,
-                    shard_name_template="",
+                    paths.join(out, _PARTIAL_STATS), num_shards=1, shard_name_template=""
                 )
             )
-            (
-                selected
-                | f"Example{name}" >> beam.Map(lambda kv: encode_example(kv[1]))
-                | f"WriteTFRecord{name}"
-                >> beam.io.WriteToTFRecord(paths.join(out, f"{name}.tfrecord"))
-            )
+            records = results | "Records" >> beam.FlatMap(records_for)
+            for name in OUTPUTS:
+                selected = records | f"Only{name}" >> beam.Filter(lambda kv, n=name: kv[0] == n)
+                (
+                    selected
+                    | f"Json{name}" >> beam.Map(lambda kv: json_line(kv[1]))
+                    | f"WriteJson{name}"
+                    >> beam.io.WriteToText(
+                        paths.join(out, name),
+                        file_name_suffix=".jsonl",
+                        num_shards=1,
+                        shard_name_template="",
+                    )
+                )
+                (
+                    selected
+                    | f"Example{name}" >> beam.Map(lambda kv: encode_example(kv[1]))
+                    | f"WriteTFRecord{name}"
+                    >> beam.io.WriteToTFRecord(paths.join(out, f"{name}.tfrecord"))
+                )
+    except Exception as error:
+        found = dump_error_in(error)  # a bad dump: one line, as from the local path
+        if found is None:
+            raise
+        raise found from error
 
     partial = paths.join(out, _PARTIAL_STATS)
     with paths.open_file(partial, "rb") as handle:

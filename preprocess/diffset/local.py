@@ -15,7 +15,6 @@ scales with them; any other dump is read by the main process and only the compar
 from __future__ import annotations
 
 import os
-import tempfile
 import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 from tqdm import tqdm
 
 from tw_jax.io import paths
+from tw_jax.io.output_claim import scratch_dir
 from tw_jax.io.scratch_db import open_scratch
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.diffset.algorithm import compare
@@ -194,7 +194,7 @@ def build_diffset(
     writer = DiffsetWriter(out_dir, max_shard_bytes=max_shard_bytes)
     quiet = None if progress is None else not progress
     try:
-        with tempfile.TemporaryDirectory(prefix="tw_jax_diffset_") as scratch:
+        with scratch_dir("diffset") as scratch:
             index_path = os.path.join(scratch, "old.sqlite")
             _set_index_path(index_path)
             pool = None

@@ -7,12 +7,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from typing import IO, Any
 
 from tw_jax.io import paths
-from tw_jax.io.atomic import commit, discard, temporary_sibling, write_json
+from tw_jax.io.atomic import (
+    FolderCommit,
+    discard,
+    naming_full_disk,
+    raise_if_disk_full,
+    temporary_sibling,
+)
 from tw_jax.io.tfrecord import ShardedTFRecordWriter, encode_example
 from tw_jax.preprocess.diffset.algorithm import EMPTY, IN_DIFFSET, ArticleDiff
 
@@ -60,38 +67,58 @@ def encode_records(result: ArticleDiff) -> list[EncodedRecord]:
 
 
 class DiffsetWriter:
-    """Streams records into temporary files; :meth:`commit` moves them all into place."""
+    """Streams records into temporary files; :meth:`commit` moves them all into place together,
+    ``stats.json`` last (:class:`FolderCommit`). A full disk is an ``OutputError`` naming the
+    output being written; :meth:`abort` leaves no file of this run behind."""
 
     def __init__(self, out_dir: str | os.PathLike[str], max_shard_bytes: int = 256 << 20) -> None:
         self.out_dir = paths.resolve(out_dir)
-        paths.makedirs(self.out_dir)
+        with naming_full_disk(self.out_dir):
+            paths.makedirs(self.out_dir)
         # An earlier run's stats.json would mark a half-rewritten folder as complete.
         discard(paths.join(self.out_dir, STATS_FILE))
-        self._jsonl: dict[str, tuple[paths.Path, IO[bytes]]] = {}
+        self._folder = FolderCommit(self.out_dir, last=STATS_FILE)
+        # name -> (final path, temporary path, handle)
+        self._jsonl: dict[str, tuple[str, paths.Path, IO[bytes]]] = {}
         self._tfrecords: dict[str, ShardedTFRecordWriter] = {}
-        for name in OUTPUTS:
-            temporary = temporary_sibling(paths.join(self.out_dir, f"{name}.jsonl"))
-            self._jsonl[name] = (temporary, paths.open_file(temporary, "wb"))
-            self._tfrecords[name] = ShardedTFRecordWriter(
-                paths.join(self.out_dir, f"{name}.tfrecord"), max_shard_bytes
-            )
+        try:
+            for name in OUTPUTS:
+                final = paths.join(self.out_dir, f"{name}.jsonl")
+                temporary = temporary_sibling(final)
+                with naming_full_disk(final):
+                    self._jsonl[name] = (final, temporary, paths.open_file(temporary, "wb"))
+                self._tfrecords[name] = ShardedTFRecordWriter(
+                    paths.join(self.out_dir, f"{name}.tfrecord"), max_shard_bytes
+                )
+        except BaseException:
+            self.abort()
+            raise
 
     def write_encoded(self, encoded: list[EncodedRecord]) -> None:
-        for name, line, example in encoded:
-            self._jsonl[name][1].write(line)
-            self._tfrecords[name].write(example)
+        name = ""
+        try:  # not a ``with`` per record: this is the stage's hot loop
+            for name, line, example in encoded:
+                self._jsonl[name][2].write(line)
+                self._tfrecords[name].write(example)
+        except OSError as error:
+            raise_if_disk_full(error, self._jsonl[name][0])
+            raise
 
     def commit(self, stats: dict[str, Any]) -> None:
-        for name, (temporary, handle) in self._jsonl.items():
-            handle.close()
-            commit(temporary, paths.join(self.out_dir, f"{name}.jsonl"))
+        for final, temporary, handle in self._jsonl.values():
+            with naming_full_disk(final):
+                handle.close()
+            self._folder.stage(temporary, final)
         for writer in self._tfrecords.values():
-            writer.commit()
-        write_json(paths.join(self.out_dir, STATS_FILE), stats)
+            writer.commit(into=self._folder)
+        self._folder.write_json(STATS_FILE, stats)
+        self._folder.commit()
 
     def abort(self) -> None:
-        for temporary, handle in self._jsonl.values():
-            handle.close()
+        for _, temporary, handle in self._jsonl.values():
+            with contextlib.suppress(OSError):  # flushing what is left fails on a full disk
+                handle.close()
             discard(temporary)
         for writer in self._tfrecords.values():
             writer.abort()
+        self._folder.abort()

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tw_jax.io import paths
-from tw_jax.io.atomic import atomic_open, discard, write_json
+from tw_jax.io.atomic import FolderCommit, discard
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.ecbd import spans as span_rules
 from tw_jax.preprocess.ecbd.articles import Article, read_articles
@@ -171,8 +171,8 @@ def split_entities(subset: str, qids: Sequence[str], options: BuildOptions) -> d
     return {qid: ("dev" if i < n_dev else "test") for i, qid in enumerate(ordered)}
 
 
-def _write_jsonl(path: str, rows: Sequence[dict[str, Any]]) -> None:
-    with atomic_open(path, "w", encoding="utf-8") as handle:
+def _write_jsonl(folder: FolderCommit, name: str, rows: Sequence[dict[str, Any]]) -> None:
+    with folder.open(name, "w", encoding="utf-8") as handle:
         for row in rows:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
 
@@ -224,6 +224,47 @@ def build_ecbd(
     for qid, (entity, _, _) in per_entity.items():
         by_subset.setdefault(entity.subset, []).append(qid)
     written = []
+    # Every file renamed into place together once all are written, stats.json last.
+    with FolderCommit(out, last="stats.json") as folder:
+        _write_files(folder, per_entity, by_subset, options, subsets, entity_rows, written)
+        span_types = Counter(ex["span_type"] for _, _, rows in per_entity.values() for ex in rows)
+        stats = {
+            "options": {k: list(v) if isinstance(v, tuple) else v
+                        for k, v in asdict(options).items()},
+            "spacy_model": source,
+            "seconds": round(time.perf_counter() - started, 2),
+            "entities": {
+                "dated_in_years_with_sitelink": len(entities),
+                "with_article": builder.counts["with_article"],
+                "with_examples": len(per_entity),
+            },
+            "sentences": builder.counts["sentences"],
+            "examples": dict(sorted(span_types.items())),
+            "capped_examples": builder.counts["capped_examples"],
+            "subsets": subsets,
+            "files": written + ["entities.jsonl"],
+            "skipped": {
+                "wikidata": wikidata_skips.as_dict(),
+                "wikipedia": wikipedia_skips.as_dict(),
+                "entities": builder.skips.as_dict(),
+            },
+            "wikipedia_passes": index.passes,
+        }
+        folder.write_json("stats.json", stats)
+    return stats
+
+
+def _write_files(
+    folder: FolderCommit,
+    per_entity: dict[str, tuple[OriginEntity, Article, list[dict[str, Any]]]],
+    by_subset: dict[str, list[str]],
+    options: BuildOptions,
+    subsets: dict[str, dict[str, Any]],
+    entity_rows: list[dict[str, Any]],
+    written: list[str],
+) -> None:
+    """The span files of every subset and ``entities.jsonl``, staged in ``folder``; fills
+    ``subsets``, ``entity_rows`` and ``written`` for ``stats.json``."""
     for subset in sorted(by_subset, key=lambda s: (len(s), s)):
         assignment = split_entities(subset, by_subset[subset], options)
         subsets[subset] = {}
@@ -236,7 +277,7 @@ def build_ecbd(
             }
             for kind, kind_rows in files.items():
                 name = f"{subset}/{file_name(kind, split)}"
-                _write_jsonl(paths.join(out, subset, file_name(kind, split)), kind_rows)
+                _write_jsonl(folder, name, kind_rows)
                 written.append(name)
             subsets[subset][split] = {"entities": len(qids), "np_spans": len(files["np"]),
                                       "random_spans": len(files["random"])}
@@ -250,28 +291,4 @@ def build_ecbd(
                 "sentences": len({ex["ex_id"] for ex in examples}),
                 "examples": dict(sorted(types.items())),
             })
-    _write_jsonl(paths.join(out, "entities.jsonl"), entity_rows)
-    span_types = Counter(ex["span_type"] for _, _, rows in per_entity.values() for ex in rows)
-    stats = {
-        "options": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(options).items()},
-        "spacy_model": source,
-        "seconds": round(time.perf_counter() - started, 2),
-        "entities": {
-            "dated_in_years_with_sitelink": len(entities),
-            "with_article": builder.counts["with_article"],
-            "with_examples": len(per_entity),
-        },
-        "sentences": builder.counts["sentences"],
-        "examples": dict(sorted(span_types.items())),
-        "capped_examples": builder.counts["capped_examples"],
-        "subsets": subsets,
-        "files": written + ["entities.jsonl"],
-        "skipped": {
-            "wikidata": wikidata_skips.as_dict(),
-            "wikipedia": wikipedia_skips.as_dict(),
-            "entities": builder.skips.as_dict(),
-        },
-        "wikipedia_passes": index.passes,
-    }
-    write_json(paths.join(out, "stats.json"), stats)
-    return stats
+    _write_jsonl(folder, "entities.jsonl", entity_rows)

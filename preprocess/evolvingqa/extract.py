@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 import zlib
 from collections import Counter
@@ -40,6 +39,7 @@ from tqdm import tqdm
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
+from tw_jax.io.output_claim import scratch_dir
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.diffset.local import OldIndex, build_diffset
 from tw_jax.preprocess.diffset.outputs import json_line
@@ -113,7 +113,7 @@ def build_evolvingqa(
         summary["pairs"][pair] = _stages(out, pair, old_dump, new_dump, options, progress)
     tagger = EntityTagger(options.spacy_model, workers=options.workers)
     summary["spacy"] = tagger.info.as_dict()
-    with tempfile.TemporaryDirectory(prefix="tw_jax_evolvingqa_") as scratch:
+    with scratch_dir("evolvingqa") as scratch:
         candidates = Candidates(scratch, options.seed)
         for _, _, pair in pairs:
             candidates.add_pair(paths.join(layout.diffset_dir(out, pair), "unchanged.jsonl"))

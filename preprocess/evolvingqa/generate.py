@@ -20,6 +20,7 @@ from itertools import islice
 from typing import Any
 
 from tw_jax.io import paths
+from tw_jax.preprocess.accounting import require_complete
 from tw_jax.preprocess.evolvingqa import filters, layout, prompts
 from tw_jax.preprocess.evolvingqa.client import ChatClient
 from tw_jax.preprocess.evolvingqa.qa_csv import PAPER_FINETUNE_FRACTION, QA, write_qa_sets
@@ -116,12 +117,12 @@ def _run(records: Iterable[dict[str, Any]], work: Callable[[dict[str, Any]], Out
 
 
 def pairs_with_passages(data: str | os.PathLike[str]) -> list[str]:
-    """The month pairs of a build folder that have extraction outputs, in order."""
+    """The month pairs of a build folder that have an extraction folder, in order (complete or
+    not: :func:`generate_with_llm` refuses an incomplete one rather than leave its pair out)."""
     if not paths.isdir(data):
         return []
     return [name for name in paths.listdir(data)
-            if _PAIR.match(name)
-            and paths.exists(paths.join(layout.extraction_dir(data, name), layout.STATS_FILE))]
+            if _PAIR.match(name) and paths.isdir(layout.extraction_dir(data, name))]
 
 
 PASSAGE_FIELDS = ("id", "title", "month", "text", "entities")
@@ -154,13 +155,17 @@ def generate_with_llm(
         from tw_jax.errors import DumpError
 
         raise DumpError(unchanged_path, None, "no such file; run `tw-jax evolvingqa build`")
+    pairs = pairs_with_passages(data)
+    # The build writes each folder's stats.json last: without it, its passages are cut short.
+    for folder in (layout.window_dir(data), *(layout.extraction_dir(data, p) for p in pairs)):
+        require_complete(folder, "tw-jax evolvingqa build")
     generator = Generator(client, llm_filters=llm_filters)
     reasons: dict[str, Counter] = {"unchanged": Counter()}
     unchanged = _run(_limited(unchanged_path, limit, PASSAGE_FIELDS), generator.passage, concurrency,
                      reasons["unchanged"])
     new: dict[str, list[QA]] = {}
     edited: dict[str, list[QA]] = {}
-    for pair in pairs_with_passages(data):
+    for pair in pairs:
         folder = layout.extraction_dir(data, pair)
         reasons[f"new_{pair}"], reasons[f"edited_{pair}"] = Counter(), Counter()
         new[pair] = _run(_limited(paths.join(folder, layout.NEW_PASSAGES), limit, PASSAGE_FIELDS),

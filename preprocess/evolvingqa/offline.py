@@ -27,6 +27,7 @@ from typing import Any
 
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
+from tw_jax.preprocess.accounting import require_complete
 from tw_jax.preprocess.evolvingqa.filters import same_answer
 from tw_jax.preprocess.evolvingqa.qa_csv import PAPER_FINETUNE_FRACTION, QA, write_qa_sets
 from tw_jax.preprocess.evolvingqa.questions import question
@@ -72,6 +73,8 @@ def generate_offline(
     if not pairs:
         raise ValueError("no month pairs to generate questions for")
     probes = os.fspath(probes)
+    for pair in pairs:  # an interrupted probes run leaves some CSVs and no stats.json
+        require_complete(paths.join(probes, pair, "probes"), "tw-jax probes")
     templates: Counter = Counter()
     skipped: Counter = Counter()
     facts = [_read(probes, pair, "unchanged") for pair in pairs]

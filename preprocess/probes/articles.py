@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.scratch_db import open_scratch
-from tw_jax.preprocess.accounting import Skips
+from tw_jax.preprocess.accounting import Skips, require_complete
 from tw_jax.preprocess.readers import iter_articles, iter_dump_pages, paragraphs_of
 
 NEW, OLD = "new", "old"
@@ -169,7 +169,8 @@ class ArticleStore:
 
 def diffset_files(diffset_dir: str) -> tuple[str, str]:
     """``diffset.jsonl`` and ``full.jsonl`` of a DiffSet folder, checked to be complete."""
-    for name in ("stats.json", "diffset.jsonl", "full.jsonl"):
+    require_complete(diffset_dir, "tw-jax diffset")
+    for name in ("diffset.jsonl", "full.jsonl"):
         if not paths.isfile(paths.join(diffset_dir, name)):
             raise DumpError(diffset_dir, None, f"not a complete DiffSet folder (no {name})")
     return paths.join(diffset_dir, "diffset.jsonl"), paths.join(diffset_dir, "full.jsonl")

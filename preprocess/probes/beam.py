@@ -1,13 +1,14 @@
 """The Probes stage as an Apache Beam pipeline: the local path's steps, joined by key.
 
-- old and new entities meet by subject id (CoGroupByKey) and are categorised;
+- old and new entities meet by subject id (CoGroupByKey) and are categorised; an entity skipped
+  as malformed on one side (a None side) is not, and is counted, as locally;
 - each candidate meets the labels it needs by entity id (CoGroupByKey on object ids, never a
   dict of the dump), then is rendered;
 - Wikipedia titles resolve redirects by a join on the target title; subjects meet their page id
   by title, and their texts by page id; probes meet their subject's texts by subject id;
 - the survivors, light-tuning candidates and tallies are combined into one result, which the
   local path's :func:`finish` and writer turn into the folder, so both runners write the same
-  bytes.
+  bytes; the skipped-share check of each dump runs there, before anything is written.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from tw_jax.preprocess.accounting import Skips
+from tw_jax.preprocess.accounting import Skips, dump_error_in
 from tw_jax.preprocess.probes.align import SubjectTexts
 from tw_jax.preprocess.probes.articles import DIFF, FULL, iter_titles, normalise_title
 from tw_jax.preprocess.probes.categorise import CATEGORIES, DELETED
@@ -43,20 +44,36 @@ def _read_wikidata(path: str, side: str) -> Iterator[Any]:
     from tw_jax.preprocess.wikidata import iter_entities
 
     stats = ProbeStats()
-    for entity in iter_entities(path, stats.skips[f"{side}_wikidata"]):
+    bad: list[str] = []
+    for entity in iter_entities(path, stats.skips[f"{side}_wikidata"], bad):
         stats.entities[side] += 1
         yield entity.id, subject_side(entity)
         yield beam.pvalue.TaggedOutput("labels", (entity.id, entity.label))
+    for entity_id in bad:  # malformed: a None side, which keeps the entity from categorisation
+        yield entity_id, None
     yield beam.pvalue.TaggedOutput("stats", stats)
+
+
+def _side(values: list) -> tuple[object, bool]:
+    """The first well-formed side of an entity in one dump, and whether it was only malformed
+    there (the local store's rule: a well-formed record wins over a malformed one)."""
+    whole = [v for v in values if v is not None]
+    return (whole[0] if whole else None), (not whole and bool(values))
 
 
 def _categorise(item: tuple[str, dict], options: ProbeOptions) -> Iterator[Any]:
     import apache_beam as beam
 
     subject_id, sides = item
-    new = sides["new"][0] if sides["new"] else None
-    old = sides["old"][0] if sides["old"] else None
+    new, new_malformed = _side(sides["new"])
+    old, old_malformed = _side(sides["old"])
     stats = ProbeStats()
+    if (old_malformed and new is not None) or (new_malformed and old is not None):
+        stats.one_sided.add("old" if old_malformed else "new", subject_id)
+        yield beam.pvalue.TaggedOutput("stats", stats)
+        return
+    if old_malformed:
+        old = None
     for n, candidate in enumerate(
         candidates_for(
             subject_id,
@@ -233,7 +250,7 @@ def build_probes_beam(
 
     from tw_jax.preprocess.beam_options import pipeline_options
     from tw_jax.preprocess.probes.articles import diffset_files
-    from tw_jax.preprocess.probes.local import _header
+    from tw_jax.preprocess.probes.local import _header, check_dump
     from tw_jax.preprocess.probes.outputs import clear_stats, write_probes_folder
 
     options = options or ProbeOptions()
@@ -249,101 +266,109 @@ def build_probes_beam(
 
     def _write(acc: tuple) -> None:
         kept, samplers, stats = acc
+        check_dump(old_wd, stats, "old", options)
+        check_dump(new_wd, stats, "new", options)
         probes, lighttuning = finish(kept, samplers, stats, options)
         report = stats.as_dict(**_header(old_wd, new_wd, wiki, diffset_dir, old_wp, options))
         write_probes_folder(out_dir, probes, lighttuning, report)
         result["report"] = report
 
-    with beam.Pipeline(options=pipeline_opts) as p:
-        tallies = []
-        read = {}
-        for side, path in (("old", old_wd), ("new", new_wd)):
-            read[side] = (
-                p
-                | f"Path{side}" >> beam.Create([path])
-                | f"Read{side}"
-                >> beam.FlatMap(_read_wikidata, side).with_outputs(
-                    "labels", "stats", main="subjects"
+    try:
+        with beam.Pipeline(options=pipeline_opts) as p:
+            tallies = []
+            read = {}
+            for side, path in (("old", old_wd), ("new", new_wd)):
+                read[side] = (
+                    p
+                    | f"Path{side}" >> beam.Create([path])
+                    | f"Read{side}"
+                    >> beam.FlatMap(_read_wikidata, side).with_outputs(
+                        "labels", "stats", main="subjects"
+                    )
+                )
+                tallies.append(read[side].stats)
+            cat = (
+                {"new": read["new"].subjects, "old": read["old"].subjects}
+                | "BySubject" >> beam.CoGroupByKey()
+                | "Categorise"
+                >> beam.FlatMap(_categorise, options).with_outputs(
+                    "refs", "enwiki", "stats", main="candidates"
                 )
             )
-            tallies.append(read[side].stats)
-        cat = (
-            {"new": read["new"].subjects, "old": read["old"].subjects}
-            | "BySubject" >> beam.CoGroupByKey()
-            | "Categorise"
-            >> beam.FlatMap(_categorise, options).with_outputs(
-                "refs", "enwiki", "stats", main="candidates"
+            tallies.append(cat.stats)
+            labels = (
+                {"refs": cat.refs, "new": read["new"].labels, "old": read["old"].labels}
+                | "ByEntity" >> beam.CoGroupByKey()
+                | "LabelRefs" >> beam.FlatMap(_label_refs)
             )
-        )
-        tallies.append(cat.stats)
-        labels = (
-            {"refs": cat.refs, "new": read["new"].labels, "old": read["old"].labels}
-            | "ByEntity" >> beam.CoGroupByKey()
-            | "LabelRefs" >> beam.FlatMap(_label_refs)
-        )
-        rendered = (
-            {"candidate": cat.candidates, "labels": labels}
-            | "ByCandidate" >> beam.CoGroupByKey()
-            | "Render" >> beam.FlatMap(_render).with_outputs("stats", main="probes")
-        )
-        tallies.append(rendered.stats)
-        wikis = [("new", wiki)] + ([("old", old_wp)] if old_wp else [])
-        titles, texts = (
-            [],
-            [
-                p
-                | "Diff" >> beam.Create([diff_path])
-                | "DiffTexts" >> beam.FlatMap(_read_texts, DIFF),
-                p
-                | "Full" >> beam.Create([full_path])
-                | "FullTexts" >> beam.FlatMap(_read_texts, FULL),
-            ],
-        )
-        for side, path in wikis:
-            t = (
-                p
-                | f"Wiki{side}" >> beam.Create([path])
-                | f"Titles{side}"
-                >> beam.FlatMap(_read_titles, side).with_outputs("stats", main="titles")
+            rendered = (
+                {"candidate": cat.candidates, "labels": labels}
+                | "ByCandidate" >> beam.CoGroupByKey()
+                | "Render" >> beam.FlatMap(_render).with_outputs("stats", main="probes")
             )
-            titles.append(t.titles)
-            tallies.append(t.stats)
-        if old_wp:
-            old_texts = (
-                p
-                | "OldWiki" >> beam.Create([old_wp])
-                | "OldTexts" >> beam.FlatMap(_old_texts).with_outputs("stats", main="t")
+            tallies.append(rendered.stats)
+            wikis = [("new", wiki)] + ([("old", old_wp)] if old_wp else [])
+            titles, texts = (
+                [],
+                [
+                    p
+                    | "Diff" >> beam.Create([diff_path])
+                    | "DiffTexts" >> beam.FlatMap(_read_texts, DIFF),
+                    p
+                    | "Full" >> beam.Create([full_path])
+                    | "FullTexts" >> beam.FlatMap(_read_texts, FULL),
+                ],
             )
-            texts.append(old_texts.t)
-            tallies.append(old_texts.stats)
-        page_of = (
-            titles
-            | "AllTitles" >> beam.Flatten()
-            | "ByTitle" >> beam.GroupByKey()
-            | "Resolve" >> beam.FlatMap(_resolve)
-        )
-        wanted = cat.enwiki | "SubjectTitles" >> beam.Map(lambda e: ((e[0], e[1]), e[2]))
-        subject_pages = (
-            {"id": page_of, "subject": wanted}
-            | "JoinTitles" >> beam.CoGroupByKey()
-            | "SubjectPages" >> beam.FlatMap(_subject_pages)
-        )
-        subject_texts = (
-            {"subject": subject_pages, "text": texts | "AllTexts" >> beam.Flatten()}
-            | "ByPage" >> beam.CoGroupByKey()
-            | "SubjectTexts" >> beam.FlatMap(_subject_texts)
-        )
-        checked = (
-            {"probe": rendered.probes, "texts": subject_texts}
-            | "ProbesBySubject" >> beam.CoGroupByKey()
-            | "Check" >> beam.FlatMap(_check, options, old_wp is not None)
-        )
-        (
-            (checked, tallies | "AllTallies" >> beam.Flatten())
-            | "Everything" >> beam.Flatten()
-            | "Combine" >> beam.CombineGlobally(_combiner(options))
-            | "Write" >> beam.Map(_write)
-        )
+            for side, path in wikis:
+                t = (
+                    p
+                    | f"Wiki{side}" >> beam.Create([path])
+                    | f"Titles{side}"
+                    >> beam.FlatMap(_read_titles, side).with_outputs("stats", main="titles")
+                )
+                titles.append(t.titles)
+                tallies.append(t.stats)
+            if old_wp:
+                old_texts = (
+                    p
+                    | "OldWiki" >> beam.Create([old_wp])
+                    | "OldTexts" >> beam.FlatMap(_old_texts).with_outputs("stats", main="t")
+                )
+                texts.append(old_texts.t)
+                tallies.append(old_texts.stats)
+            page_of = (
+                titles
+                | "AllTitles" >> beam.Flatten()
+                | "ByTitle" >> beam.GroupByKey()
+                | "Resolve" >> beam.FlatMap(_resolve)
+            )
+            wanted = cat.enwiki | "SubjectTitles" >> beam.Map(lambda e: ((e[0], e[1]), e[2]))
+            subject_pages = (
+                {"id": page_of, "subject": wanted}
+                | "JoinTitles" >> beam.CoGroupByKey()
+                | "SubjectPages" >> beam.FlatMap(_subject_pages)
+            )
+            subject_texts = (
+                {"subject": subject_pages, "text": texts | "AllTexts" >> beam.Flatten()}
+                | "ByPage" >> beam.CoGroupByKey()
+                | "SubjectTexts" >> beam.FlatMap(_subject_texts)
+            )
+            checked = (
+                {"probe": rendered.probes, "texts": subject_texts}
+                | "ProbesBySubject" >> beam.CoGroupByKey()
+                | "Check" >> beam.FlatMap(_check, options, old_wp is not None)
+            )
+            (
+                (checked, tallies | "AllTallies" >> beam.Flatten())
+                | "Everything" >> beam.Flatten()
+                | "Combine" >> beam.CombineGlobally(_combiner(options))
+                | "Write" >> beam.Map(_write)
+            )
+    except Exception as error:
+        found = dump_error_in(error)
+        if found is None:
+            raise
+        raise found from error
     if "report" not in result:  # the pipeline ran elsewhere: read what it wrote
         import json
 

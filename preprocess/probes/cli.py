@@ -9,6 +9,7 @@ import time
 
 from tw_jax.io.cli_paths import input_path, output_path
 from tw_jax.preprocess.cli_options import add_runner_arguments
+from tw_jax.preprocess.wikidata import DEFAULT_MAX_SKIPPED_SHARE
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -56,6 +57,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="light-tuning instances per category (TemporalWiki Appendix D)",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--max-skipped-share",
+        type=float,
+        default=DEFAULT_MAX_SKIPPED_SHARE,
+        metavar="SHARE",
+        help="fail when more than this share (0..1) of either Wikidata dump's records are "
+        "malformed lines (bad_json, bad_entity), naming the file, the counts and the first bad "
+        "line; below it they are skipped and counted in stats.json (default: %(default)s, 1%%)",
+    )
     add_runner_arguments(
         parser,
         "processes for the local runner: the main one reads the dumps, N forked workers "
@@ -77,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         max_relation_frac=args.max_relation_frac,
         seed=args.seed,
         lighttuning_size=args.lighttuning_size,
+        max_skipped_share=args.max_skipped_share,
     )
     try:
         options.check()

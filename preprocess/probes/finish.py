@@ -16,6 +16,7 @@ from tw_jax.preprocess.probes.lighttuning import DEFAULT_SIZE, Sampler
 from tw_jax.preprocess.probes.records import Probe
 from tw_jax.preprocess.probes.rules import finalise
 from tw_jax.preprocess.probes.stats import ProbeStats
+from tw_jax.preprocess.wikidata import DEFAULT_MAX_SKIPPED_SHARE
 
 
 @dataclass(frozen=True)
@@ -26,9 +27,13 @@ class ProbeOptions:
     max_relation_frac: float = 0.05
     seed: int = 0
     lighttuning_size: int = DEFAULT_SIZE
+    # Share of a Wikidata dump's records that may be malformed before the run fails
+    # (wikidata.check_skipped_share).
+    max_skipped_share: float = DEFAULT_MAX_SKIPPED_SHARE
 
     def check(self) -> None:
-        for name in ("unchanged_rate", "max_subject_frac", "max_object_frac", "max_relation_frac"):
+        for name in ("unchanged_rate", "max_subject_frac", "max_object_frac", "max_relation_frac",
+                     "max_skipped_share"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {value}")

@@ -32,7 +32,7 @@ class Sampler:
         item = (-fact_hash, tuple(probe))
         if len(heap) < self.size:
             heapq.heappush(heap, item)
-        elif item > heap[0]:
+        elif heap and item > heap[0]:  # size 0 (--lighttuning-size 0) keeps nothing
             heapq.heapreplace(heap, item)
 
     def merge(self, other: Sampler) -> Sampler:
@@ -42,7 +42,7 @@ class Sampler:
             for item in heap:
                 if len(mine) < self.size:
                     heapq.heappush(mine, item)
-                elif item > mine[0]:
+                elif mine and item > mine[0]:
                     heapq.heapreplace(mine, item)
         return self
 

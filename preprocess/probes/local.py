@@ -7,6 +7,11 @@
 4. The new dump is streamed; each entity is categorised against its old self, rendered, aligned
    with its article and checked; survivors are kept per category for :func:`finish`.
 
+An entity skipped as malformed in either dump is not categorised (it is marked in the old store,
+or met as a None side in the new pass) and is counted in ``skipped_one_side``; once each dump
+has been read, :func:`~tw_jax.preprocess.wikidata.check_skipped_share` fails the run if too
+many of its lines were malformed (``ProbeOptions.max_skipped_share``).
+
 All indexes are SQLite files in a scratch folder, so memory holds only the probes that passed
 alignment (a few per cent of the down-sampled facts) and the light-tuning samplers.
 
@@ -21,7 +26,6 @@ the output files, byte for byte.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.pool import Pool
@@ -29,6 +33,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from tw_jax.io.output_claim import scratch_dir
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.labels import LabelIndex
 from tw_jax.preprocess.parallel import fork_pool, ordered_map
@@ -50,18 +55,36 @@ from tw_jax.preprocess.probes.outputs import clear_stats, write_probes_folder
 from tw_jax.preprocess.probes.records import Probe
 from tw_jax.preprocess.probes.stats import ProbeStats
 from tw_jax.preprocess.probes.steps import candidates_for, check_probe, render_candidate
-from tw_jax.preprocess.probes.store import OldSnapshot
-from tw_jax.preprocess.wikidata import entities_from_lines, iter_entities, iter_lines
+from tw_jax.preprocess.probes.store import MALFORMED, OldSnapshot
+from tw_jax.preprocess.wikidata import (
+    check_skipped_share,
+    entities_from_lines,
+    iter_entities,
+    iter_lines,
+)
 
 
 def iter_sides(
     path: str, skips: Skips, stats: ProbeStats, side: str
-) -> Iterator[tuple[str, SubjectSide]]:
-    """(entity id, (label, enwiki, facts)) of every entity of a Wikidata dump, counted."""
+) -> Iterator[tuple[str, SubjectSide | None]]:
+    """(entity id, (label, enwiki, facts)) of every entity of a Wikidata dump, counted, and
+    (entity id, None) for each entity skipped as malformed whose id could be read."""
 
-    for entity in iter_entities(path, skips):
+    bad: list[str] = []
+    for entity in iter_entities(path, skips, bad):
+        if bad:
+            yield from ((entity_id, None) for entity_id in bad)
+            bad.clear()
         stats.entities[side] += 1
         yield entity.id, subject_side(entity)
+    yield from ((entity_id, None) for entity_id in bad)
+
+
+def check_dump(path: str, stats: ProbeStats, side: str, options: ProbeOptions) -> None:
+    """The skipped-share check of one side's dump, once it has been read completely."""
+    check_skipped_share(
+        path, stats.skips[f"{side}_wikidata"], stats.entities[side], options.max_skipped_share
+    )
 
 
 def build_article_store(
@@ -115,8 +138,12 @@ class Categoriser:
         )
 
     def categorise(self, entity_id: str, new: SubjectSide) -> tuple[list, SubjectSide | None]:
-        """Algorithm 2 and down-sampling for one entity (no labels, no text)."""
+        """Algorithm 2 and down-sampling for one entity (no labels, no text); none for an
+        entity the old dump had malformed (counted), whose facts would all look NEW."""
         old = self.old.get(entity_id)
+        if old is MALFORMED:
+            self.stats.one_sided.add("old", entity_id)
+            return [], None
         o = self.options
         return list(
             candidates_for(
@@ -124,7 +151,14 @@ class Categoriser:
             )
         ), old
 
-    def add(self, entity_id: str, new: SubjectSide) -> None:
+    def add(self, entity_id: str, new: SubjectSide | None) -> None:
+        """Categorises one entity of the new dump; ``new=None``: it was malformed there, so
+        nothing is categorised, and it is counted if the old dump had it whole."""
+        if new is None:
+            old = self.old.get(entity_id)
+            if old is not None and old is not MALFORMED:
+                self.stats.one_sided.add("new", entity_id)
+            return
         candidates, old = self.categorise(entity_id, new)
         if not candidates or self.articles is None:
             return
@@ -168,7 +202,7 @@ def build_probes(
     stats = ProbeStats()
     clear_stats(out_dir)
 
-    with tempfile.TemporaryDirectory(prefix="tw_jax_probes_") as scratch:
+    with scratch_dir("probes") as scratch:
         paths = StorePaths(
             old=os.path.join(scratch, "old.sqlite"),
             labels=os.path.join(scratch, "labels.sqlite"),
@@ -198,6 +232,7 @@ def build_probes(
                         )
                     else:
                         old.add_all(index_sides(old_wd, stats, pool, workers, bar))
+                check_dump(old_wd, stats, "old", options)
                 if pool is None:
                     work = Categoriser(old, labels, articles, options, stats, old_wp is not None)
                     with tqdm(desc="categorising", unit=" entities", disable=quiet) as bar:
@@ -209,6 +244,7 @@ def build_probes(
                 else:
                     with tqdm(desc="categorising", unit=" entities", disable=quiet) as bar:
                         kept, samplers = categorise_dump(new_wd, options, stats, pool, workers, bar)
+                check_dump(new_wd, stats, "new", options)
             finally:
                 old.close()
                 labels.close()
@@ -291,15 +327,20 @@ def _chunked(lines: Iterable[tuple[int, bytes]]) -> Iterator[Lines]:
         yield chunk
 
 
-def _sides_job(job: tuple[str, Lines]) -> tuple[ProbeStats, list[tuple[str, SubjectSide]]]:
-    """Parses a chunk of the old dump: its subjects, with its entity count and skips."""
+def _sides_job(
+    job: tuple[str, Lines],
+) -> tuple[ProbeStats, list[tuple[str, SubjectSide | None]]]:
+    """Parses a chunk of the old dump: its subjects (None for a malformed one), with its entity
+    count and skips."""
 
     path, lines = job
     stats = ProbeStats()
-    sides = []
-    for entity in entities_from_lines(path, lines, stats.skips["old_wikidata"]):
+    sides: list[tuple[str, SubjectSide | None]] = []
+    bad: list[str] = []
+    for entity in entities_from_lines(path, lines, stats.skips["old_wikidata"], bad):
         stats.entities["old"] += 1
         sides.append((entity.id, subject_side(entity)))
+    sides.extend((entity_id, None) for entity_id in bad)
     return stats, sides
 
 
@@ -314,9 +355,12 @@ def _categorise_job(lines: Lines) -> Categorised:
     stats = ProbeStats()
     work = Categoriser(old, labels, articles, config.options, stats, config.have_old_dump)
     skips = stats.skips["new_wikidata"]
-    for entity in entities_from_lines(config.new_wikidata, lines, skips):
+    bad: list[str] = []
+    for entity in entities_from_lines(config.new_wikidata, lines, skips, bad):
         stats.entities["new"] += 1
         work.add(entity.id, subject_side(entity))
+    for entity_id in bad:
+        work.add(entity_id, None)
     return stats, work.kept, work.samplers
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tw_jax.io import paths
-from tw_jax.io.atomic import atomic_open, discard, write_json
+from tw_jax.io.atomic import FolderCommit, discard
 from tw_jax.io.tfrecord import ShardedTFRecordWriter, encode_example
 from tw_jax.preprocess.probes.categorise import CATEGORIES
 from tw_jax.preprocess.probes.records import Probe, csv_text
@@ -33,24 +33,25 @@ def write_probes_folder(
     lighttuning: Mapping[str, Sequence[Probe]],
     stats: dict[str, Any],
 ) -> None:
-    """Every file under a temporary name first, renamed into place, stats.json last (in a
-    bucket too, where the rename is a server-side copy of the finished object)."""
+    """Every file under a temporary name first, all renamed into place together, stats.json
+    last (:class:`FolderCommit`; in a bucket too, where the rename is a server-side copy of the
+    finished object): a run that fails on any file leaves none of its files final-named."""
     out = paths.resolve(out_dir)
     clear_stats(out)
-    for category in CATEGORIES:
-        rows = probes.get(category, ())
-        with atomic_open(paths.join(out, f"{category}.csv"), "w", encoding="utf-8",
-                         newline="") as handle:
-            handle.write(csv_text(rows))
-        writer = ShardedTFRecordWriter(paths.join(out, f"{category}.tfrecord"), 1 << 40)
-        try:
-            for probe in rows:
-                writer.write(encode_example(probe.as_features()))
-            writer.commit()
-        except BaseException:
-            writer.abort()
-            raise
-        name = f"lighttuning_{category}.csv"
-        with atomic_open(paths.join(out, name), "w", encoding="utf-8", newline="") as handle:
-            handle.write(csv_text(lighttuning.get(category, ())))
-    write_json(paths.join(out, STATS_FILE), stats)
+    with FolderCommit(out, last=STATS_FILE) as folder:
+        for category in CATEGORIES:
+            rows = probes.get(category, ())
+            with folder.open(f"{category}.csv", "w", encoding="utf-8", newline="") as handle:
+                handle.write(csv_text(rows))
+            writer = ShardedTFRecordWriter(folder.path(f"{category}.tfrecord"), 1 << 40)
+            try:
+                for probe in rows:
+                    writer.write(encode_example(probe.as_features()))
+                writer.commit(into=folder)
+            except BaseException:
+                writer.abort()
+                raise
+            name = f"lighttuning_{category}.csv"
+            with folder.open(name, "w", encoding="utf-8", newline="") as handle:
+                handle.write(csv_text(lighttuning.get(category, ())))
+        folder.write_json(STATS_FILE, stats)

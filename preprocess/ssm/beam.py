@@ -20,16 +20,16 @@ import contextlib
 import json
 import os
 import struct
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
+from tw_jax.io.output_claim import scratch_dir
 from tw_jax.io.tfrecord import ShardedTFRecordWriter, frame, masked_crc32c, shard_name
+from tw_jax.preprocess.accounting import dump_error_in
 from tw_jax.preprocess.ssm.examples import SsmOptions, process_job
 from tw_jax.preprocess.ssm.local import check_inputs
 from tw_jax.preprocess.ssm.outputs import (
@@ -75,17 +75,6 @@ def _examples_fn(
             yield len(job.articles)
 
     return Examples()
-
-
-def _dump_error_in(error: BaseException) -> DumpError | None:
-    """The DumpError a runner wrapped (Beam re-raises a worker's error as a RuntimeError), so
-    that bad input is reported as plainly as by the local path."""
-    seen: BaseException | None = error
-    while seen is not None:
-        if isinstance(seen, DumpError):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return None
 
 
 def plan_shards(sizes: Sequence[int], max_shard_bytes: int) -> list[int]:
@@ -223,7 +212,7 @@ def build_ssm_beam(
     paths.remove_matching(paths.join(parts_dir, "*"))
     try:
         try:
-            with tempfile.TemporaryDirectory(prefix="tw_jax_ssm_beam_") as scratch:
+            with scratch_dir("ssm_beam") as scratch:
                 requirements = model_requirements(spacy_model)
                 extra = worker_requirements_flags(beam_options, requirements, scratch)
                 with beam.Pipeline(options=pipeline_options(beam_options, (), extra)) as p:
@@ -236,7 +225,7 @@ def build_ssm_beam(
                         >> beam.ParDo(_examples_fn(spacy_model, labels, options, parts_dir))
                     )
         except Exception as error:
-            found = _dump_error_in(error)
+            found = dump_error_in(error)
             if found is None:
                 raise
             raise found from error

@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
+from tw_jax.preprocess.accounting import require_complete
 from tw_jax.preprocess.parallel import fork_pool, ordered_map
 from tw_jax.preprocess.ssm.examples import SsmOptions, process_job
 from tw_jax.preprocess.ssm.outputs import MAX_SHARD_BYTES, SsmWriter, build_report
@@ -71,9 +72,11 @@ def keep_freed_memory(trim_bytes: int = 128 << 20, mmap_bytes: int = 32 << 20) -
 
 
 def check_inputs(diffset_dir: str | os.PathLike[str], inputs: Sequence[str]) -> list[str]:
-    """The input files, each checked to exist; a missing one is a :class:`DumpError`."""
+    """The input files, each checked to exist, of a DiffSet folder checked to be complete (its
+    ``stats.json``: an interrupted DiffSet run leaves shorter files); else a :class:`DumpError`."""
     if not inputs:
         raise SsmOptionsError("choose at least one input")
+    require_complete(diffset_dir, "tw-jax diffset")
     found = []
     for name in inputs:
         path = input_path(diffset_dir, name)

@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from tw_jax.io import paths
-from tw_jax.io.atomic import write_json
+from tw_jax.io.atomic import FolderCommit, naming_full_disk
 from tw_jax.io.tfrecord import ShardedTFRecordWriter
 from tw_jax.preprocess.ssm.examples import SsmOptions
 from tw_jax.preprocess.ssm.reader import INPUTS
@@ -60,14 +60,17 @@ def build_report(
 
 
 class SsmWriter:
-    """One sharded TFRecord writer per input, committed together, then ``stats.json``."""
+    """One sharded TFRecord writer per input, all renamed into place together, then
+    ``stats.json`` (:class:`FolderCommit`): a failure leaves no shard of this run behind."""
 
     def __init__(
         self, out_dir: str | os.PathLike[str], names: list[str], max_shard_bytes: int
     ) -> None:
         self.out_dir = paths.resolve(out_dir)
-        paths.makedirs(self.out_dir)
+        with naming_full_disk(self.out_dir):
+            paths.makedirs(self.out_dir)
         clear_outputs(self.out_dir)
+        self._folder = FolderCommit(self.out_dir, last=STATS_FILE)
         self.writers = {
             name: ShardedTFRecordWriter(paths.join(self.out_dir, f"{name}.tfrecord"),
                                         max_shard_bytes)
@@ -81,9 +84,11 @@ class SsmWriter:
 
     def commit(self, report: dict[str, Any]) -> None:
         for writer in self.writers.values():
-            writer.commit()
-        write_json(paths.join(self.out_dir, STATS_FILE), report)
+            writer.commit(into=self._folder)
+        self._folder.write_json(STATS_FILE, report)
+        self._folder.commit()
 
     def abort(self) -> None:
         for writer in self.writers.values():
             writer.abort()
+        self._folder.abort()

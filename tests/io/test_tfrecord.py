@@ -1,7 +1,14 @@
-"""Our TFRecord/Example encoder must be read back exactly by TensorFlow."""
+"""Our TFRecord/Example encoder must be read back exactly by TensorFlow; shards appear whole
+(renamed at commit, or with their folder), and a full disk is one error naming them."""
+
+import contextlib
+import resource
+import signal
 
 import pytest
 
+from tw_jax.errors import OutputError
+from tw_jax.io.atomic import FolderCommit
 from tw_jax.io.tfrecord import ShardedTFRecordWriter, encode_example, read_records
 
 tf = pytest.importorskip("tensorflow")
@@ -71,3 +78,56 @@ def test_corrupt_record_is_detected(tmp_path):
     shard.write_bytes(bytes(data))
     with pytest.raises(ValueError, match="corrupt record data"):
         list(read_records(shard))
+
+
+@contextlib.contextmanager
+def file_size_limit(limit: int):
+    """Writes past ``limit`` bytes fail with EFBIG, as on a full disk (SIGXFSZ ignored)."""
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, handler)
+
+
+def test_a_full_disk_names_the_shard_pattern_and_leaves_nothing(tmp_path):
+    writer = ShardedTFRecordWriter(tmp_path / "out.tfrecord", max_shard_bytes=1000)
+    with file_size_limit(2048), pytest.raises(OutputError) as raised:
+        for _ in range(20):
+            writer.write(b"x" * 100)  # shards of about 1000 bytes fit under the limit
+        writer.write(b"x" * 3000)  # a shard of one big record does not
+        writer.commit()
+    assert raised.value.path == f"{tmp_path}/out.tfrecord-?????-of-?????"
+    assert raised.value.message.startswith("file too large while writing it (the file-size "
+                                           "limit, ulimit -f, is 2 KiB)")
+    assert list(tmp_path.iterdir()) == []
+    writer.abort()  # what a caller's except clause does: harmless now
+
+
+def test_shards_committed_into_a_folder_appear_with_it(tmp_path):
+    stale = tmp_path / "out.tfrecord-00000-of-00003"
+    stale.write_bytes(b"")
+    with FolderCommit(tmp_path) as folder:
+        writer = ShardedTFRecordWriter(folder.path("out.tfrecord"), max_shard_bytes=10)
+        for record in (b"a" * 8, b"b" * 8):
+            writer.write(record)
+        finals = writer.commit(into=folder)
+        assert [f.name for f in finals] == ["out.tfrecord-00000-of-00002",
+                                            "out.tfrecord-00001-of-00002"]
+        assert not any(f.exists() for f in finals) and stale.exists()
+        folder.write_json("stats.json", {})
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "out.tfrecord-00000-of-00002", "out.tfrecord-00001-of-00002", "stats.json"]
+    assert [r for f in finals for r in read_records(f)] == [b"a" * 8, b"b" * 8]
+
+
+def test_a_folder_that_fails_takes_its_staged_shards_along(tmp_path):
+    with pytest.raises(RuntimeError), FolderCommit(tmp_path) as folder:
+        writer = ShardedTFRecordWriter(folder.path("out.tfrecord"))
+        writer.write(b"a")
+        writer.commit(into=folder)
+        raise RuntimeError("a later file failed")
+    assert list(tmp_path.iterdir()) == []

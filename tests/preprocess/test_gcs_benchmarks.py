@@ -281,6 +281,7 @@ def _write_probes(root: str) -> None:
         paths.write_text(paths.join(folder, "updated.csv"), _probe_csv([
             ("Trurmouth", "head of government", "Groris Funley", "Wiro Derncroft | Old Mayor"),
             ("Dravminster", "population", "24042", "")]))
+        paths.write_text(paths.join(folder, "stats.json"), "{}\n")  # written last by the stage
 
 
 def test_evolvingqa_offline_generation_into_a_bucket_equals_the_local_run(

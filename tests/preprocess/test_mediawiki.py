@@ -196,16 +196,47 @@ def test_malformed_xml_names_line_and_last_page(tmp_path):
     assert err.message == "malformed XML: mismatched tag"
 
 
-def test_invalid_utf8_is_named(tmp_path):
-    data = export_xml(page_xml(1, "First", "a"), page_xml(2, "Second", "caf\u00e9")).encode()
+@pytest.mark.parametrize("chunk", [1 << 20, 5, 1])
+def test_invalid_utf8_in_a_page_skips_that_page(tmp_path, monkeypatch, chunk):
+    monkeypatch.setattr(mediawiki, "CHUNK_BYTES", chunk)  # also bad and good sequences cut
+    data = export_xml(page_xml(1, "First", "a \u00e9\u20ac"), page_xml(2, "Second", "caf\u00e9"),
+                      page_xml(3, "Third", "\U0001d11e b")).encode()
     data = data.replace("caf\u00e9".encode(), b"caf\xe9")  # Latin-1 byte in a UTF-8 file
     path = tmp_path / "dump.xml"
     path.write_bytes(data)
+    skips = Skips()
+    pages = list(iter_pages(path, skips))
+    assert [(p.id, p.text) for p in pages] == [(1, "a \u00e9\u20ac"), (3, "\U0001d11e b")]
+    line = data[: data.index(b"<title>Second")].count(b"\n")  # the line of its <page>
+    assert skips.as_dict() == {"by_reason": {"bad_utf8": 1},
+                               "examples": {"bad_utf8": [f"{path}:{line} page id=2 'Second'"]}}
+
+
+def test_invalid_utf8_outside_a_page_or_in_markup_is_named(tmp_path):
+    data = export_xml(page_xml(1, "First", "a"), page_xml(2, "Second", "b")).encode()
+    path = tmp_path / "dump.xml"
+    path.write_bytes(data.replace(b"<sitename>Wiki", b"<sitename>Wi\xffki"))
+    with pytest.raises(DumpError) as info:
+        list(iter_pages(path, Skips()))
+    assert info.value.message == "malformed XML: invalid UTF-8 outside any page"
+    byte = data.index(b"<sitename>") + len(b"<sitename>Wi")
+    assert info.value.record == f"decompressed byte {byte}, before the first complete page"
+
+    path.write_bytes(data.replace(b"<title>Second", b"<tit\xe9le>Second"))
     with pytest.raises(DumpError) as info:
         list(iter_pages(path, Skips()))
     assert info.value.message == "malformed XML: invalid UTF-8"
     assert "after page id=1 'First'" in info.value.record
-    assert f"(decompressed byte {data.index(b'caf') + 3})" in info.value.record
+    assert f"(decompressed byte {data.index(b'<title>Second') + 4})" in info.value.record
+
+
+def test_a_document_in_another_encoding_is_left_to_expat(tmp_path):
+    xml = export_xml(page_xml(1, "Caf\u00e9", "na\u00efve"))
+    path = tmp_path / "latin1.xml"
+    path.write_bytes(('<?xml version="1.0" encoding="ISO-8859-1"?>\n' + xml).encode("latin-1"))
+    skips = Skips()
+    assert [(p.title, p.text) for p in iter_pages(path, skips)] == [("Caf\u00e9", "na\u00efve")]
+    assert skips.total == 0
 
 
 def test_unterminated_document(tmp_path):

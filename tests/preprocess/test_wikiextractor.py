@@ -91,7 +91,8 @@ def test_bad_lines_are_skipped_by_reason_with_file_and_line(tmp_path):
     }
     assert skips.examples == {
         "bad_json": [f"{path}:2", f"{path}:11"],
-        "bad_utf8": [f"{path}:4", f"{path}:12"],
+        # id and title as far as they can be read: the bad byte shows as U+FFFD
+        "bad_utf8": [f"{path}:4 page id=14 'Caf\ufffd'", f"{path}:12 page id=18 'Lone'"],
         "missing_field": [f"{path}:5"],
         "bad_id": [f"{path}:6", f"{path}:7", f"{path}:8", f"{path}:9"],
         "bad_field": [f"{path}:10"],

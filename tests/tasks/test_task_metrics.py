@@ -51,6 +51,23 @@ def test_perplexity_per_instance_and_per_token():
         metrics.perplexity([0], [-1.0])
 
 
+def test_per_instance_perplexity_is_the_one_formula():
+    """ppl_i = exp(-(1/|y_i|) Σ log p): what tw-jax eval and the lifelong report both call."""
+    got = metrics.instance_perplexities([-2.0, -4.0, 0.0], [2, 4, 0])
+    assert got[:2].tolist() == [math.e, math.e] and math.isnan(got[2])
+    assert metrics.mean_perplexity([2.0, 4.0]) == 3.0
+    with pytest.raises(ValueError, match="1 instances had no scored token"):
+        metrics.mean_perplexity(got)
+    with pytest.raises(ValueError, match="no instances"):
+        metrics.mean_perplexity([])
+    assert metrics.mean_token_loss([-2.0, -4.0, -0.5], [2, 4, 1]) == 6.5 / 7
+    # the metric is exactly those two functions
+    result = metrics.perplexity([2, 4], [-2.0, -3.0])
+    assert result["perplexity"] == metrics.mean_perplexity(
+        metrics.instance_perplexities([-2.0, -3.0], [2, 4]))
+    assert result["token_perplexity"] == math.exp(5.0 / 6)
+
+
 def test_postprocessors_extract_answers_and_token_counts():
     example = {"object": b"Groris Funley", "targets": [5, 6, 7, 1]}
     target = metrics.probe_postprocessor("<extra_id_0> Groris Funley", example, is_target=True)
@@ -62,3 +79,7 @@ def test_postprocessors_extract_answers_and_token_counts():
     assert metrics.probe_postprocessor("<extra_id_0>") == ""
     block = metrics.token_count_postprocessor("text", {"targets": [1] * 64}, is_target=True)
     assert block.num_tokens == 64
+    # a probe example counts the tokens its targets_weights marks (the object's, not the
+    # sentinel or EOS)
+    probe = {"object": b"Groris Funley", "targets": [9, 5, 6, 1], "targets_weights": [0, 1, 1, 0]}
+    assert metrics.probe_postprocessor("x", probe, is_target=True).num_tokens == 2

@@ -163,10 +163,17 @@ def test_probe_tasks_yield_one_example_per_csv_row(twiki, vocabularies, category
         for example in (a, b, c, d):
             for key in ("subject", "relation", "object", "previous_object"):
                 assert example[key].decode() == row[key]
-        assert a["targets"].tolist() == list(gpt2.encode(row["text"]))
+        # GPT-2: EOS as BOS, then the probe text, every text token scored.
+        text = list(gpt2.encode(row["text"]))
+        assert a["targets"].tolist() == [gpt2.eos_id, *text]
+        assert a["targets_weights"].tolist() == [0] + [1] * len(text)
         # The object-only format splits the same tokens into prompt and object.
         assert b["inputs"].tolist() + b["targets"].tolist() == a["targets"].tolist()
         assert gpt2.decode(b["targets"].tolist()) == " " + row["object"]
+        assert b["targets_weights"].tolist() == [1] * len(b["targets"])
+        # T5: the object's pieces are scored, not the sentinel, not EOS.
+        for example in (c, d):
+            assert example["targets_weights"].tolist() == [0] + [1] * (len(c["targets"]) - 2) + [0]
         assert (
             squash(t5.decode(c["inputs"].tolist()))
             == f"{row['subject']} {row['relation']} <extra_id_0>"
@@ -201,7 +208,8 @@ def test_probe_tasks_carry_their_metrics(twiki):
     target = generating.postprocess_fn(
         example["targets_pretokenized"].decode(), example=example, is_target=True
     )
-    assert target == {"answers": ["Groris Funley"], "num_tokens": len(example["targets"])}
+    # the scored tokens: the object's, not the sentinel or EOS
+    assert target == {"answers": ["Groris Funley"], "num_tokens": len(example["targets"]) - 2}
     prediction = generating.postprocess_fn(
         "<extra_id_0> Groris Funley <extra_id_1>", example=example
     )

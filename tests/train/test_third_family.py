@@ -83,7 +83,7 @@ def test_tw_jax_eval_and_infer_run_it(trained):
     gin_setup.parse(trained["files"], trained["bindings"], [str(FAMILY_DIR)])
     metrics = task_eval.evaluate()
     assert metrics["step"] == 8 and metrics["examples"] > 0
-    assert metrics["perplexity"] == pytest.approx(math.exp(metrics["loss"]))
+    assert metrics["token_perplexity"] == pytest.approx(math.exp(metrics["loss"]))
     gin_setup.parse(trained["files"], [*trained["bindings"], "tw_jax.evaluate.infer.max_examples=3",
                                        "tw_jax.evaluate.infer.max_new_tokens=4"], [str(FAMILY_DIR)])
     output = task_eval.infer()

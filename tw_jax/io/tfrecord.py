@@ -9,6 +9,7 @@ both against TensorFlow's own parser.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from collections.abc import Iterator, Mapping, Sequence
 from typing import BinaryIO
@@ -16,7 +17,13 @@ from typing import BinaryIO
 import google_crc32c
 
 from tw_jax.io import paths
-from tw_jax.io.atomic import commit, discard, temporary_sibling
+from tw_jax.io.atomic import (
+    FolderCommit,
+    discard,
+    disk_full_errno,
+    disk_full_error,
+    temporary_sibling,
+)
 from tw_jax.io.paths import PathLike
 
 FeatureValue = (
@@ -132,8 +139,11 @@ class ShardedTFRecordWriter:
     """Writes records into shards of about ``max_shard_bytes`` each, atomically.
 
     Shard names carry the total count, which is known only at the end, so shards are written
-    under temporary names and renamed by :meth:`commit`. An empty output still gets one (empty)
-    shard, so readers of the file pattern find the dataset.
+    under temporary names and renamed by :meth:`commit` (or by the :class:`FolderCommit` it is
+    handed, together with the folder's other files). An empty output still gets one (empty)
+    shard, so readers of the file pattern find the dataset. A full disk is an
+    :class:`~tw_jax.errors.OutputError` naming the shards' file pattern, after the writer has
+    removed its temporaries.
     """
 
     def __init__(self, prefix: PathLike, max_shard_bytes: int = 256 << 20) -> None:
@@ -143,7 +153,29 @@ class ShardedTFRecordWriter:
         self._temporaries: list[paths.Path] = []
         self._handle: BinaryIO | None = None
         self._shard_bytes = 0
-        self.prefix.parent.mkdir(parents=True, exist_ok=True)
+        with self._naming_full_disk():
+            paths.makedirs(self.prefix.parent)
+
+    @property
+    def pattern(self) -> str:
+        """The final shards' file pattern (``PREFIX-?????-of-?????``): the name errors give."""
+        return f"{self.prefix}-?????-of-?????"
+
+    @contextlib.contextmanager
+    def _naming_full_disk(self) -> Iterator[None]:
+        try:
+            yield
+        except OSError as error:
+            self._failed(error)
+            raise
+
+    def _failed(self, error: OSError) -> None:
+        """A full disk: the temporaries are removed, then an error names the output."""
+        number = disk_full_errno(error)
+        if number is not None:
+            failure = disk_full_error(self.pattern, number)  # the free space before abort()
+            self.abort()
+            raise failure from error
 
     def _roll(self) -> None:
         if self._handle is not None:
@@ -154,32 +186,56 @@ class ShardedTFRecordWriter:
         self._shard_bytes = 0
 
     def write(self, record: bytes) -> None:
-        if self._handle is None or self._shard_bytes >= self.max_shard_bytes:
-            self._roll()
         framed = frame(record)
-        self._handle.write(framed)
+        try:  # not a ``with``: this runs once per record, millions of times
+            if self._handle is None or self._shard_bytes >= self.max_shard_bytes:
+                self._roll()
+            self._handle.write(framed)
+        except OSError as error:
+            self._failed(error)
+            raise
         self._shard_bytes += len(framed)
         self.records += 1
 
-    def commit(self) -> list[paths.Path]:
-        if self._handle is None:
-            self._roll()
-        self._handle.close()
+    def _finish(self) -> list[tuple[paths.Path, paths.Path]]:
+        """Closes the last shard; ``(temporary, final)`` of every shard."""
+        with self._naming_full_disk():
+            if self._handle is None:
+                self._roll()
+            self._handle.close()
+        self._handle = None
         count = len(self._temporaries)
         finals = [shard_name(self.prefix, i, count) for i in range(count)]
-        for temporary, final in zip(self._temporaries, finals, strict=True):
-            commit(temporary, final)
-        # Shards of an earlier run with another count would still match the file pattern.
+        staged = list(zip(self._temporaries, finals, strict=True))
+        self._temporaries = []
+        return staged
+
+    def _remove_stale(self, finals: list[paths.Path]) -> None:
+        """Shards of an earlier run with another count would still match the file pattern."""
         keep = {str(final) for final in finals}
-        for stale in paths.glob(f"{self.prefix}-?????-of-?????"):
+        for stale in paths.glob(self.pattern):
             if stale not in keep:
                 discard(stale)
-        self._temporaries = []
+
+    def commit(self, into: FolderCommit | None = None) -> list[paths.Path]:
+        """Renames the shards into place now, or stages them in ``into`` (renamed, and stale
+        shards removed, when that folder commits); returns their final names."""
+        staged = self._finish()
+        finals = [final for _, final in staged]
+        folder = into if into is not None else FolderCommit(self.prefix.parent, last=None)
+        for index, (temporary, final) in enumerate(staged):
+            last = index == len(staged) - 1
+            folder.stage(temporary, final, (lambda: self._remove_stale(finals)) if last else None)
+        if into is None:
+            folder.commit()
         return finals
 
     def abort(self) -> None:
+        """Removes every temporary shard (safe to call twice, and after a failed write)."""
         if self._handle is not None:
-            self._handle.close()
+            with contextlib.suppress(OSError):  # flushing what is left fails on a full disk
+                self._handle.close()
+            self._handle = None
         for temporary in self._temporaries:
             discard(temporary)
         self._temporaries = []

@@ -57,6 +57,7 @@ class BaseModel(abc.ABC):
     fills_sentinel_spans: ClassVar[bool] = False
     prompt_padding: ClassVar[str]  # "left" or "right"
     feature_names: ClassVar[tuple[str, ...]]
+    task_features: ClassVar[tuple[str, ...]]  # what a task must give it (seqio output features)
 
     def __init__(self, config: Any) -> None:
         if not isinstance(config, self.config_class):
@@ -203,6 +204,7 @@ class EncoderDecoderModel(BaseModel):
 
     prompt_padding = "right"
     feature_names = (*features.MODEL_FEATURES, *features.ENCODER_FEATURES)
+    task_features = ("inputs", "targets")
 
     @property
     def decoder_start_id(self) -> int:
@@ -254,6 +256,7 @@ class DecoderOnlyModel(BaseModel):
 
     prompt_padding = "left"
     feature_names = features.MODEL_FEATURES
+    task_features = ("targets",)  # ``inputs``, when a task has them, are the row's prompt
 
     @property
     def max_length(self) -> int | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import time
 
+from tw_jax.io.cli_paths import output_path
+
 from .build import DEFAULT_ENTITIES, MIN_ENTITIES, build_sample_world
 
 
@@ -15,7 +17,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description="Write a small, seeded synthetic world that changes over 2021-08..2021-11 as "
                     "MediaWiki XML and Wikidata JSON dumps, with the ground truth every stage is tested against.",
     )
-    parser.add_argument("--out", required=True, help="output folder (created if missing)")
+    parser.add_argument("--out", required=True, type=output_path,
+                        help="output folder (created if missing)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (same seed, same bytes)")
     parser.add_argument("--entities", type=int, default=DEFAULT_ENTITIES,
                         help=f"number of main entities (at least {MIN_ENTITIES}; default {DEFAULT_ENTITIES})")

@@ -15,6 +15,14 @@ restore (resume, a starting point, evaluation) checks them first: a damaged step
 the newest intact one, with a warning naming it, and a run with no intact step stops with one
 line.
 
+A save that fails (a full disk: orbax's background thread fails, or its synchronous part raises)
+stops training as soon as it is seen (:class:`Saves` asks after every step whether the save has
+finished) with one :class:`CheckpointSaveError` naming the step folder, the reason and the last
+good step; what the failed save left is removed, so it is never a step to resume from. Orbax
+logs such a failure at ERROR, with tracebacks, from each of its threads; those records go to
+this module's log at DEBUG instead (every orbax failure reaches us as an exception anyway), and
+the late callbacks of the failed writes into orbax's closed event loop are not printed.
+
 Starting point (:func:`initial_params`): the latest checkpoint in MODEL_DIR (automatic resume,
 handled by the trainer), else ``INITIAL_CHECKPOINT_PATH``: a Hugging Face folder
 (``config.json`` + safetensors), a checkpoint step folder of ours, or a MODEL_DIR whose latest
@@ -29,18 +37,25 @@ epath and TensorStore.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import re
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
 
+from tw_jax.errors import OutputError
 from tw_jax.io import paths
+from tw_jax.io.atomic import disk_full_errno, disk_full_reason
 from tw_jax.io.paths import PathLike
 from tw_jax.models import families_by_type
 from tw_jax.models.hf_io import read_config
-from tw_jax.train.integrity import check_step, write_manifest
+from tw_jax.train.integrity import MANIFEST, check_step, write_manifest
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +66,76 @@ class CheckpointError(RuntimeError):
     """A checkpoint that cannot be read or does not fit the model."""
 
 
+class CheckpointSaveError(OutputError):
+    """A checkpoint that could not be written (a full disk, say); training stopped there. An
+    :class:`OutputError`: the CLI prints it as one line and exits with status 2."""
+
+
+class _OrbaxErrorsToDebug(logging.Filter):
+    """Moves orbax's ERROR records to this module's log at DEBUG: a failed save is logged with
+    its traceback by each orbax thread that sees it (through absl), and asyncio logs the other
+    writes of it that nobody awaits any more; the failure itself reaches the trainer as an
+    exception, which is reported as one line."""
+
+    # Orbax's messages start "[process=0]" or "[step=10]"; the path names orbax only where
+    # absl's own logger class (which finds the real caller) made the "absl" logger.
+    _ORBAX_MESSAGE = re.compile(r"^\[(process|step)=")
+    _ORBAX_FILE = f"{os.sep}orbax{os.sep}"
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR or not self._from_orbax(record):
+            return True
+        log.debug("orbax: %s", record.getMessage().splitlines()[0])
+        return False
+
+    def _from_orbax(self, record: logging.LogRecord) -> bool:
+        if self._ORBAX_FILE in record.pathname or self._ORBAX_MESSAGE.match(str(record.msg)):
+            return True
+        if self._ORBAX_FILE in record.getMessage():  # asyncio: a task of orbax's, by its code
+            return True
+        frames = record.exc_info[2] if record.exc_info else None
+        while frames is not None:  # asyncio: an exception raised in orbax's code
+            if self._ORBAX_FILE in frames.tb_frame.f_code.co_filename:
+                return True
+            frames = frames.tb_next
+        return False
+
+
+_ORBAX_FILTER = _OrbaxErrorsToDebug()
+
+
+class _QuietLateCallbacks:
+    """``sys.unraisablehook`` that drops one thing: TensorStore completing the other writes of a
+    failed save after orbax has closed their event loop (``RuntimeError: Event loop is closed``
+    from ``call_soon_threadsafe``, dozens of tracebacks per failed save); the rest goes to the
+    hook it replaced. Installed once per process and left in place, as those callbacks can come
+    until the interpreter exits."""
+
+    def __init__(self, previous: Any) -> None:
+        self.previous = previous
+
+    def __call__(self, unraisable: Any) -> None:
+        error, frames = unraisable.exc_value, unraisable.exc_traceback
+        names = set()
+        while frames is not None:
+            names.add(frames.tb_frame.f_code.co_name)
+            frames = frames.tb_next
+        if (isinstance(error, RuntimeError) and str(error) == "Event loop is closed"
+                and "call_soon_threadsafe" in names):
+            return
+        self.previous(unraisable)
+
+
+def _quiet_failed_saves() -> None:
+    for name in ("absl", "asyncio"):
+        logging.getLogger(name).addFilter(_ORBAX_FILTER)  # once: filters are a set
+    if not isinstance(sys.unraisablehook, _QuietLateCallbacks):
+        sys.unraisablehook = _QuietLateCallbacks(sys.unraisablehook)
+
+
 def manager(model_dir: PathLike, *, keep: int | None, asynchronous: bool = True) -> Any:
     """An orbax ``CheckpointManager`` for ``MODEL_DIR/checkpoints`` keeping the last ``keep``."""
+    _quiet_failed_saves()
     options = ocp.CheckpointManagerOptions(
         max_to_keep=keep,
         create=True,
@@ -65,16 +148,20 @@ def manager(model_dir: PathLike, *, keep: int | None, asynchronous: bool = True)
 
 
 def save(mngr: Any, step: int, params: Any, opt_state: Any, meta: dict[str, Any]) -> None:
-    """Start saving step ``step`` (returns before the write completes when asynchronous)."""
-    mngr.save(
-        step,
-        args=ocp.args.Composite(
-            params=ocp.args.StandardSave(params),
-            opt_state=ocp.args.StandardSave(opt_state),
-            meta=ocp.args.JsonSave(meta),
-        ),
-        force=True,
-    )
+    """Start saving step ``step`` (returns before the write completes when asynchronous); a
+    failure of the part that runs now is a :class:`CheckpointSaveError`."""
+    try:
+        mngr.save(
+            step,
+            args=ocp.args.Composite(
+                params=ocp.args.StandardSave(params),
+                opt_state=ocp.args.StandardSave(opt_state),
+                meta=ocp.args.JsonSave(meta),
+            ),
+            force=True,
+        )
+    except Exception as error:  # orbax and TensorStore raise many kinds
+        raise _save_failed(mngr, step, error) from error
 
 
 def step_dir(mngr: Any, step: int) -> str:
@@ -83,12 +170,88 @@ def step_dir(mngr: Any, step: int) -> str:
 
 def seal(mngr: Any, step: int | None) -> None:
     """Wait for the save of ``step`` to finish, then record its checksums (process 0), so that
-    a later restore can tell it intact (:mod:`tw_jax.train.integrity`)."""
+    a later restore can tell it intact (:mod:`tw_jax.train.integrity`). A failed save, or
+    checksums that cannot be written, is a :class:`CheckpointSaveError`."""
     if step is None:
         return
-    mngr.wait_until_finished()
-    if jax.process_index() == 0 and paths.isdir(step_dir(mngr, step)):
-        write_manifest(step_dir(mngr, step))
+    try:
+        mngr.wait_until_finished()
+        if jax.process_index() == 0 and paths.isdir(step_dir(mngr, step)):
+            write_manifest(step_dir(mngr, step))
+    except Exception as error:  # orbax and TensorStore raise many kinds
+        raise _save_failed(mngr, step, error) from error
+
+
+def _save_failed(mngr: Any, step: int, error: BaseException) -> CheckpointSaveError:
+    """The one-line error of a failed save, after removing what it left: the temporary folder
+    and a step folder without its checksums (one process only; with several, the next run's
+    manager removes orbax's temporaries)."""
+    folder = step_dir(mngr, step)
+    number = disk_full_errno(error)
+    if number is not None:
+        reason = disk_full_reason(number, folder)
+    else:
+        lines = str(error).strip().splitlines()
+        reason = lines[0][:300] if lines else type(error).__name__
+    if jax.process_count() == 1:
+        for leftover in paths.glob(f"{folder}.orbax-checkpoint-tmp*"):
+            paths.rmtree(leftover)
+        if paths.isdir(folder) and not paths.exists(paths.join(folder, MANIFEST)):
+            paths.rmtree(folder)
+    return CheckpointSaveError(folder, f"checkpoint not saved: {reason}")
+
+
+def close(mngr: Any, *, quietly: bool = False) -> None:
+    """Waits for a pending save and closes the manager. ``quietly`` when training already stops
+    on an error: a failure of the pending save must not replace that error."""
+    if not quietly:
+        mngr.close()
+        return
+    with contextlib.suppress(Exception):
+        mngr.close()
+
+
+class Saves:
+    """The saves of one training run: each started after its step, sealed as soon as it has
+    finished (asked after every step, so a failed save stops training within a step or two of
+    it, not one checkpoint period later), and the last good step, for messages."""
+
+    def __init__(self, mngr: Any, last_good: int | None) -> None:
+        self.mngr = mngr
+        self.last_good = last_good
+        self.pending: int | None = None  # saved, checksums not written yet
+
+    def start(self, done: int, params: Any, opt_state: Any, meta: dict[str, Any]) -> None:
+        self.finish(done)
+        with self._stopping_at(done):
+            save(self.mngr, done, params, opt_state, meta)
+        self.pending = done
+
+    def poll(self, done: int) -> None:
+        """Seals the pending save if it has finished (a failure raises here)."""
+        if self.pending is not None and not self.mngr.is_saving_in_progress():
+            self.finish(done)
+
+    def finish(self, done: int) -> None:
+        """Waits for the pending save and seals it."""
+        if self.pending is None:
+            return
+        step, self.pending = self.pending, None
+        with self._stopping_at(done):
+            seal(self.mngr, step)
+        self.last_good = step
+
+    @contextlib.contextmanager
+    def _stopping_at(self, done: int) -> Iterator[None]:
+        try:
+            yield
+        except CheckpointSaveError as error:
+            good = ("no checkpoint was saved" if self.last_good is None
+                    else f"the last good checkpoint is step {self.last_good}, which a rerun "
+                    "resumes from")
+            raise CheckpointSaveError(
+                error.path, f"{error.message}; training stopped at step {done}, {good}"
+            ) from error.__cause__
 
 
 def _newest_intact(root: str, steps: list[int]) -> tuple[int | None, list[int]]:

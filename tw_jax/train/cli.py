@@ -8,7 +8,9 @@ built the same way, are :mod:`tw_jax.evaluate.eval_cli`).
 ``--gin_file`` may repeat (later files override earlier ones); ``--gin.KEY=VALUE`` binds one
 key after all files (``--gin_bindings='KEY = VALUE'`` is the same); ``--gin_search_paths``
 adds folders to look for gin files in. A configuration error (a missing file, a misspelt
-binding, an unset macro) is reported in one line and exits with status 2.
+binding, an unset macro) is reported in one line and exits with status 2; so is a checkpoint
+that cannot be written (a full disk: training stops at that save) or another output (metrics).
+A diverged run or a checkpoint that cannot be read exits with status 1.
 """
 
 from __future__ import annotations
@@ -98,6 +100,9 @@ def _run(args: argparse.Namespace) -> int:
     except (trainer.TrainingDivergedError, checkpoints.CheckpointError) as error:
         print(f"tw-jax {command}: error: {error}", file=sys.stderr)
         return 1
+    except checkpoints.CheckpointSaveError as error:  # a full disk: an output, like OutputError
+        print(f"tw-jax {command}: error: {error}", file=sys.stderr)
+        return 2
     except distributed.DistributedStartError as error:
         print(f"tw-jax {command}: error: {error}", file=sys.stderr)
         return 2

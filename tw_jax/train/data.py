@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from tw_jax.errors import UsageError
 from tw_jax.models import model_for
 
 
@@ -67,6 +68,41 @@ def task_dataset(
     return _deterministic(dataset)
 
 
+def check_task_features(name: str, model: Any) -> None:
+    """A model whose task lacks a feature it reads (T5 on an LM task has no ``inputs``) is a
+    one-line :class:`UsageError`, not a KeyError from inside the tf.data graph."""
+    import seqio
+
+    have = set(seqio.get_mixture_or_task(name).output_features)
+    missing = [feature for feature in model.task_features if feature not in have]
+    if missing:
+        raise UsageError(
+            f"{name} gives the features {sorted(have)}, but a {type(model).__name__} reads "
+            f"{list(model.task_features)} (missing {missing}): pick a task with them; this "
+            f"model's tasks end in _{model.objective} (`tw-jax tasks` lists them)"
+        )
+
+
+def check_examples(
+    name: str, lengths: Mapping[str, int], needed: int, *, split: str = "train",
+    shard_index: int = 0, num_shards: int = 1,
+) -> None:
+    """At least ``needed`` examples in one pass over this host's shard of ``split``: an empty
+    split (or a batch that one pass cannot fill, which would repeat examples within a batch)
+    is a one-line :class:`UsageError`. Reads at most ``needed`` examples."""
+    dataset = task_dataset(name, lengths, split=split, shuffle=False, num_epochs=1,
+                           shard_index=shard_index, num_shards=num_shards)
+    found = int(dataset.take(needed).reduce(0, lambda count, _: count + 1))
+    shard = f" (host {shard_index}'s shard of {num_shards})" if num_shards > 1 else ""
+    if found == 0:
+        raise UsageError(f"the {split!r} split of {name}{shard} has no examples")
+    if found < needed:
+        raise UsageError(
+            f"a batch of {needed} examples per host is larger than the {found} examples of the "
+            f"{split!r} split of {name}{shard}: lower BATCH_SIZE to at most {found}"
+        )
+
+
 def batches(
     name: str,
     lengths: Mapping[str, int],
@@ -90,6 +126,9 @@ def batches(
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    check_task_features(name, model)
+    check_examples(name, lengths, batch_size if num_epochs is None else 1, split=split,
+                   shard_index=shard_index, num_shards=num_shards)
     dataset = task_dataset(
         name, lengths, split=split, shuffle=shuffle, seed=seed, num_epochs=num_epochs,
         shard_index=shard_index, num_shards=num_shards,

@@ -4,7 +4,8 @@ One JSON object per logged step, with a ``step`` field; TensorBoard scalars unde
 ``MODEL_DIR/train/``; a tqdm bar showing the same figures. On resume the lines of steps after the
 restored checkpoint (written by the run that was interrupted) are dropped first, so the file
 reads as one uninterrupted run. MODEL_DIR may be a bucket (:class:`tw_jax.io.growing.GrowingFile`
-says how its files grow there).
+says how its files grow there). A full disk is an :class:`~tw_jax.errors.OutputError` naming the
+file, which stops training with one line.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 from typing import Any
 
 from tw_jax.io import paths
-from tw_jax.io.atomic import atomic_open
+from tw_jax.io.atomic import atomic_open, naming_full_disk
 from tw_jax.io.growing import GrowingFile
 from tw_jax.io.paths import PathLike
 from tw_jax.io.tfrecord import frame
@@ -61,15 +62,17 @@ class EventWriter:
     def __init__(self, folder: PathLike) -> None:
         from tensorflow.core.util import event_pb2
 
-        paths.makedirs(folder)
         name = f"events.out.tfevents.{time.time():.0f}.{socket.gethostname()}.{os.getpid()}"
         self.path = paths.join(folder, name)
-        self._file = GrowingFile(self.path)
+        with naming_full_disk(self.path):
+            paths.makedirs(folder)
+            self._file = GrowingFile(self.path)
         self._event = event_pb2.Event
         self._write(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
 
     def _write(self, event: Any) -> None:
-        self._file.write(frame(event.SerializeToString()))
+        with naming_full_disk(self.path):
+            self._file.write(frame(event.SerializeToString()))
 
     def scalars(self, step: int, values: dict[str, float]) -> None:
         from tensorflow.core.framework import summary_pb2
@@ -80,7 +83,8 @@ class EventWriter:
         self._write(self._event(wall_time=time.time(), step=step, summary=summary))
 
     def close(self) -> None:
-        self._file.close()
+        with naming_full_disk(self.path):
+            self._file.close()
 
 
 class MetricsLogger:
@@ -102,9 +106,10 @@ class MetricsLogger:
         self._bar = None
         if not enabled:
             return
-        paths.makedirs(model_dir)
-        truncate_after(self.path, start_step)
-        self._lines = GrowingFile(self.path)
+        with naming_full_disk(self.path):
+            paths.makedirs(model_dir)
+            truncate_after(self.path, start_step)
+            self._lines = GrowingFile(self.path)
         self._writer = EventWriter(paths.join(model_dir, TENSORBOARD_DIR))
         if progress:
             from tqdm.auto import tqdm
@@ -115,7 +120,8 @@ class MetricsLogger:
         if not self.enabled:
             return
         record = {"step": int(step), **{k: _finite_or_none(v) for k, v in metrics.items()}}
-        self._lines.write((json.dumps(record) + "\n").encode("utf-8"))
+        with naming_full_disk(self.path):
+            self._lines.write((json.dumps(record) + "\n").encode("utf-8"))
         self._writer.scalars(int(step), {k: v for k, v in metrics.items() if v is not None})
 
     def advance(self, step: int, metrics: dict[str, float] | None = None) -> None:
@@ -132,6 +138,7 @@ class MetricsLogger:
         if self._bar is not None:
             self._bar.close()
         if self._lines is not None:
-            self._lines.close()
+            with naming_full_disk(self.path):
+                self._lines.close()
         if self._writer is not None:
             self._writer.close()

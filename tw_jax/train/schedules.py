@@ -24,6 +24,8 @@ import math
 import jax.numpy as jnp
 import optax
 
+from tw_jax.errors import UsageError
+
 SCHEDULES: tuple[str, ...] = ("constant", "warmup_linear", "one_cycle", "cosine")
 
 
@@ -117,9 +119,11 @@ def one_cycle(
     turn = float(pct_start * total_steps) - 1.0
     last = float(total_steps - 1)
     if not 0.0 < turn < last:
-        raise ValueError(
-            f"one_cycle needs 0 < pct_start * total_steps - 1 < total_steps - 1; got "
-            f"pct_start={pct_start}, total_steps={total_steps}"
+        fewest = math.floor(1.0 / pct_start) + 1
+        raise UsageError(
+            f"the one_cycle schedule needs at least {fewest} steps with pct_start={pct_start} "
+            f"(its peak, step pct_start * steps - 1, must fall inside the run); got "
+            f"{total_steps}: raise TRAIN_STEPS or use --gin.SCHEDULE=\"'constant'\""
         )
 
     def interpolate(start: float, end: float, pct: jnp.ndarray) -> jnp.ndarray:

@@ -28,6 +28,13 @@ mesh's batch shards (CKL's 60 over 16 chips) is padded with rows that carry no l
 Preemption. SIGTERM or SIGINT (any host) stops training at a step all hosts agree on, after
 saving a checkpoint of it (:mod:`tw_jax.train.preemption`); the summary says ``preempted``.
 
+Full disk. A checkpoint save that fails (its background write, or the part that runs at once)
+stops training as soon as it is seen, within a step or two of it, with
+:class:`~tw_jax.train.checkpoints.CheckpointSaveError` (one line naming the step folder, the
+reason and the last good step); what it left is removed, so a rerun with space resumes from the
+last good step. Metrics and config files that cannot be written are an ``OutputError`` naming
+them.
+
 Divergence. A step whose loss, any gradient or any updated parameter is NaN or infinite
 (checked element by element inside the step) stops training with
 :class:`TrainingDivergedError` before its state is saved or logged; pending asynchronous saves
@@ -37,6 +44,7 @@ Hence no checkpoint ever holds non-finite parameters.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import math
@@ -50,8 +58,10 @@ import jax.numpy as jnp
 import optax
 
 import tw_jax.tasks
+from tw_jax.errors import OutputError
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
+from tw_jax.io.output_claim import claimed
 from tw_jax.io.paths import PathLike
 from tw_jax.models.sharding import activate, batch_sharding, global_batch, replicated
 from tw_jax.models.variants import TRAINABLE
@@ -95,15 +105,25 @@ def write_gin_config(model_dir: PathLike, name: str, config: TrainConfig) -> Non
 def train(config: TrainConfig) -> TrainSummary:
     """Train ``config.model_config`` on ``config.mixture_or_task_name`` (see :class:`TrainConfig`;
     ``tw-jax train`` builds it from gin with ``gin_setup.train_config()``)."""
+    if config.model_dir is None:
+        raise ValueError("model_dir is not set (gin: --gin.MODEL_DIR=...)")
+    distributed.initialize()
+    _check_arguments(config.train_steps, config.batch_size, config.accumulate_steps,
+                     config.checkpoint_period, config.log_period)
+    model_dir = paths.resolve(config.model_dir)
+    # One run per MODEL_DIR (the first host holds it for all): a second run would interleave
+    # checkpoints and metrics lines.
+    held = (claimed(model_dir, "tw_jax training") if jax.process_index() == 0
+            else contextlib.nullcontext())
+    with held:
+        return _train(config, model_dir)
+
+
+def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
     model_config, mixture_or_task_name = config.model_config, config.mixture_or_task_name
     task_feature_lengths, train_steps = config.task_feature_lengths, config.train_steps
     batch_size, accumulate_steps, seed = config.batch_size, config.accumulate_steps, config.seed
     checkpoint_period, log_period = config.checkpoint_period, config.log_period
-    if config.model_dir is None:
-        raise ValueError("model_dir is not set (gin: --gin.MODEL_DIR=...)")
-    distributed.initialize()
-    _check_arguments(train_steps, batch_size, accumulate_steps, checkpoint_period, log_period)
-    model_dir = paths.resolve(config.model_dir)
     paths.makedirs(model_dir)
     write_gin_config(model_dir, "config.gin", config)
     mixture_or_task_name = data.task_name(mixture_or_task_name, model_config)
@@ -160,8 +180,7 @@ def train(config: TrainConfig) -> TrainSummary:
         peak = config.peak_flops
         if peak is None:
             peak = peak_flops_per_device(device_kind)
-        last_saved = latest
-        unsealed: int | None = None  # saved, checksums not written yet (the save may be running)
+        saves = checkpoints.Saves(mngr, last_good=latest)  # started, polled, sealed
         metrics: dict[str, float] = {}
         done = start_step
         preempted: str | None = None
@@ -180,10 +199,11 @@ def train(config: TrainConfig) -> TrainSummary:
                     problem = _non_finite(float(loss), bool(grads_ok), bool(params_ok),
                                           float(out["grad_norm"]))
                     if problem:
-                        checkpoints.seal(mngr, unsealed)
+                        saves.finish(done)
                         where = (
-                            f"the last good checkpoint is step {last_saved} in {checkpoint_dir}"
-                            if last_saved is not None else "no checkpoint was saved"
+                            f"the last good checkpoint is step {saves.last_good} in "
+                            f"{checkpoint_dir}" if saves.last_good is not None
+                            else "no checkpoint was saved"
                         )
                         raise TrainingDivergedError(
                             f"{problem} at step {step + 1}; training stopped, {where}"
@@ -196,19 +216,23 @@ def train(config: TrainConfig) -> TrainSummary:
                                                 flops, peak)
                         logger.log(done, metrics)
                     logger.advance(done, metrics)
+                    saves.poll(done)  # a failed save stops training here, not a period later
                     stop = preemption.reached(done) and done < train_steps
                     if done % checkpoint_period == 0 or done == train_steps or stop:
                         meta = {"step": done, "batches_consumed": done, "seed": seed}
-                        checkpoints.seal(mngr, unsealed)
-                        checkpoints.save(mngr, done, params, opt_state, meta)
-                        last_saved = unsealed = done
+                        saves.start(done, params, opt_state, meta)
                     if stop:
                         preempted = preemption.signal_name
                         break
-                checkpoints.seal(mngr, unsealed)
-        finally:
-            logger.close()
-            mngr.close()
+                saves.finish(done)
+        except BaseException:
+            # Stopping on an error: closing must not raise over it (a full disk fails both).
+            with contextlib.suppress(OSError, OutputError):
+                logger.close()
+            checkpoints.close(mngr, quietly=True)
+            raise
+        logger.close()
+        checkpoints.close(mngr)
     if preempted:
         log.warning(
             "%s: stopped at step %d of %d; checkpoint saved in %s; run the same command again "
@@ -314,18 +338,9 @@ def _check_arguments(
 
 def ensure_tasks(name: str) -> None:
     """Register the data folder's tasks (``tw_jax.tasks.register_all``, gin- or env-configured)
-    unless ``name`` is registered already (tests and tools may register their own)."""
-    import seqio
-
-    if name in seqio.TaskRegistry.names() or name in seqio.MixtureRegistry.names():
-        return
-
-    tw_jax.tasks.register_all()
-    if name not in seqio.TaskRegistry.names() and name not in seqio.MixtureRegistry.names():
-        raise ValueError(
-            f"no seqio task or mixture named {name!r}; set the data folder "
-            f"(tw_jax.tasks.register_all.data_dir or $TW_JAX_DATA_DIR) and check the name"
-        )
+    unless ``name`` is registered already; an unknown name is a one-line
+    :class:`tw_jax.tasks.UnknownTaskError` with the closest names and the data folder."""
+    tw_jax.tasks.require(name)
 
 
 def _check_vocabulary(config: Any, name: str) -> None:

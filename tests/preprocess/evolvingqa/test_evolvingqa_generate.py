@@ -134,6 +134,7 @@ def _build_folder(root: Path) -> Path:
     _write_jsonl(root / "0809" / "evolvingqa" / "new.jsonl", NEW)
     _write_jsonl(root / "0809" / "evolvingqa" / "edited.jsonl", EDITED)
     (root / "0809" / "evolvingqa" / "stats.json").write_text("{}")
+    (root / "evolvingqa" / "stats.json").write_text("{}")
     return root
 
 
@@ -221,6 +222,7 @@ def _probes(folder: Path, category: str, rows: list[tuple[str, str, str, str]]) 
         writer.writerow(PROBE_HEADER)
         for subject, relation, obj, previous in rows:
             writer.writerow([subject, relation, obj, "", "", "", previous, "", ""])
+    (folder / "stats.json").write_text("{}")  # the probes stage's completion marker
 
 
 def test_offline_generation_from_probes(tmp_path, capsys):
@@ -261,6 +263,7 @@ def test_offline_generation_names_a_bad_probe_file(tmp_path, capsys):
     folder = tmp_path / "0809" / "probes"
     folder.mkdir(parents=True)
     (folder / "unchanged.csv").write_text("subject,relation,object\nA,capital\n")
+    (folder / "stats.json").write_text("{}")
     code = evolvingqa_cli.main(["evolvingqa", "generate", "--data", str(tmp_path)])
     assert code == 2
     assert "unchanged.csv, line 2: 2 fields, header has 3" in capsys.readouterr().err

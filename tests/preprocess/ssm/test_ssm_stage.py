@@ -156,8 +156,11 @@ def test_the_seed_decides_which_span_is_masked(built, ssm_diffset, tmp_path):
 
 
 def write_diffset(folder, lines):
+    """A DiffSet folder as the stage leaves it: the records, then stats.json (its completion
+    marker, without which the SSM stage refuses the folder)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "diffset.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (folder / "stats.json").write_text("{}\n", encoding="utf-8")
     return folder
 
 
