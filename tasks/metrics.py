@@ -3,10 +3,14 @@
 - :func:`squad` — exact match and token F1 after SQuAD normalisation (lower-case, punctuation
   and the articles a/an/the removed, whitespace collapsed), the best over a probe's answers,
   in percent. TemporalWiki, CKL and EvolvingQA all score generated objects this way.
-- :func:`perplexity` — from per-example scores (summed natural-log likelihoods of the target
-  tokens, what a scorer returns): the mean of per-example perplexities ``exp(-score / tokens)``
-  (TemporalWiki footnote 6: "per-instance perplexity averaged over instances") and the
-  token-level ``exp(-Σ score / Σ tokens)``.
+- :func:`perplexity` — from per-example scores (summed natural-log likelihoods of the scored
+  target tokens, what a scorer returns): ``perplexity``, the mean of per-example perplexities
+  (:func:`instance_perplexities`, :func:`mean_perplexity`; TemporalWiki footnote 6: "per-instance
+  perplexity averaged over instances"), and ``token_perplexity``, ``exp(-Σ score / Σ tokens)``.
+  These two functions are the only place the probe perplexity's formula is written:
+  ``tw-jax eval`` (through this metric) and the lifelong runner's report
+  (:mod:`tw_jax.evaluate.perplexity`) both call them, on the tokens that
+  :func:`tw_jax.tasks.probes.probe_examples` marks as scored (``docs/metrics.md``).
 
 The tasks' postprocessor (:func:`probe_postprocessor`, :func:`token_count_postprocessor`) turns
 each target into a :class:`Target` carrying the answers and the target's token count, so both
@@ -19,6 +23,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from tw_jax.text.answers import (
     SENTINEL_PATTERN,
     answer_from_gpt2,
@@ -29,9 +35,15 @@ from tw_jax.text.answers import (
 )
 
 __all__ = [
-    "Target", "answer_from_gpt2", "answer_from_t5", "exact_match", "normalize_answer",
+    "TARGETS_WEIGHTS", "Target", "answer_from_gpt2", "answer_from_t5", "exact_match",
+    "instance_perplexities", "mean_perplexity", "mean_token_loss", "normalize_answer",
     "perplexity", "probe_postprocessor", "squad", "token_count_postprocessor", "token_f1",
 ]
+
+# The per-token 0/1 weights a task example may carry beside ``targets``: which target tokens its
+# score counts (the probe tasks' perplexity tokens; tw_jax.tasks.probes).
+TARGETS_WEIGHTS = "targets_weights"
+
 
 class Target(dict):
     """A postprocessed target: ``answers`` (list of strings) and ``num_tokens`` (int or None)."""
@@ -70,8 +82,36 @@ def squad(targets: Sequence[Any], predictions: Sequence[str]) -> dict[str, float
     return {"em": 100 * em / len(targets), "f1": 100 * f1 / len(targets)}
 
 
+def instance_perplexities(
+    log_likelihoods: Sequence[float] | np.ndarray, num_tokens: Sequence[float] | np.ndarray
+) -> np.ndarray:
+    """``ppl_i = exp(-(1/|y_i|) Σ_j log p(y_ij | context))`` per instance, in float64; NaN where an
+    instance has no scored token.
+
+    TemporalWiki (Jang et al. 2022), footnote 6: "per-instance perplexity averaged over
+    instances" — ``log_likelihoods[i]`` is the sum over instance ``i``'s scored tokens,
+    ``num_tokens[i]`` their count.
+    """
+    sums = np.asarray(log_likelihoods, np.float64)
+    counts = np.asarray(num_tokens, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(counts > 0, np.exp(-sums / np.maximum(counts, 1.0)), np.nan)
+
+
+def mean_perplexity(perplexities: Sequence[float] | np.ndarray) -> float:
+    """A category's number: the mean of per-instance perplexities over its instances (NaN-free
+    input required), not the token-level perplexity."""
+    values = np.asarray(perplexities, np.float64)
+    if values.size == 0:
+        raise ValueError("no instances to average")
+    if np.isnan(values).any():
+        raise ValueError(f"{int(np.isnan(values).sum())} instances had no scored token")
+    return float(values.mean())
+
+
 def perplexity(targets: Sequence[Any], scores: Sequence[float]) -> dict[str, float]:
-    """Perplexities from summed log-likelihoods; a target gives its token count.
+    """``perplexity`` (mean of per-example perplexities) and ``token_perplexity`` (exp of the
+    mean loss over all scored tokens) from summed log-likelihoods; a target gives its token count.
 
     A target is an ``int`` (its token count) or a :class:`Target`/mapping with ``num_tokens``.
     """
@@ -82,11 +122,15 @@ def perplexity(targets: Sequence[Any], scores: Sequence[float]) -> dict[str, flo
         raise ValueError("every scored target needs at least one token")
     if not counts:
         return {"perplexity": math.nan, "token_perplexity": math.nan}
-    per_example = [math.exp(-float(s) / n) for s, n in zip(scores, counts, strict=True)]
     return {
-        "perplexity": sum(per_example) / len(per_example),
-        "token_perplexity": math.exp(-sum(float(s) for s in scores) / sum(counts)),
+        "perplexity": mean_perplexity(instance_perplexities(scores, counts)),
+        "token_perplexity": math.exp(mean_token_loss(scores, counts)),
     }
+
+
+def mean_token_loss(scores: Sequence[float], counts: Sequence[float]) -> float:
+    """``-Σ score / Σ tokens``: the mean negative log-likelihood per scored token."""
+    return -math.fsum(float(s) for s in scores) / float(sum(counts))
 
 
 # --- postprocessors (seqio calls them with example=…, is_target=…) --------------------------
@@ -97,8 +141,12 @@ def _text(value: Any) -> str:
 
 
 def _token_count(example: Mapping[str, Any] | None) -> int | None:
+    """The target's scored tokens: the ``targets_weights`` a probe task marks (its perplexity's
+    tokens), else every target token."""
     if example is None or "targets" not in example:
         return None
+    if TARGETS_WEIGHTS in example:
+        return int(np.sum(np.asarray(example[TARGETS_WEIGHTS]) > 0))
     return len(example["targets"])
 
 

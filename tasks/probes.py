@@ -5,44 +5,61 @@ deleted; ``changed`` = updated then new, the final paper's CHANGED) and light-tu
 ``lighttuning_{category}.csv``:
 
 ==========================================  =======  ===========================================
-task                                        model    example
+task                                        model    example (``variant`` it scores)
 ==========================================  =======  ===========================================
-``twiki_probes_MMMM_{category}``            GPT-2    targets: the probe text ``subject relation
-                                                     object`` — the paper's format, every token
-                                                     scored (as the reference)
-``twiki_probes_MMMM_{category}_object``     GPT-2    inputs ``subject relation``, targets
+``twiki_probes_MMMM_{category}``            GPT-2    targets: EOS (as BOS) + the probe text
+                                                     ``subject relation object``, every text
+                                                     token scored (``text``)
+``twiki_probes_MMMM_{category}_object``     GPT-2    inputs EOS + ``subject relation``, targets
                                                      `` object``: the object alone is scored or
-                                                     generated
+                                                     generated (``object``)
 ``twiki_probes_MMMM_{category}_ssm``        T5       ``subject relation <extra_id_0>`` →
-                                                     ``<extra_id_0> object``
+                                                     ``<extra_id_0> object``; the object's
+                                                     tokens are scored (``text`` = ``object``)
 ``twiki_probes_MMMM_{category}_ssm_cloze``  T5       the cloze sentence with the object masked
                                                      → ``<extra_id_0> object`` (rows without a
                                                      cloze sentence use the ``_ssm`` input, so
                                                      every format has one example per row)
+                                                     (``cloze``)
 ==========================================  =======  ===========================================
+
+One definition of probe perplexity. :func:`probe_spec` says, as text, what a probe's perplexity
+scores: the tokens of a target text overlapping the object's characters (or all of them) given a
+source text. The lifelong runner's report scores exactly that through the model
+(:mod:`tw_jax.evaluate.perplexity`, ``model.span_example``), and the tasks' token features are
+built from the same spec by :func:`probe_features`: ``targets_weights`` (1 = scored) marks the
+scored target tokens, which ``tw-jax eval`` honours, so its ``perplexity`` is the report's
+number (``docs/metrics.md``). T5 inputs and targets end with EOS, never scored; GPT-2 rows start
+with EOS standing for BOS, so the first text token is scored too.
 
 Light-tuning tasks are named ``twiki_lighttuning_MMMM_{category}`` with the same suffixes, and
 ``twiki_lighttuning_MMMM_all`` holds the UNCHANGED, UPDATED and NEW sets together (what one
 light-tuning run trains on).
 Every example also carries ``subject``, ``relation``, ``object`` and ``previous_object`` (UPDATED
-probes' earlier objects, `` | ``-separated) as strings for the evaluator. Metrics: perplexity
-from scores on every format, SQuAD EM/F1 from predictions on the formats that generate an
-object (``_object``, ``_ssm``, ``_ssm_cloze``).
+probes' earlier objects, `` | ``-separated) as strings for the evaluator, and the texts as
+``inputs_pretokenized``/``targets_pretokenized``. Metrics: perplexity from scores on every
+format, SQuAD EM/F1 from predictions on the formats that generate an object (``_object``,
+``_ssm``, ``_ssm_cloze``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 import seqio
+import tensorflow as tf
 
+from tw_jax.data.tokens import Span, encode_with_offsets, object_span, span_mask
 from tw_jax.preprocess.probes.probe_csv import SENTINEL, masked_cloze, read_probe_csv
 from tw_jax.tasks import metrics
 from tw_jax.tasks.layout import join
-from tw_jax.tasks.preprocessors import tokenize_keep_text
+from tw_jax.tasks.metrics import TARGETS_WEIGHTS
 from tw_jax.tasks.registration import Registrar
-from tw_jax.tasks.sources import Formatter, RowsSource, concatenated
-from tw_jax.tasks.vocab import load_vocabularies
+from tw_jax.tasks.sources import Formatter, concatenated
+from tw_jax.tasks.vocab import LazyVocabulary
 
 CATEGORIES = ("unchanged", "updated", "new", "deleted")
 PASSTHROUGH = ("subject", "relation", "object", "previous_object")
@@ -51,6 +68,8 @@ LIGHTTUNING_SPLITS = ("train",)
 # The light-tuning sets one light-tuning run trains on (``twiki_lighttuning_MMMM_all``): not
 # DELETED, whose facts no longer hold.
 LIGHTTUNING_MIX = ("unchanged", "updated", "new")
+# What a probe perplexity scores (tw_jax.evaluate.perplexity's ``variant``).
+VARIANTS = ("text", "object", "cloze")
 
 
 def _passthrough(row: Mapping[str, str]) -> dict[str, str]:
@@ -60,6 +79,93 @@ def _passthrough(row: Mapping[str, str]) -> dict[str, str]:
 def probe_text(row: Mapping[str, str]) -> str:
     """The paper's probe text ``subject relation object`` (the CSV's ``text`` when present)."""
     return row.get("text") or f"{row['subject']} {row['relation']} {row['object']}"
+
+
+# --- the definition: what a probe's perplexity scores ---------------------------------------
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """The tokens of ``target`` that overlap ``spans`` (character ranges in ``target``; None:
+    every token) are scored, given ``source`` (a model that reads one row reads
+    ``source + target``)."""
+
+    source: str
+    target: str
+    spans: tuple[Span, ...] | None
+
+
+def probe_spec(row: Mapping[str, str], variant: str, *, sentinel: bool) -> ProbeSpec:
+    """What the perplexity of ``variant`` scores for one probe row.
+
+    ``sentinel`` (T5): the object given ``subject relation <extra_id_0>`` (``cloze``: the cloze
+    sentence with the object masked, when it has the object), target ``<extra_id_0> object``,
+    the object's tokens only (not the sentinel: the metric is about the object). Otherwise
+    (GPT-2): ``text`` — every token of the probe text; ``object`` — the object's tokens of
+    ``subject relation object``; ``cloze`` — the object's tokens in the cloze sentence (rows
+    without one fall back to ``object``). The object's span includes the space before it, the
+    word-boundary mark of its first token.
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+    obj = row["object"]
+    cloze = masked_cloze(row) if variant == "cloze" else None
+    if sentinel:
+        target = f"{SENTINEL} {obj}"
+        source = cloze if cloze is not None else f"{row['subject']} {row['relation']} {SENTINEL}"
+        return ProbeSpec(source, target, ((len(SENTINEL), len(target)),))
+    if variant == "text":
+        return ProbeSpec("", probe_text(row), None)
+    if cloze is not None:
+        span = object_span(row["cloze"], obj)
+        return ProbeSpec("", row["cloze"], (span,) if span is not None else ())
+    prefix = f"{row['subject']} {row['relation']}"
+    text = f"{prefix} {obj}"
+    return ProbeSpec("", text, ((len(prefix), len(text)),))
+
+
+def _real(vocabulary: Any) -> Any:
+    return vocabulary.vocabulary if isinstance(vocabulary, LazyVocabulary) else vocabulary
+
+
+def _weights(offsets: Sequence[Span], spans: Sequence[Span] | None, shift: int = 0) -> list[int]:
+    if spans is None:
+        return [1] * len(offsets)
+    return [int(f) for f in span_mask(offsets, [(a + shift, b + shift) for a, b in spans])]
+
+
+def probe_features(
+    spec: ProbeSpec, vocabulary: Any, kind: str, *, prompt: bool
+) -> dict[str, list[int]]:
+    """Token features of one probe: ``inputs`` (context only), ``targets`` and
+    ``targets_weights`` (1 on the scored target tokens), the tokens ``model.span_example``
+    scores for ``spec`` (``tests/tasks/test_probes_features.py`` checks both agree).
+
+    ``kind`` ``"t5"``: inputs = source + EOS, targets = target + EOS (EOS weight 0). ``"gpt2"``:
+    one row, EOS (as BOS) + source + target; with ``prompt`` the row is split before its first
+    scored token into inputs and targets, else all of it is targets (the BOS weight 0).
+    """
+    vocabulary = _real(vocabulary)
+    eos = int(vocabulary.eos_id)
+    if kind == "t5":
+        source, _ = encode_with_offsets(vocabulary, spec.source)
+        target, offsets = encode_with_offsets(vocabulary, spec.target)
+        return {"inputs": [*source, eos], "targets": [*target, eos],
+                TARGETS_WEIGHTS: [*_weights(offsets, spec.spans), 0]}
+    if kind != "gpt2":
+        raise ValueError(f"unknown vocabulary kind {kind!r}")
+    ids, offsets = encode_with_offsets(vocabulary, spec.source + spec.target)
+    spans = spec.spans if spec.spans is not None or not spec.source else ((0, len(spec.target)),)
+    row, weights = [eos, *ids], [0, *_weights(offsets, spans, len(spec.source))]
+    if not any(weights):
+        raise ValueError(f"nothing to score in {spec.source + spec.target!r}")
+    if not prompt:
+        return {"targets": row, TARGETS_WEIGHTS: weights}
+    first = weights.index(1)
+    return {"inputs": row[:first], "targets": row[first:], TARGETS_WEIGHTS: weights[first:]}
+
+
+# --- the four formats ------------------------------------------------------------------------
 
 
 def format_lm(row: Mapping[str, str]) -> dict[str, str]:
@@ -92,18 +198,113 @@ def format_ssm_cloze(row: Mapping[str, str]) -> dict[str, str]:
     return example
 
 
-# (suffix, vocabulary kind, formatter, output feature keys, generates an object)
-FORMATS: tuple[tuple[str, str, Formatter, tuple[str, ...], bool], ...] = (
-    ("", "gpt2", format_lm, ("targets",), False),
-    ("_object", "gpt2", format_lm_object, ("inputs", "targets"), True),
-    ("_ssm", "t5", format_ssm, ("inputs", "targets"), True),
-    ("_ssm_cloze", "t5", format_ssm_cloze, ("inputs", "targets"), True),
+@dataclass(frozen=True)
+class ProbeFormat:
+    """One format: task-name suffix, vocabulary kind, the texts (``*_pretokenized`` and the
+    passthrough strings), the perplexity variant its tokens score, and whether it generates an
+    object after a prompt in ``inputs``."""
+
+    suffix: str
+    kind: str
+    formatter: Formatter
+    variant: str
+    generates: bool
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return ("inputs", "targets") if self.generates else ("targets",)
+
+
+FORMATS: tuple[ProbeFormat, ...] = (
+    ProbeFormat("", "gpt2", format_lm, "text", False),
+    ProbeFormat("_object", "gpt2", format_lm_object, "object", True),
+    ProbeFormat("_ssm", "t5", format_ssm, "text", True),
+    ProbeFormat("_ssm_cloze", "t5", format_ssm_cloze, "cloze", True),
 )
 
 
 # The question-answering form of the probes (inputs → the object) per training objective:
 # what light-tuning trains a model of that objective on (``twiki_lighttuning_MMMM_all{suffix}``).
 QA_SUFFIX: dict[str, str] = {"lm": "_object", "ssm": "_ssm"}
+
+
+def probe_dataset(
+    rows: Sequence[Mapping[str, str]], fmt: ProbeFormat, vocabulary: Any
+) -> tf.data.Dataset:
+    """One example per row, in row order: token features (:func:`probe_features`), the texts
+    as ``inputs_pretokenized``/``targets_pretokenized``, and the passthrough strings."""
+    texts = [fmt.formatter(row) for row in rows]
+    tokens = [probe_features(probe_spec(row, fmt.variant, sentinel=fmt.kind == "t5"),
+                             vocabulary, fmt.kind, prompt=fmt.generates) for row in rows]
+    columns: dict[str, tf.Tensor] = {}
+    for key in (*fmt.keys, *PASSTHROUGH):
+        name = f"{key}_pretokenized" if key in fmt.keys else key
+        columns[name] = tf.constant([t[key] for t in texts], tf.string, shape=[len(rows)])
+    for key in (*fmt.keys, TARGETS_WEIGHTS):
+        lists = [t[key] for t in tokens]
+        dense = np.zeros((len(lists), max(map(len, lists), default=0)), np.int32)
+        for i, ids in enumerate(lists):
+            dense[i, : len(ids)] = ids
+        columns[key] = tf.constant(dense)
+        columns[f"{key}_length"] = tf.constant([len(ids) for ids in lists], tf.int32,
+                                               shape=[len(rows)])
+    token_keys = (*fmt.keys, TARGETS_WEIGHTS)
+
+    def unpad(ex: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        out = {k: v for k, v in ex.items() if not k.endswith("_length")}
+        out.update({k: ex[k][: ex[f"{k}_length"]] for k in token_keys})
+        return out
+
+    return tf.data.Dataset.from_tensor_slices(columns).map(unpad)
+
+
+class ProbeSource(seqio.FunctionDataSource):
+    """Examples of one format from rows that ``load`` reads when a dataset is built (the
+    vocabulary is loaded then too, so a missing one fails here, naming its path)."""
+
+    def __init__(self, load: Callable[[], list[dict[str, str]]], fmt: ProbeFormat,
+                 vocabulary: Any, splits: Sequence[str]) -> None:
+        self._load = load
+
+        def dataset_fn(split: str, shuffle_files: bool, seed: int | None = None) -> tf.data.Dataset:
+            del split, shuffle_files, seed  # one file; the task shuffles examples if asked
+            return probe_dataset(self._load(), fmt, _real(vocabulary))
+
+        super().__init__(dataset_fn=dataset_fn, splits=splits)
+
+    def rows(self) -> list[dict[str, str]]:
+        return self._load()
+
+
+def _cut(tokens: tf.Tensor, length: int, keep_last: bool) -> tf.Tensor:
+    if not keep_last:
+        return tokens[:length]
+    return tf.cond(tf.size(tokens) > length,
+                   lambda: tf.concat([tokens[: length - 1], tokens[-1:]], axis=0),
+                   lambda: tokens)
+
+
+def trim_to_lengths(
+    dataset: tf.data.Dataset,
+    sequence_length: Mapping[str, int] | None,
+    output_features: Mapping[str, seqio.Feature],
+) -> tf.data.Dataset:
+    """Token features cut to ``sequence_length`` (``targets_weights`` with ``targets``); a
+    feature ending with EOS (T5) keeps it last, as seqio's ``append_eos_after_trim`` does."""
+    if not sequence_length:
+        return dataset
+
+    def trim(ex: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+        out = dict(ex)
+        for key, feature in output_features.items():
+            length = sequence_length.get(key)
+            if key not in ex or not length:
+                continue
+            for name in (key, TARGETS_WEIGHTS) if key == "targets" else (key,):
+                out[name] = _cut(ex[name], int(length), feature.add_eos)
+        return out
+
+    return dataset.map(trim, num_parallel_calls=tf.data.AUTOTUNE)
 
 
 def output_features(
@@ -122,21 +323,17 @@ def register_row_tasks(
 ) -> list[str]:
     """The four formats of one CSV (see the module docstring); returns the task names."""
     names = []
-    for suffix, kind, formatter, keys, generates in FORMATS:
-        metric_fns = [metrics.perplexity] + ([metrics.squad] if generates else [])
+    for fmt in FORMATS:
+        metric_fns = [metrics.perplexity] + ([metrics.squad] if fmt.generates else [])
         registrar.task(
-            base_name + suffix,
-            source=RowsSource(load, formatter, splits),
-            output_features=output_features(kind, keys, vocabularies),
-            preprocessors=[
-                load_vocabularies,
-                tokenize_keep_text,
-                seqio.preprocessors.append_eos_after_trim,
-            ],
+            base_name + fmt.suffix,
+            source=ProbeSource(load, fmt, vocabularies[fmt.kind], splits),
+            output_features=output_features(fmt.kind, fmt.keys, vocabularies),
+            preprocessors=[trim_to_lengths],
             postprocess_fn=metrics.probe_postprocessor,
             metric_fns=metric_fns,
         )
-        names.append(base_name + suffix)
+        names.append(base_name + fmt.suffix)
     return names
 
 

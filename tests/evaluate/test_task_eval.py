@@ -32,13 +32,18 @@ def test_eval_and_infer_a_trained_checkpoint(tmp_path, data_bindings, capsys):
     )
     assert metrics["examples"] == len(list(examples)) == 17
     assert metrics["step"] == 3
-    assert metrics["perplexity"] == pytest.approx(math.exp(metrics["loss"]))
+    # token_perplexity: exp of the mean token loss; perplexity: the mean of per-example ones
+    assert metrics["token_perplexity"] == math.exp(metrics["loss"])
+    assert metrics["perplexity"] > 1 and metrics["token_perplexity"] > 1
+    assert metrics["unscored_examples"] == 0
     # the task's own perplexity metric sees the same scores and token counts
     task = metrics["task_metrics"]
-    assert task["token_perplexity"] == pytest.approx(metrics["perplexity"], rel=1e-6)
-    assert task["perplexity"] > 0  # the mean of per-example perplexities
+    assert task == {"perplexity": metrics["perplexity"],
+                    "token_perplexity": metrics["token_perplexity"]}
     assert 0.0 <= metrics["accuracy"] <= 1.0
-    assert "perplexity=" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert f" perplexity={metrics['perplexity']}" in printed
+    assert f"token_perplexity={metrics['token_perplexity']}" in printed
 
     bindings = [*_cli_bindings(data_bindings[:3], model_dir), "--gin.tw_jax.evaluate.infer.max_examples=5"]
     assert main(["infer", *files, *bindings]) == 0
@@ -83,3 +88,20 @@ def test_a_run_loads_at_any_step(tmp_path, data_bindings):
     with (pytest.raises(checkpoints.CheckpointError, match="no checkpoint to evaluate"),
           loaded_run(source)):
         pass
+
+
+def test_feature_text_reads_past_a_leading_bos():
+    """GPT-2 probe rows start with EOS standing for BOS: infer's texts are what follows it."""
+    import numpy as np
+
+    from tw_jax.evaluate.task_eval import _text
+
+    class Vocab:
+        eos_id = 0
+
+        def decode(self, ids):
+            return ",".join(map(str, ids))
+
+    assert _text(Vocab(), np.array([0, 5, 6, 0, 0])) == "5,6"
+    assert _text(Vocab(), np.array([5, 0, 6])) == "5"
+    assert _text(Vocab(), None) is None

@@ -4,7 +4,10 @@
     tw-jax infer --gin_file=diff.gin --gin.MODEL_DIR=gs://b/run --gin.tw_jax.evaluate.infer.max_examples=5
 
 The flags are ``tw-jax train``'s (:func:`tw_jax.train.cli.add_gin_command`); what runs is
-:mod:`tw_jax.evaluate.task_eval`.
+:mod:`tw_jax.evaluate.task_eval`. ``eval`` prints ``perplexity`` (the mean of per-example
+perplexities: on a probe task, the lifelong report's probe perplexity) and
+``token_perplexity`` (``exp`` of the mean token loss) side by side; ``docs/metrics.md`` defines
+both.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from tw_jax.train.cli import add_gin_command, parse_gin
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    add_gin_command(subparsers, "eval", "evaluate a checkpoint on a task (loss, perplexity, "
-                    "metrics)", _run)
+    add_gin_command(subparsers, "eval", "evaluate a checkpoint on a task (perplexity per "
+                    "example and per token, loss, task metrics)", _run)
     add_gin_command(subparsers, "infer", "write greedy predictions of a checkpoint as JSONL",
                     _run)
 

@@ -1,7 +1,12 @@
 """Probe perplexity per instance (TemporalWiki footnote 6), for GPT-2 and T5, three variants.
 
-``ppl_i = exp(-mean log p over the instance's scored tokens)``; a category's number is the mean
-of ``ppl_i`` over its instances (:func:`mean_perplexity`), not the token-level perplexity.
+``ppl_i = exp(-(1/|y_i|) Σ_j log p(y_ij | context))`` over instance ``i``'s scored tokens
+``y_i``; a category's number is the mean of ``ppl_i`` over its instances
+(:func:`mean_perplexity`), not the token-level perplexity: TemporalWiki (Jang et al. 2022),
+footnote 6, "per-instance perplexity averaged over instances". Both formulas are
+:mod:`tw_jax.tasks.metrics`'s, which ``tw-jax eval`` uses too; which tokens count is
+:func:`tw_jax.tasks.probes.probe_spec`'s, which the probe tasks' features follow, so
+``tw-jax eval`` on a probe task gives this module's number (``docs/metrics.md``).
 
 Variants (``variant=``), with the formats of :mod:`tw_jax.tasks.probes`:
 
@@ -26,24 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from tw_jax.data.tokens import Span, object_span
 from tw_jax.models import model_for
-from tw_jax.tasks.probes import SENTINEL, masked_cloze, probe_text
+from tw_jax.tasks.metrics import instance_perplexities, mean_perplexity
+from tw_jax.tasks.probes import VARIANTS, probe_spec
 
-VARIANTS = ("text", "object", "cloze")
-
-
-def _object_text(row: Mapping[str, str]) -> tuple[str, Span]:
-    """GPT-2's object variant: ``subject relation object`` and the object's characters."""
-    prefix = f"{row['subject']} {row['relation']}"
-    text = f"{prefix} {row['object']}"
-    return text, (len(prefix), len(text))  # the space belongs to the object (tokens.object_span)
-
-
-def _t5_target(obj: str) -> tuple[str, Span]:
-    """A sentinel answer ``<extra_id_0> object`` and the object's characters."""
-    text = f"{SENTINEL} {obj}"
-    return text, (len(SENTINEL), len(text))
+__all__ = ["VARIANTS", "mean_perplexity", "probe_examples", "probe_perplexities"]
 
 
 def probe_examples(
@@ -57,21 +49,10 @@ def probe_examples(
     model = model_for(model)
     examples: list[Any] = []
     for row in rows:
-        obj = row["object"]
-        cloze = masked_cloze(row) if variant == "cloze" else None
-        if model.fills_sentinel_spans:
-            source = cloze if cloze is not None else f"{row['subject']} {row['relation']} {SENTINEL}"
-            target, span = _t5_target(obj)
-            examples.append(model.span_example(vocabulary, source, target, [span]))
-        elif variant == "text":
-            examples.append(model.span_example(vocabulary, "", probe_text(row),
-                                               prepend_bos=prepend_bos))
-        else:
-            text, span = _object_text(row)
-            if cloze is not None:
-                text, span = row["cloze"], object_span(row["cloze"], obj)
-            examples.append(model.span_example(vocabulary, "", text, [span],
-                                               prepend_bos=prepend_bos))
+        spec = probe_spec(row, variant, sentinel=model.fills_sentinel_spans)
+        spans = None if spec.spans is None else list(spec.spans)
+        examples.append(model.span_example(vocabulary, spec.source, spec.target, spans,
+                                           prepend_bos=prepend_bos))
     return examples
 
 
@@ -88,14 +69,5 @@ def probe_perplexities(
     """Per-instance perplexities of probe ``rows`` (CSV rows as dicts), in row order."""
     model = model_for(model)
     examples = probe_examples(model, vocabulary, rows, variant, prepend_bos=prepend_bos)
-    return model.score(params, examples, batch_size=batch_size).perplexities()
-
-
-def mean_perplexity(perplexities: Sequence[float] | np.ndarray) -> float:
-    """The category's number: the mean of per-instance perplexities (NaN-free input required)."""
-    values = np.asarray(perplexities, np.float64)
-    if values.size == 0:
-        raise ValueError("no instances to average")
-    if np.isnan(values).any():
-        raise ValueError(f"{int(np.isnan(values).sum())} instances had no scored token")
-    return float(values.mean())
+    scores = model.score(params, examples, batch_size=batch_size)
+    return instance_perplexities(scores.log_likelihood, scores.num_tokens)

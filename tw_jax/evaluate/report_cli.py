@@ -27,18 +27,31 @@ def build_report(
     paths."""
     from tw_jax.evaluate.plots import write_plots
     from tw_jax.evaluate.report import ResultIndex, all_tables, write_tables
+    from tw_jax.evaluate.summary import summary_table, without_signal
 
     results = read_results(run_dirs)
     out = os.fspath(out)
     paths.makedirs(out)
     index = ResultIndex(results)
     tables = all_tables(index)
-    table_paths = write_tables(tables, out)
+    summary = summary_table(index)
+    table_paths = write_tables([*([summary] if summary else []), *tables], out)
     figures = write_plots(index, out)
     sources = ", ".join(f"`{results_path(d)}`" for d in run_dirs)
     parts = [f"# Evaluation report\n\n{len(results)} results from {sources}.\n"]
-    parts += [table.markdown() for table in tables]
-    parts += [f"![{p.stem}]({p.name})\n" for p in figures]
+    average = [p for p in figures if p.stem == "fig4_probe_average"]
+    if summary:
+        parts.append(summary.markdown())
+        parts += [f"![{p.stem}]({p.name})\n" for p in average]
+    quiet = without_signal(tables)
+    if quiet:
+        listed = ", ".join(f"`{name}.md` (best {best:.2f}%)" for name, best in quiet.items())
+        parts.append(
+            f"Not shown here, because no model reaches 1% on any probe set, so they tell "
+            f"nothing (their files are written): {listed}. A model this small answers almost "
+            "no probe exactly; perplexity and rank classification show its learning.\n")
+    parts += [table.markdown() for table in tables if table.name not in quiet]
+    parts += [f"![{p.stem}]({p.name})\n" for p in figures if p not in average or not summary]
     summary = paths.join(out, "report.md")
     with atomic_open(summary, "w", encoding="utf-8") as handle:
         handle.write("\n".join(parts))

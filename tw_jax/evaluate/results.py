@@ -68,17 +68,25 @@ class MetricSpec:
 
 
 # The vocabulary of metric names. Perplexities are per-instance perplexities averaged over
-# instances (TemporalWiki footnote 6); EM/F1/accuracies are percentages (0-100).
+# instances (TemporalWiki footnote 6): ppl_i = exp(-(1/|y_i|) Σ_j log p(y_ij | context)) over
+# instance i's scored tokens, then the mean over instances; `tw-jax eval` reports the same
+# number as `perplexity` on the matching probe task (docs/metrics.md). EM/F1/accuracies are
+# percentages (0-100).
+_PER_PROBE = "mean over probes of exp(-mean log p of the probe's scored tokens)"
 METRICS: dict[str, MetricSpec] = {
-    "ppl": MetricSpec("zero-shot probe perplexity: GPT-2 on the probe text (every token); T5 on "
-                      "the object given 'subject relation <extra_id_0>'", QA_CATEGORIES, True),
-    "ppl_object": MetricSpec("GPT-2 perplexity of the object tokens given 'subject relation'",
+    "ppl": MetricSpec(f"zero-shot probe perplexity, {_PER_PROBE}: GPT-2 on the probe text (every "
+                      "token, EOS in front as BOS); T5 on the object given 'subject relation "
+                      "<extra_id_0>' (object tokens only). tw-jax eval's `perplexity` on "
+                      "twiki_probes_MMMM_<category> (_ssm for T5)", QA_CATEGORIES, True),
+    "ppl_object": MetricSpec(f"GPT-2 perplexity of the object tokens given 'subject relation', "
+                             f"{_PER_PROBE} (twiki_probes_MMMM_<category>_object)",
                              QA_CATEGORIES, True),
-    "ppl_cloze": MetricSpec("perplexity of the object in the cloze sentence (GPT-2: object tokens "
-                            "given the sentence before it; T5: object given the masked sentence)",
+    "ppl_cloze": MetricSpec(f"perplexity of the object in the cloze sentence, {_PER_PROBE} "
+                            "(GPT-2: object tokens given the sentence before it; T5: object "
+                            "given the masked sentence, twiki_probes_MMMM_<category>_ssm_cloze)",
                             QA_CATEGORIES, True),
-    "lt_ppl": MetricSpec("probe perplexity after light-tuning (TemporalWiki Table 4)",
-                         QA_CATEGORIES, True),
+    "lt_ppl": MetricSpec(f"probe perplexity after light-tuning (TemporalWiki Table 4), as ppl: "
+                         f"{_PER_PROBE}", QA_CATEGORIES, True),
     "em": MetricSpec("exact match of the decoded object with the current answer (SQuAD "
                      "normalisation, %)", QA_CATEGORIES, False),
     "f1": MetricSpec("token F1 of the decoded object with the current answer (%)",

@@ -1,10 +1,15 @@
 """``tw-jax eval`` and ``tw-jax infer``: a trained checkpoint on a task, in the trainer's gin style.
 
-- :func:`evaluate` scores every example of a split with teacher forcing (no dropout): token
-  loss, perplexity and accuracy over all loss tokens, plus the task's own score metrics
-  (``seqio.Task.score_metric_fns``, e.g. :func:`tw_jax.tasks.metrics.perplexity`), which get
-  each example's summed log-likelihood as its score and its loss-token count as its target
-  (reported under ``task_metrics``).
+- :func:`evaluate` scores every example of a split with teacher forcing (no dropout). The scored
+  tokens are the targets' loss tokens, narrowed to those an example's ``targets_weights`` marks
+  when its task gives them (the probe tasks: their perplexity's tokens, see
+  :mod:`tw_jax.tasks.probes`). Reported (``docs/metrics.md``): ``perplexity``, the mean over
+  examples of each example's perplexity (TemporalWiki's per-instance probe perplexity, the
+  lifelong report's ``ppl``), ``token_perplexity`` = ``exp(loss)``, the token-level one,
+  ``loss`` (mean NLL per scored token) and ``accuracy`` (argmax = target, per scored token);
+  both perplexities come from :func:`tw_jax.tasks.metrics.perplexity`. Under ``task_metrics``:
+  the task's own score metrics (``seqio.Task.score_metric_fns``), which get each example's
+  summed log-likelihood as its score and its scored-token count as its target.
   Results go to ``MODEL_DIR/eval/<task>.<split>.step<N>.json``.
 - :func:`infer` decodes greedily (:func:`tw_jax.models.decoding.greedy_decode`, variants
   included) and writes one JSON object per example: index, inputs, targets and prediction text.
@@ -25,11 +30,13 @@ import gin
 import jax
 import numpy as np
 
+from tw_jax.errors import UsageError
 from tw_jax.evaluate.runs import load_params
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, write_json
 from tw_jax.io.paths import PathLike
 from tw_jax.models.sharding import activate, global_batch, replicated
+from tw_jax.tasks.metrics import TARGETS_WEIGHTS, mean_token_loss, perplexity
 from tw_jax.train import data, distributed
 from tw_jax.train.state import build_run_model
 from tw_jax.train.steps import make_score_step
@@ -48,6 +55,60 @@ def _padded_batches(
                 for k, v in batch.items()
             }
         yield batch, rows
+
+
+def check_lengths(name: str, lengths: Mapping[str, int]) -> None:
+    """A task with ``inputs`` needs an ``inputs`` length: without one a decoder-only model's
+    features would drop the prompt (GPT-2's gin files give ``targets`` only)."""
+    import seqio
+
+    if name not in seqio.TaskRegistry.names() and name not in seqio.MixtureRegistry.names():
+        return
+    features = seqio.get_mixture_or_task(name).output_features
+    if "inputs" in features and "inputs" not in lengths:
+        example = {"inputs": 64, "targets": lengths.get("targets", 64)}
+        raise UsageError(f"{name} has inputs (a prompt): give TASK_FEATURE_LENGTHS an 'inputs' "
+                         f"length, e.g. --gin.TASK_FEATURE_LENGTHS=\"{example}\"")
+
+
+def _weights_as_targets(example: Mapping[str, Any]) -> dict[str, Any]:
+    import tensorflow as tf
+
+    out = dict(example)
+    out["targets"] = tf.cast(example[TARGETS_WEIGHTS], tf.int32)
+    if "inputs" in example:
+        out["inputs"] = tf.zeros_like(example["inputs"])
+    return out
+
+
+def _scored_only(features: Mapping[str, Any], weights: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(features)
+    out["decoder_loss_weights"] = (features["decoder_loss_weights"]
+                                   * weights["decoder_target_tokens"])
+    return out
+
+
+def eval_batches(
+    name: str, lengths: Mapping[str, int], batch_size: int, model: Any, split: str
+) -> Iterator[dict[str, np.ndarray]]:
+    """One pass over ``split`` in order: the model's features, batched (the last batch short),
+    with ``decoder_loss_weights`` kept only on the target tokens that ``targets_weights`` marks
+    when the task gives them.
+
+    The weights travel through the model's own feature converter in place of the targets (and
+    zeros in place of a prompt), so ``decoder_target_tokens`` of that second stream is each
+    position's weight, wherever the model's layout puts the target tokens.
+    """
+    import tensorflow as tf
+
+    data.check_task_features(name, model)  # as data.batches: one-line errors, not tf.data's
+    data.check_examples(name, lengths, 1, split=split)
+    examples = data.task_dataset(name, lengths, split=split, shuffle=False, num_epochs=1)
+    features = model.convert_features(examples, lengths)
+    if TARGETS_WEIGHTS in examples.element_spec:
+        weights = model.convert_features(examples.map(_weights_as_targets), lengths)
+        features = tf.data.Dataset.zip((features, weights)).map(_scored_only)
+    yield from features.batch(batch_size, drop_remainder=False).prefetch(2).as_numpy_iterator()
 
 
 @gin.configurable(module="tw_jax.evaluate")
@@ -69,14 +130,13 @@ def evaluate(
     model_dir = paths.resolve(model_dir)
     mixture_or_task_name = data.task_name(mixture_or_task_name, model_config)
     ensure_tasks(mixture_or_task_name)
+    check_lengths(mixture_or_task_name, task_feature_lengths)
     run = build_run_model(model_config, mesh_shape)
     with activate(run.mesh):
         params, step = load_params(run, model_dir, checkpoint_path)
         score = jax.jit(make_score_step(run.model), out_shardings=replicated(run.mesh))
-        stream = data.batches(
-            mixture_or_task_name, task_feature_lengths, batch_size, run.model, split=split,
-            shuffle=False, num_epochs=1, drop_remainder=False,
-        )
+        stream = eval_batches(mixture_or_task_name, task_feature_lengths, batch_size, run.model,
+                              split)
         scores, counts, correct = [], [], []
         for index, (batch, rows) in enumerate(_padded_batches(stream, batch_size)):
             if max_batches is not None and index >= max_batches:
@@ -89,13 +149,17 @@ def evaluate(
     total = float(sum(counts))
     if not total:
         raise ValueError(f"{mixture_or_task_name}/{split}: no tokens to evaluate")
-    loss = -float(sum(scores)) / total
+    scored = [(s, int(n)) for s, n in zip(scores, counts, strict=True) if n > 0]
+    both = perplexity([n for _, n in scored], [s for s, _ in scored])
+    loss = mean_token_loss(scores, counts)
     metrics: dict[str, Any] = {
         "step": step,
         "examples": len(scores),
+        "unscored_examples": len(scores) - len(scored),
         "tokens": total,
+        "perplexity": both["perplexity"],
+        "token_perplexity": math.exp(loss),
         "loss": loss,
-        "perplexity": math.exp(loss),
         "accuracy": float(sum(correct)) / total,
     }
     metrics["task_metrics"] = _task_score_metrics(mixture_or_task_name, scores, counts)
@@ -140,6 +204,7 @@ def infer(
     model_dir = paths.resolve(model_dir)
     mixture_or_task_name = data.task_name(mixture_or_task_name, model_config)
     ensure_tasks(mixture_or_task_name)
+    check_lengths(mixture_or_task_name, task_feature_lengths)
     run = build_run_model(model_config, mesh_shape)
     vocab = data.vocabulary(mixture_or_task_name)
     new_tokens = int(max_new_tokens or task_feature_lengths["targets"])
@@ -185,4 +250,10 @@ def _until_eos(row: np.ndarray, eos: int | None) -> list[int]:
 
 
 def _text(vocab: Any, tokens: np.ndarray | None) -> str | None:
-    return None if tokens is None else vocab.decode(_until_eos(np.asarray(tokens), vocab.eos_id))
+    """The text of a feature up to its EOS; a leading EOS (GPT-2's BOS) is not its end."""
+    if tokens is None:
+        return None
+    tokens = np.asarray(tokens)
+    if len(tokens) and vocab.eos_id is not None and tokens[0] == vocab.eos_id:
+        tokens = tokens[1:]
+    return vocab.decode(_until_eos(tokens, vocab.eos_id))

@@ -1,0 +1,101 @@
+"""The first screen of a report: one table that tells the story, and which tables say nothing.
+
+The story of continual knowledge learning is two numbers per method against the model it
+started from: did it learn what changed (perplexity on CHANGED, or NEW, falls) and did it keep
+what stayed (perplexity on UNCHANGED does not rise)? :func:`summary_table` puts them side by
+side for the latest month, with the change relative to INITIAL, so a reader sees the trade-off
+(TemporalWiki Fig. 4's stability-plasticity average is its one-number form) before the
+per-paper tables.
+
+A table whose every score is next to nothing carries no signal: a small model that answers
+no probe exactly gives EM tables of zeros. :func:`without_signal` names the tables whose best
+score stays under :data:`FLOOR_PERCENT` so the report lists them, with their best value,
+instead of printing them (their Markdown and CSV files are still written).
+"""
+
+from __future__ import annotations
+
+from tw_jax.evaluate.report import (
+    MISSING,
+    ResultIndex,
+    Table,
+    fmt,
+    fmt_hours,
+    probe_average,
+)
+from tw_jax.evaluate.results import METRICS
+
+FLOOR_PERCENT = 1.0  # below 1% right on every probe set, an accuracy table says nothing
+_PERCENT_METRICS = ("em", "f1", "em_previous", "f1_previous", "lt_em", "lt_f1")
+_BASELINE = "initial"
+
+
+def _relative(value: float | None, baseline: float | None) -> str:
+    if value is None or not baseline:
+        return MISSING
+    return f"{(value / baseline - 1.0) * 100:+.0f}%"
+
+
+def summary_table(index: ResultIndex, metric: str = "ppl") -> Table | None:
+    """Methods × (kept, learned, average) of ``metric`` on the latest month (module docstring);
+    None when no month has it for at least two methods."""
+    months = [m for m in index.eval_months(metric)
+              if sum(index.aligned(method, m, "unchanged", metric) is not None
+                     for method in index.methods()) >= 2]
+    if not months:
+        return None
+    month = months[-1]
+    learned = "changed" if "changed" in index.categories(metric) else "new"
+    label = {"changed": "Chg", "new": "New"}[learned]
+    baseline = {c: index.aligned(_BASELINE, month, c, metric) for c in ("unchanged", learned)}
+    rows = []
+    for method in index.methods():
+        kept = index.aligned(method, month, "unchanged", metric)
+        gained = index.aligned(method, month, learned, metric)
+        if kept is None and gained is None:
+            continue
+        rows.append([
+            method.upper(), fmt_hours(index.train_hours(method)), fmt(kept), fmt(gained),
+            fmt(probe_average(index, method, month, metric)),
+            MISSING if method == _BASELINE else _relative(kept, baseline["unchanged"]),
+            MISSING if method == _BASELINE else _relative(gained, baseline[learned]),
+        ])
+    better = "lower" if METRICS[metric].lower_is_better else "higher"
+    headers = ["Method", "Time", "Un (kept)", f"{label} (learned)", "Avg", "Un vs INITIAL",
+               f"{label} vs INITIAL"]
+    notes = [
+        f"{metric} on month {month}'s probes of each method's model after its update through "
+        f"{month} ({better} is better). Un: facts that stayed, where forgetting shows; "
+        f"{label}: {'updated and new' if learned == 'changed' else 'new'} facts, where "
+        "learning shows; Avg as in the tables below.",
+        "vs INITIAL: the change from the model every update starts from.",
+    ]
+    return Table(f"summary_{metric}", f"Summary: what each update learned and kept ({month})",
+                 headers, rows, notes)
+
+
+def _scores(table: Table) -> list[float]:
+    first = 2 if table.headers[:2] == ["Method", "Time"] else 1
+    values = []
+    for row in table.rows:
+        for cell in row[first:]:
+            try:
+                values.append(float(cell))
+            except ValueError:
+                continue
+    return values
+
+
+def without_signal(tables: list[Table]) -> dict[str, float]:
+    """Accuracy-type tables (EM/F1, CKL's EM) whose best score is under :data:`FLOOR_PERCENT`,
+    by name, with that best score."""
+    quiet = {}
+    for table in tables:
+        metric = table.name.removeprefix("table_ckl_").removeprefix("table_")
+        if metric not in _PERCENT_METRICS:
+            continue
+        scores = _scores(table)
+        best = max(scores, default=0.0)
+        if best < FLOOR_PERCENT:
+            quiet[table.name] = best
+    return quiet
