@@ -147,6 +147,15 @@ def _quiet_logs() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def _verbose_logs() -> None:
+    """Every library's INFO lines on stderr (absl's handler is only installed by absl.app)."""
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    for name in ("absl", "tensorflow", "orbax"):
+        logging.getLogger(name).setLevel(logging.INFO)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from tw_jax.errors import DumpError, OutputError, UsageError
     from tw_jax.io.paths import StorageError
@@ -155,7 +164,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(_global_flags_first(sys.argv[1:] if argv is None else argv))
     debug = args.debug or os.environ.get("TW_JAX_DEBUG", "") not in ("", "0")
-    if not args.verbose:
+    if args.verbose:
+        _verbose_logs()
+    else:
         _quiet_logs()
     try:
         with _output_folders_claimed(args):

@@ -32,9 +32,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from tqdm import tqdm
-
 from tw_jax.io.output_claim import scratch_dir
+from tw_jax.io.progress import progress as progress_bar
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.ckl.outputs import clear_stats, write_lama_folder
 from tw_jax.preprocess.labels import LabelIndex
@@ -166,7 +165,7 @@ def collect(
     sample = _Sample(capacity)
     render_stats = ProbeStats()  # render_candidate's own counters (labels missing, ...)
     quiet = None if progress is None else not progress
-    with tqdm(desc="reading Wikidata", unit=" entities", disable=quiet) as bar:
+    with progress_bar(desc="reading Wikidata", unit=" entities", disable=quiet) as bar:
         for entity in iter_entities(dump, stats.skips):
             bar.update(1)
             stats.entities += 1

@@ -19,10 +19,9 @@ import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from tqdm import tqdm
-
 from tw_jax.io import paths
 from tw_jax.io.output_claim import scratch_dir
+from tw_jax.io.progress import progress as progress_bar
 from tw_jax.io.scratch_db import open_scratch
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.diffset.algorithm import compare
@@ -204,9 +203,9 @@ def build_diffset(
                 if old_path is None:
                     OldIndex(index_path, create=True).close()
                 else:
-                    with tqdm(desc="indexing old dump", unit=" articles", disable=quiet) as bar:
+                    with progress_bar(desc="indexing old dump", unit=" articles", disable=quiet) as bar:
                         _index_old(old_path, index_path, stats, pool, workers, bar)
-                with tqdm(desc="comparing", unit=" articles", disable=quiet) as bar:
+                with progress_bar(desc="comparing", unit=" articles", disable=quiet) as bar:
                     _compare_new(new_path, min_changed_chars, stats, writer, pool, workers, bar)
             finally:
                 if pool is not None:

@@ -34,12 +34,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tqdm import tqdm
-
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
 from tw_jax.io.output_claim import scratch_dir
+from tw_jax.io.progress import progress as progress_bar
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.diffset.local import OldIndex, build_diffset
 from tw_jax.preprocess.diffset.outputs import json_line
@@ -199,7 +198,7 @@ def _index_old(
     quiet = None if progress is None else not progress
     try:
         pages = iter_articles(iter_dump_pages(dump, Skips()), Skips())
-        for page in tqdm(pages, desc=f"reading {paths.as_path(dump).name}", unit=" articles",
+        for page in progress_bar(pages, desc=f"reading {paths.as_path(dump).name}", unit=" articles",
                          disable=quiet):
             if page.id in changed:
                 rows.append((page.id, page.title, page.markup,

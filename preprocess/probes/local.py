@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from multiprocessing.pool import Pool
 from typing import Any
 
-from tqdm import tqdm
-
 from tw_jax.io.output_claim import scratch_dir
+from tw_jax.io.progress import progress as progress_bar
 from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.labels import LabelIndex
 from tw_jax.preprocess.parallel import fork_pool, ordered_map
@@ -223,7 +222,7 @@ def build_probes(
                 stats,
             )
             try:
-                with tqdm(desc="indexing old Wikidata", unit=" entities", disable=quiet) as bar:
+                with progress_bar(desc="indexing old Wikidata", unit=" entities", disable=quiet) as bar:
                     if pool is None:
                         old.add_all(
                             _ticked(
@@ -235,14 +234,14 @@ def build_probes(
                 check_dump(old_wd, stats, "old", options)
                 if pool is None:
                     work = Categoriser(old, labels, articles, options, stats, old_wp is not None)
-                    with tqdm(desc="categorising", unit=" entities", disable=quiet) as bar:
+                    with progress_bar(desc="categorising", unit=" entities", disable=quiet) as bar:
                         for entity_id, side in _ticked(
                             iter_sides(new_wd, stats.skips["new_wikidata"], stats, "new"), bar
                         ):
                             work.add(entity_id, side)
                     kept, samplers = work.kept, work.samplers
                 else:
-                    with tqdm(desc="categorising", unit=" entities", disable=quiet) as bar:
+                    with progress_bar(desc="categorising", unit=" entities", disable=quiet) as bar:
                         kept, samplers = categorise_dump(new_wd, options, stats, pool, workers, bar)
                 check_dump(new_wd, stats, "new", options)
             finally:
@@ -365,7 +364,7 @@ def _categorise_job(lines: Lines) -> Categorised:
 
 
 def index_sides(
-    path: str, stats: ProbeStats, pool: Pool, workers: int, bar: tqdm | None = None
+    path: str, stats: ProbeStats, pool: Pool, workers: int, bar: Any = None
 ) -> Iterator[tuple[str, SubjectSide]]:
     """:func:`iter_sides` of the old dump, parsed by the pool; counts merge in dump order."""
 
@@ -383,7 +382,7 @@ def categorise_dump(
     stats: ProbeStats,
     pool: Pool,
     workers: int,
-    bar: tqdm | None = None,
+    bar: Any = None,
 ) -> tuple[dict[str, list[Probe]], dict[str, Sampler]]:
     """The kept probes and samplers of the new dump, categorised by the pool (``path`` must be
     the dump its :class:`WorkerConfig` names). Merged in dump order, they equal one pass."""
@@ -420,7 +419,7 @@ def _header(old_wd, new_wd, wikipedia, diffset_dir, old_wp, options) -> dict[str
     }
 
 
-def _ticked(items: Iterator, bar: tqdm) -> Iterator:
+def _ticked(items: Iterator, bar: Any) -> Iterator:
     for item in items:
         bar.update(1)
         yield item

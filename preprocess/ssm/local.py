@@ -17,10 +17,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from tqdm import tqdm
-
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
+from tw_jax.io.progress import progress as progress_bar
 from tw_jax.preprocess.accounting import require_complete
 from tw_jax.preprocess.parallel import fork_pool, ordered_map
 from tw_jax.preprocess.ssm.examples import SsmOptions, process_job
@@ -120,7 +119,7 @@ def build_ssm(
     keep_freed_memory()  # before forking: the workers inherit it
     pool = fork_pool(workers) if workers > 1 else None
     try:
-        with tqdm(
+        with progress_bar(
             desc="ssm", unit=" articles", disable=None if progress is None else not progress
         ) as bar:
             for name, path in zip(names, input_files, strict=True):

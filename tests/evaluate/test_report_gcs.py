@@ -51,7 +51,7 @@ def test_report_from_and_into_a_bucket_equals_the_local_report(gcs_bucket, gcs_s
 
     assert main(["report", *local_runs, "--out", str(tmp_path / "report")]) == 0
     assert main(["report", *remote_runs, "--out", f"{gcs_bucket}/report/"]) == 0
-    assert f"report: {gcs_bucket}/report/report.md (3 tables, 3 figures)" in capsys.readouterr().out
+    assert f"report: {gcs_bucket}/report/report.md (4 tables, 3 figures)" in capsys.readouterr().out
 
     local_names = sorted(p.name for p in (tmp_path / "report").iterdir())
     assert local_names == sorted(["report.md", *FIGURES, "table_ppl.md", "table_ppl.csv",

@@ -58,7 +58,7 @@ class TrainConfig:
     seed: int = 0
     initial_checkpoint_path: str | None = None
     peak_flops: float | None = None
-    progress: bool = True
+    progress: bool | None = None  # None: a bar on a terminal, else a plain line per log
 
     def replace(self, **changes: Any) -> TrainConfig:
         """This run with ``changes`` (field names); an unknown name is a TypeError."""

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import difflib
 import functools
+import inspect
 import logging
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -156,7 +158,7 @@ def parse(
             skip_unknown=False,
         )
     except (ValueError, SyntaxError, OSError) as error:
-        raise GinConfigError(f"gin: {error}") from error
+        raise GinConfigError(_one_line(error)) from error
     finally:
         logging.getLogger().removeFilter(quiet)
     if strict_macros:
@@ -167,6 +169,38 @@ def parse(
             f"gin macro(s) {', '.join(missing)} not set: define them in a gin file or pass "
             + " ".join(f"--gin.{m}=..." for m in missing)
         )
+
+
+_NO_PARAMETER = re.compile(r"Configurable '([^']+)' doesn't have a parameter named '([^']+)'")
+_NO_CONFIGURABLE = re.compile(r"No configurable matching '([^']+)'")
+_WHERE = re.compile(r"^\s*In (.*)$", re.MULTILINE)
+
+
+def _one_line(error: BaseException) -> str:
+    """gin's error (message, "In file X, line N", the line) as one line, with the closest
+    parameter or configurable names for a misspelt one."""
+    text = str(error)
+    first = text.splitlines()[0] if text else type(error).__name__
+    where = _WHERE.search(text)
+    suffix = (f" ({where.group(1).strip().replace('bindings string', '--gin bindings,')})"
+              if where else "")
+    match = _NO_PARAMETER.search(first)
+    if match:
+        configurable = gin.config._REGISTRY.get_match(match[1])  # noqa: SLF001
+        known = sorted(inspect.signature(configurable.wrapped).parameters) if configurable else []
+        close = difflib.get_close_matches(match[2], known, n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        return f"gin: {match[1]} has no parameter {match[2]!r}{hint}{suffix}"
+    match = _NO_CONFIGURABLE.search(first)
+    if match:
+        names = sorted(selector for selector, _ in gin.config._REGISTRY.items())  # noqa: SLF001
+        by_short = {name.rsplit(".", 1)[-1]: name for name in names}  # T5Config as users write it
+        close = difflib.get_close_matches(match[1], names, n=3, cutoff=0.6) or [
+            by_short[short] for short in difflib.get_close_matches(
+                match[1].rsplit(".", 1)[-1], sorted(by_short), n=3, cutoff=0.6)]
+        hint = f"; did you mean {' or '.join(close)}?" if close else ""
+        return f"gin: no configurable named {match[1]!r}{hint}{suffix}"
+    return f"gin: {first}{suffix}"
 
 
 def used_macros() -> set[str]:
