@@ -56,7 +56,7 @@ def test_report_from_and_into_a_bucket_equals_the_local_report(gcs_bucket, gcs_s
     local_names = sorted(p.name for p in (tmp_path / "report").iterdir())
     assert local_names == sorted(["report.md", *FIGURES, "table_ppl.md", "table_ppl.csv",
                                   "table_em.md", "table_em.csv", "table_ckl_em.md",
-                                  "table_ckl_em.csv"])
+                                  "table_ckl_em.csv", "summary_ppl.md", "summary_ppl.csv"])
     remote_names = [n[len("report/"):] for n in gcs_server.objects(gcs_bucket[5:], "report/")]
     assert remote_names == local_names  # and no temporaries left behind
 
