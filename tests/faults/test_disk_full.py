@@ -9,17 +9,15 @@ as root and may mount, one case also runs against a real tiny tmpfs (ENOSPC).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import resource
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from fault_helpers import file_size_limit
 
 from tw_jax.errors import OutputError
 from tw_jax.preprocess.probes.categorise import CATEGORIES
@@ -59,19 +57,6 @@ def _error_line(stderr: str) -> str:
 
 def _listing(folder: Path) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*"))
-
-
-@contextlib.contextmanager
-def _file_size_limit(limit: int):
-    """The same limit inside this process, for a direct call of a writer."""
-    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-        signal.signal(signal.SIGXFSZ, handler)
 
 
 @pytest.fixture
@@ -125,7 +110,7 @@ def test_probes_folder_that_fails_on_its_third_file_leaves_none_of_its_files(tmp
     before = {name: (out / name).read_bytes() for name in _listing(out) if name != "stats.json"}
 
     big = dict(small, new=[_probe("new", i, "x" * 2000) for i in range(3)])  # 6 KB: too big
-    with _file_size_limit(4096), pytest.raises(OutputError) as raised:
+    with file_size_limit(4096), pytest.raises(OutputError) as raised:
         write_probes_folder(out, big, big, {"run": 2})
     assert str(raised.value) == (
         f"{out}/new.csv: file too large while writing it (the file-size limit, ulimit -f, is "

@@ -1,13 +1,11 @@
-import contextlib
 import errno
 import json
 import os
-import resource
 import shutil
-import signal
 from collections import namedtuple
 
 import pytest
+from fault_helpers import file_size_limit
 
 from tw_jax.errors import OutputError
 from tw_jax.io import atomic
@@ -41,20 +39,6 @@ def test_write_json_replaces_previous(tmp_path):
 
 
 # --- a full disk and folders committed whole ---------------------------------------------------
-
-
-@contextlib.contextmanager
-def file_size_limit(limit: int):
-    """RLIMIT_FSIZE for this process with SIGXFSZ ignored: a write past ``limit`` bytes fails
-    with EFBIG, as on a full disk (no root needed)."""
-    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-        signal.signal(signal.SIGXFSZ, handler)
 
 
 def _listing(folder):

@@ -1,11 +1,9 @@
 """Our TFRecord/Example encoder must be read back exactly by TensorFlow; shards appear whole
 (renamed at commit, or with their folder), and a full disk is one error naming them."""
 
-import contextlib
-import resource
-import signal
 
 import pytest
+from fault_helpers import file_size_limit
 
 from tw_jax.errors import OutputError
 from tw_jax.io.atomic import FolderCommit
@@ -78,19 +76,6 @@ def test_corrupt_record_is_detected(tmp_path):
     shard.write_bytes(bytes(data))
     with pytest.raises(ValueError, match="corrupt record data"):
         list(read_records(shard))
-
-
-@contextlib.contextmanager
-def file_size_limit(limit: int):
-    """Writes past ``limit`` bytes fail with EFBIG, as on a full disk (SIGXFSZ ignored)."""
-    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-        signal.signal(signal.SIGXFSZ, handler)
 
 
 def test_a_full_disk_names_the_shard_pattern_and_leaves_nothing(tmp_path):
