@@ -89,11 +89,8 @@ def _free_space(path: PathLike) -> int | None:
     """Bytes free to this user on the filesystem of ``path`` (its nearest existing folder)."""
     if paths.is_url(path):
         return None
-    folder = os.path.abspath(os.fspath(path))
-    while not os.path.isdir(folder) and os.path.dirname(folder) != folder:
-        folder = os.path.dirname(folder)
     try:
-        return shutil.disk_usage(folder).free
+        return shutil.disk_usage(paths.nearest_existing(path)).free
     except OSError:
         return None
 

@@ -39,15 +39,9 @@ def output_path(text: str) -> str:
     elif os.path.isfile(resolved):
         raise argparse.ArgumentTypeError(f"{text}: is a file, not a folder")
     else:
-        existing = _nearest_existing(resolved)
+        existing = paths.nearest_existing(resolved)
         if not os.access(existing, os.W_OK | os.X_OK):
             where = "" if existing == resolved else f" ({existing} is not writable)"
             raise argparse.ArgumentTypeError(f"{text}: cannot write into it{where}")
     return resolved
 
-
-def _nearest_existing(path: str) -> str:
-    """The folder itself, or the closest ancestor that exists (where it would be created)."""
-    while not os.path.exists(path) and os.path.dirname(path) != path:
-        path = os.path.dirname(path)
-    return path

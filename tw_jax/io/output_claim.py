@@ -23,7 +23,6 @@ be checked, so it is refused with the command that removes it.
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import re
@@ -38,6 +37,7 @@ from dataclasses import dataclass
 
 from tw_jax.errors import OutputError
 from tw_jax.io import paths
+from tw_jax.io.atomic import disk_full_errno
 from tw_jax.io.paths import PathLike
 
 LOCK_NAME = ".tw_jax.lock"
@@ -227,11 +227,11 @@ def scratch_dir(stage: str) -> Iterator[str]:
 
 
 def _out_of_space(error: BaseException) -> bool:
-    """SQLite says "database or disk is full" (or "disk I/O error" when a write fails);
-    the OS, ENOSPC/EDQUOT/EFBIG."""
+    """SQLite says "database or disk is full" (or "disk I/O error" when a write fails); an
+    OSError carries ENOSPC, EDQUOT or EFBIG (:func:`tw_jax.io.atomic.disk_full_errno`)."""
     if isinstance(error, sqlite3.OperationalError):
         return any(text in str(error) for text in ("disk is full", "disk I/O error"))
-    return getattr(error, "errno", None) in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+    return disk_full_errno(error) is not None
 
 
 @contextlib.contextmanager

@@ -60,6 +60,15 @@ def resolve(path: PathLike) -> str:
     return os.path.abspath(os.path.expanduser(text))
 
 
+def nearest_existing(path: PathLike) -> str:
+    """A local path itself, or its closest existing ancestor (where it would be created): what
+    free space and write permission are asked of before the path exists."""
+    found = os.path.abspath(os.fspath(path))
+    while not os.path.exists(found) and os.path.dirname(found) != found:
+        found = os.path.dirname(found)
+    return found
+
+
 def join(base: PathLike, *parts: str) -> str:
     base = os.fspath(base)
     if is_url(base):
