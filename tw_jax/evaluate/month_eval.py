@@ -46,6 +46,7 @@ from tw_jax.evaluate.qa import decode_answers, previous_answers, probe_prompt, q
 from tw_jax.evaluate.rank import probe_rank_items, rank_classify
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
+from tw_jax.io.progress import progress
 from tw_jax.models import model_for
 from tw_jax.preprocess.probes.probe_csv import read_probe_csv
 
@@ -102,17 +103,19 @@ def _with_changed(per_category: Mapping[str, list]) -> dict[str, list]:
 
 
 def _perplexities(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
-                  group: str, settings: EvalSettings) -> Values:
-    per_row = {
-        c: list(probe_perplexities(module, params, vocabulary, r, PPL_VARIANTS[group],
-                                   batch_size=settings.batch_size))
-        for c, r in rows.items() if r
-    }
+                  group: str, settings: EvalSettings, bar: Any) -> Values:
+    per_row = {}
+    for c, r in rows.items():
+        if r:
+            per_row[c] = list(probe_perplexities(module, params, vocabulary, r,
+                                                 PPL_VARIANTS[group],
+                                                 batch_size=settings.batch_size))
+            bar.update(len(r))
     return {(c, group): mean_perplexity(v) for c, v in _with_changed(per_row).items()}
 
 
 def _qa(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
-        settings: EvalSettings) -> Values:
+        settings: EvalSettings, bar: Any) -> Values:
     sentinel = model_for(module).fills_sentinel_spans
     predicted = {}
     for category, category_rows in rows.items():
@@ -123,6 +126,7 @@ def _qa(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
                                      beam_size=settings.beam_size,
                                      batch_size=settings.batch_size)
             predicted[category] = list(zip(category_rows, answers, strict=True))
+            bar.update(len(category_rows))
     values: Values = {}
     for category, pairs in _with_changed(predicted).items():
         scores = qa_scores([p for _, p in pairs], [[r["object"]] for r, _ in pairs],
@@ -132,7 +136,7 @@ def _qa(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
 
 
 def _rank(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
-          settings: EvalSettings) -> Values:
+          settings: EvalSettings, bar: Any) -> Values:
     sentinel = model_for(module).fills_sentinel_spans
     values: Values = {}
     for category, category_rows in rows.items():
@@ -142,6 +146,8 @@ def _rank(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
                                    batch_size=settings.batch_size)
             values[(category, "rank_acc")] = result.accuracy
             values[(category, "rank_acc_norm")] = result.accuracy_normalised
+        if category_rows:
+            bar.update(len(category_rows))
     return values
 
 
@@ -201,9 +207,11 @@ class BlockCache:
 
 
 def _propn(module: Any, params: Any, vocabulary: Any, data_dir: str, month: str,
-           settings: EvalSettings, cache: BlockCache, skipped: dict[str, str]) -> Values:
+           settings: EvalSettings, cache: BlockCache, skipped: dict[str, str],
+           bar: Any) -> Values:
     values: Values = {}
     for corpus, filename in PROPN_CORPORA.items():
+        bar.update(settings.propn_instances)
         blocks = cache.blocks(vocabulary, data_dir, month, corpus)
         if not blocks:
             skipped[corpus] = (f"no {filename}" if blocks is None else
@@ -233,23 +241,41 @@ def evaluate_month(
         skipped.update({c: "no probe rows" for c, r in rows.items() if not r})
         if not any(rows.get(c) for c in CHANGED_PARTS):
             skipped[CHANGED] = "no updated or new probe rows"
-    for group in settings.groups:
-        try:
-            if group in PPL_VARIANTS:
-                values.update(_perplexities(module, params, vocabulary, rows, group, settings))
-            elif group == "qa":
-                values.update(_qa(module, params, vocabulary, rows, settings))
-            elif group == "rank":
-                ranked = _rank(module, params, vocabulary, rows, settings)
-                if not ranked:
-                    skipped["rank"] = "no probe row has a previous object"
-                values.update(ranked)
-            elif group == "propn":
-                values.update(_propn(module, params, vocabulary, data_dir, month, settings,
-                                     cache or BlockCache(None, settings), skipped))
-        except ValueError as error:
-            raise ValueError(f"{data_dir}/{month} {group}: {error}") from None
+    with _month_progress(month, settings, rows) as bar:
+        for group in settings.groups:
+            try:
+                values.update(_group(group, module, params, vocabulary, data_dir, month, rows,
+                                     settings, cache, skipped, bar))
+            except ValueError as error:
+                raise ValueError(f"{data_dir}/{month} {group}: {error}") from None
     for (category, metric), value in values.items():
         if not np.isfinite(value):
             raise ValueError(f"{data_dir}/{month} {category} {metric}: not finite ({value})")
     return values, skipped
+
+
+def _month_progress(month: str, settings: EvalSettings, rows: Mapping[str, list]) -> Any:
+    """A bar (a terminal) or a plain line a minute (a log) over the month's examples: every
+    probe once per probe group, and the proper-noun blocks."""
+    probes = sum(len(r) for r in rows.values())
+    groups = [g for g in settings.groups if g != "propn"]
+    blocks = settings.propn_instances * len(PROPN_CORPORA) if "propn" in settings.groups else 0
+    return progress(total=probes * len(groups) + blocks, desc=f"evaluating {month}",
+                    unit="examples", leave=False)
+
+
+def _group(group: str, module: Any, params: Any, vocabulary: Any, data_dir: str, month: str,
+           rows: Mapping[str, list], settings: EvalSettings, cache: BlockCache | None,
+           skipped: dict[str, str], bar: Any) -> Values:
+    """One metric group's values (see the module docstring)."""
+    if group in PPL_VARIANTS:
+        return _perplexities(module, params, vocabulary, rows, group, settings, bar)
+    if group == "qa":
+        return _qa(module, params, vocabulary, rows, settings, bar)
+    if group == "rank":
+        ranked = _rank(module, params, vocabulary, rows, settings, bar)
+        if not ranked:
+            skipped["rank"] = "no probe row has a previous object"
+        return ranked
+    return _propn(module, params, vocabulary, data_dir, month, settings,
+                  cache or BlockCache(None, settings), skipped, bar)

@@ -35,6 +35,7 @@ from tw_jax.evaluate.runs import load_params
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, write_json
 from tw_jax.io.paths import PathLike
+from tw_jax.io.progress import progress
 from tw_jax.models.sharding import activate, global_batch, replicated
 from tw_jax.tasks.metrics import TARGETS_WEIGHTS, mean_token_loss, perplexity
 from tw_jax.train import data, distributed
@@ -138,7 +139,9 @@ def evaluate(
         stream = eval_batches(mixture_or_task_name, task_feature_lengths, batch_size, run.model,
                               split)
         scores, counts, correct = [], [], []
-        for index, (batch, rows) in enumerate(_padded_batches(stream, batch_size)):
+        batches = progress(_padded_batches(stream, batch_size), unit="batches",
+                           desc=f"evaluating {mixture_or_task_name}", leave=False)
+        for index, (batch, rows) in enumerate(batches):
             if max_batches is not None and index >= max_batches:
                 break
             placed = global_batch(batch, run.mesh)
@@ -221,7 +224,9 @@ def infer(
     lines = []
     with activate(run.mesh):
         params, _ = load_params(run, model_dir, checkpoint_path)
-        for start in range(0, len(examples), batch_size):
+        starts = progress(range(0, len(examples), batch_size), unit="batches",
+                          desc=f"decoding {mixture_or_task_name}", leave=False)
+        for start in starts:
             chunk = examples[start : start + batch_size]
             prompts = [np.asarray(e.get("inputs", np.zeros([0], np.int32))) for e in chunk]
             ids, mask = run.model.prompt_rows(prompts, batch_size, prompt_length)

@@ -1,0 +1,59 @@
+"""Evaluation says how far it is: off a terminal, a plain line per interval over the month's
+examples (every probe once per metric group), and a closing line; nothing when it is quick."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tw_jax.evaluate.month_eval import EvalSettings, evaluate_month
+
+ROWS = {
+    "unchanged": [("Ada Lovelace", "occupation", "mathematician", ""),
+                  ("Alan Turing", "employer", "University of Manchester", "")],
+    "updated": [("Lisbon", "head of government", "Carlos Moedas", "Fernando Medina")],
+    "new": [("Oslo", "population", "700000", "")],
+    "deleted": [],
+}
+
+
+@pytest.fixture()
+def probe_data(tmp_path):
+    folder = tmp_path / "0809" / "probes"
+    folder.mkdir(parents=True)
+    for category, rows in ROWS.items():
+        lines = ["subject,relation,object,previous_object"]
+        lines += [",".join(row) for row in rows]
+        (folder / f"{category}.csv").write_text("\n".join(lines) + "\n")
+    return tmp_path
+
+
+def test_a_month_reports_its_examples_and_its_end(probe_data, random_gpt2, gpt2_vocab,
+                                                   capsys, monkeypatch):
+    monkeypatch.setenv("TW_JAX_PROGRESS_SECONDS", "0")  # a line at every update
+    model, params = random_gpt2
+    settings = EvalSettings(groups=("ppl", "rank"), batch_size=4)
+    values, skipped = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809",
+                                     settings)
+    assert skipped == {"deleted": "no probe rows"}
+    assert ("changed", "ppl") in values and ("updated", "rank_acc") in values
+    lines = [re.sub(r"\([\d,.]+ ", "(N ", line)
+             for line in capsys.readouterr().err.splitlines()]
+    # ppl: 2 unchanged, 1 updated, 1 new; rank: every category's rows count, scored or not
+    assert lines == [
+        "evaluating 0809: 2 examples (N examples/s)",
+        "evaluating 0809: 3 examples (N examples/s)",
+        "evaluating 0809: 4 examples (N examples/s)",
+        "evaluating 0809: 6 examples (N examples/s)",
+        "evaluating 0809: 7 examples (N examples/s)",
+        "evaluating 0809: 8 examples (N examples/s)",
+        "evaluating 0809: 8 examples (N examples/s) done",
+    ]
+
+
+def test_a_quick_month_prints_nothing(probe_data, random_gpt2, gpt2_vocab, capsys):
+    model, params = random_gpt2
+    evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809",
+                   EvalSettings(groups=("ppl",), batch_size=4))
+    assert capsys.readouterr().err == ""
