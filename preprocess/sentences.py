@@ -11,9 +11,16 @@ whitespace normalised, so a caller can always map sentences back onto the paragr
 
 Decisions the spec leaves open:
 
-* ``ABBREVIATIONS`` holds the spec's list plus ``Sept.``; matching is case-sensitive (``No.``
-  is an abbreviation, ``no.`` ends a sentence). It is a frozenset, so extend it by rebinding
-  (``sentences.ABBREVIATIONS |= {"Fig."}``) or pass ``abbreviations=`` per call.
+* ``ABBREVIATIONS`` holds the spec's list, ``Sept.``, more military and clerical ranks (``Maj.``,
+  ``Brig.``, ``Bvt.``, ``Adm.`` …) and the abbreviations of citations in prose (``Vol.``, ``pp.``,
+  ``cf.``, ``Ch.``, ``Fig.``, ``ed.``, ``lit.`` …), which real articles write before a capital
+  ("Maj. Gen. Leonidas Polk", "cf. Lewis 2004", "(Ch. IX)"); matching is case-sensitive
+  (``No.`` is an abbreviation; ``no.`` ends a sentence unless a number follows, below). It is
+  a frozenset, so extend it by rebinding (``sentences.ABBREVIATIONS |= {"Tab."}``) or pass
+  ``abbreviations=`` per call.
+* :data:`BEFORE_NUMBERS` holds the abbreviations that also end sentences ("the answer was no.",
+  "as found by Smith et al."): they end none before a digit or an opening bracket ("no. 5",
+  "Chaubey et al. (2010)"), as an abbreviation is followed there and a sentence rarely starts.
 * The word before the period is compared with leading opening quotes/brackets removed:
   ``(c. 1500)`` and ``"Dr. Who"`` keep their abbreviation.
 * A run of capital initials (``J.``, ``R.R.``, ``U.S.A.``) counts as initials, not just a
@@ -27,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ABBREVIATIONS", "split_sentences"]
+__all__ = ["ABBREVIATIONS", "BEFORE_NUMBERS", "split_sentences"]
 
 ABBREVIATIONS: frozenset[str] = frozenset(
     str.split(
@@ -37,9 +44,14 @@ ABBREVIATIONS: frozenset[str] = frozenset(
     No. vs. etc. e.g. i.e. c. ca. approx. est. fl.
     Jan. Feb. Mar. Apr. Jun. Jul. Aug. Sep. Sept. Oct. Nov. Dec.
     U.S. U.K. a.m. p.m.
+    Maj. Brig. Bvt. Adm. Cmdr. Cdr. Cpl. Pvt. Msgr.
+    Vol. vol. Vols. vols. p. pp. cf. Cf. Ch. ch. Chap. chap. Fig. fig. Figs. figs. ed. eds. lit. v.
     """
     )
 )
+# Abbreviations that also end sentences: they end none before a digit or an opening bracket.
+# "et al." is looked up as two words.
+BEFORE_NUMBERS: frozenset[str] = frozenset({"no.", "et al."})
 
 _OPENERS = "\"'“‘«([{"
 _CLOSERS = "\"'”’»)]}"
@@ -50,12 +62,18 @@ _CANDIDATE = re.compile(r"[.!?]+[" + re.escape(_CLOSERS) + r"]*(?= )")
 _INITIALS = re.compile(r"(?:[^\W\d_]\.)+")
 
 
-def _vetoed(text: str, end: int, abbreviations: frozenset[str]) -> bool:
-    """Whether the period at ``text[end - 1]`` belongs to an abbreviation or initials."""
+def _vetoed(text: str, end: int, abbreviations: frozenset[str], following: str) -> bool:
+    """Whether the period at ``text[end - 1]`` belongs to an abbreviation or initials;
+    ``following`` is the first character of the next word."""
     start = text.rfind(" ", 0, end) + 1
     word = text[start:end].lstrip(_OPENERS)
     if word in abbreviations:
         return True
+    if following.isdigit() or following in _OPENERS:
+        if word == "al." and text[max(start - 3, 0) : start] in {"et ", "Et "}:
+            word = "et al."
+        if word in BEFORE_NUMBERS:
+            return True
     return word.isupper() and _INITIALS.fullmatch(word) is not None
 
 
@@ -75,7 +93,9 @@ def split_sentences(paragraph: str, abbreviations: frozenset[str] | None = None)
         ):
             continue
         terminators = m.group().rstrip(_CLOSERS)
-        if terminators.endswith(".") and _vetoed(text, m.start() + len(terminators), known):
+        if terminators.endswith(".") and _vetoed(
+            text, m.start() + len(terminators), known, following
+        ):
             continue
         sentences.append(text[start : m.end()])
         start = m.end() + 1

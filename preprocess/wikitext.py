@@ -13,8 +13,10 @@ hundred microseconds:
    shielded from the later passes);
 2. templates ``{{…}}`` (parser functions and ``{{{parameters}}}`` included) and tables ``{|…|}``,
    found by matching every brace in one pass, so nesting and tables inside templates cost nothing
-   extra;
-3. external links ``[url label]``; 4. internal links, innermost first (file captions hold links);
+   extra; the inline templates that carry prose (``{{convert}}``, ``{{lang}}``, dates …) are
+   rendered by :mod:`~tw_jax.preprocess.wikitext_templates`, every other one is removed;
+3. external links ``[url label]``; file and image links, their ``]]`` found by matching
+   brackets (captions hold links and single brackets); 4. internal links, innermost first;
 5. remaining HTML tags; 6. behaviour switches; 7. bold and italic quotes (MediaWiki's own
    balancing of ``'''``/``''`` on each line);
 8. lines into paragraphs: headings, dropped sections, list items, blank lines; then entities are
@@ -57,115 +59,26 @@ from __future__ import annotations
 import html
 import re
 
+from tw_jax.preprocess.wikitext_templates import MARK, render_template
+from tw_jax.preprocess.wikitext_vocabulary import (
+    BEHAVIOUR_SWITCHES,
+    DROPPED_ELEMENTS,
+    DROPPED_LINK_NAMESPACES,
+    DROPPED_SECTIONS,
+    HTML_TAGS,
+    LANGUAGE_CODES,
+    LITERAL_ELEMENTS,
+    PIPE_TRICK_PREFIXES,
+)
+
 __all__ = ["DROPPED_ELEMENTS", "DROPPED_SECTIONS", "HTML_TAGS", "LANGUAGE_CODES", "to_paragraphs"]
-
-# ---------------------------------------------------------------------------------------------
-# Vocabularies (module-level so that a user can inspect or rebind them).
-
-
-def _words(text: str) -> list[str]:
-    return text.split()
-
-
-DROPPED_SECTIONS = frozenset(
-    {
-        "references",
-        "external links",
-        "see also",
-        "notes",
-        "further reading",
-        "bibliography",
-        "sources",
-        "footnotes",
-        "citations",
-    }
-)
-
-# Elements removed together with their content.
-DROPPED_ELEMENTS = frozenset(
-    {
-        "ref",
-        "gallery",
-        "math",
-        "syntaxhighlight",
-        "timeline",
-        "score",
-        "imagemap",
-        "templatedata",
-        # not named by the spec; same kind (see the module docstring)
-        "source",
-        "chem",
-        "ce",
-        "hiero",
-        "graph",
-        "mapframe",
-        "maplink",
-        "inputbox",
-        "categorytree",
-        "templatestyles",
-        "includeonly",
-    }
-)
-# Elements whose content is literal text: markup inside them is not interpreted.
-_LITERAL_ELEMENTS = frozenset({"nowiki", "pre"})
-
-# Tags dropped with their inner text kept: HTML that MediaWiki allows, and its own tags.
-HTML_TAGS = frozenset(
-    _words(
-        "abbr b bdi bdo big blockquote br caption center cite code data dd del dfn div dl dt em "
-        "font h1 h2 h3 h4 h5 h6 hr i ins kbd li link mark meta ol p q rb rp rt rtc ruby s samp "
-        "small span strike strong sub sup table tbody td tfoot th thead time tr tt u ul var wbr "
-        "references poem noinclude onlyinclude section indicator charinsert languages translate "
-        "tvar nowiki pre"
-    )
-)
-
-# Wikipedia language editions: ``[[xx:Title]]`` with one of these prefixes is an interlanguage
-# link and is dropped.
-LANGUAGE_CODES = frozenset(
-    _words(
-        """aa ab ace ady af ak als alt am ami an ang anp ar arc ary arz as ast atj av avk awa ay az
-    azb ba ban bar bat-smg bbc bcl bdr be be-tarask be-x-old bew bg bh bi bjn blk bm bn bo bpy br
-    bs btm bug bxr ca cbk-zam cdo ce ceb ch cho chr chy ckb co cr crh cs csb cu cv cy da dag de
-    dga din diq dsb dtp dty dv dz ee el eml en eo es et eu ext fa fat ff fi fiu-vro fj fo fon fr
-    frp frr fur fy ga gag gan gcr gd gl glk gn gom gor got gpe gsw gu guc gur guw gv ha hak haw
-    he hi hif ho hr hsb ht hu hy hyw hz ia iba id ie ig igl ii ik ilo inh io is it iu ja jam jbo
-    jv ka kaa kab kbd kbp kcg kg kge ki kj kk kl km kn knc ko koi kr krc ks ksh ku kus kv kw ky
-    la lad lb lbe lez lfn lg li lij lld lmo ln lo lrc lt ltg lv lzh mad mai map-bms mdf mg mh
-    mhr mi min mk ml mn mni mnw mo mos mr mrj ms mt mus mwl my myv mzn na nah nan nap nds nds-nl
-    ne new ng nia nl nn no nov nqo nr nrm nso nup nv ny oc olo om or os pa pag pam pap pcd pcm
-    pdc pfl pi pih pl pms pnb pnt ps pt pwn qu rm rmy rn ro roa-rup roa-tara rsk ru rue rup rw sa
-    sah sat sc scn sco sd se sg sgs sh shi shn shy si simple sk skr sl sm smn sn so sq sr srn ss
-    st stq su sv sw syl szl szy ta tay tcy tdd te tet tg th ti tig tk tl tly tn to tpi tr trv ts
-    tt tum tw ty tyv udm ug uk ur uz ve vec vep vi vls vo vro wa war wo wuu xal xh xmf yi yo yue
-    za zea zgh zh zh-classical zh-min-nan zh-yue zu"""
-    )
-)
-
-_DROPPED_LINK_NAMESPACES = frozenset({"file", "image", "category"})
-# Namespace and interwiki prefixes that the pipe trick removes: [[Help:Contents|]] -> Contents.
-_PIPE_TRICK_PREFIXES = frozenset(
-    prefix.replace("_", " ")
-    for prefix in _words(
-        "talk user user_talk wikipedia wikipedia_talk wp project file image media mediawiki "
-        "template help category portal draft module special timedtext book wikt wiktionary w "
-        "commons m meta s wikisource q wikiquote n wikinews b wikibooks v wikiversity voy "
-        "wikivoyage d wikidata species mw"
-    )
-)
-
-_BEHAVIOUR_SWITCHES = _words(
-    "NOTOC FORCETOC TOC NOEDITSECTION NEWSECTIONLINK NONEWSECTIONLINK NOGALLERY HIDDENCAT "
-    "EXPECTUNUSEDCATEGORY NOCONTENTCONVERT NOCC NOTITLECONVERT NOTC INDEX NOINDEX "
-    "STATICREDIRECT NOGLOBAL DISAMBIG EXPECTED_UNCONNECTED_PAGE ARCHIVEDTALK NOTALK START END"
-)
 
 # ---------------------------------------------------------------------------------------------
 # Internal markers.
 
 # Left where markup was removed: a line holding only these is not a blank line. (\x1f cannot
 # occur in XML text; any in the input are removed first.)
-_MARK = "\x1f"
+_MARK = MARK
 # Markup characters inside <nowiki>/<pre> (and literal non-links) are swapped for Unicode
 # noncharacters, which no later pass matches, and swapped back at the end.
 _SHIELDED = "[]{}|'<>=*#:;_-~"
@@ -204,14 +117,14 @@ def _anycase(word: str) -> str:
 
 
 _BLOCK_END = re.compile(r"\n[ \t]*\n")
-_SPECIAL_NAMES = sorted(DROPPED_ELEMENTS | _LITERAL_ELEMENTS, key=len, reverse=True)
+_SPECIAL_NAMES = sorted(DROPPED_ELEMENTS | LITERAL_ELEMENTS, key=len, reverse=True)
 _SPECIAL_OPEN = re.compile(
     r"<(?:!--|(" + "|".join(map(_anycase, _SPECIAL_NAMES)) + r")(?=[\s/>])([^<>]*)>)"
 )
 _SPECIAL_CLOSE = {name: re.compile(r"</" + _anycase(name) + r"\s*>") for name in _SPECIAL_NAMES}
 _OPEN_BRACE = re.compile(r"\{")
 _CLOSE_BRACE = re.compile(r"\}")
-_PROTOCOLS = _words(
+_PROTOCOLS = str.split(
     "https:// http:// ftp:// ftps:// sftp:// irc:// ircs:// git:// svn:// gopher:// telnet:// "
     "nntp:// worldwind:// mms:// // mailto: news: urn: tel: sip: sips: sms: xmpp: geo: magnet: "
     "bitcoin:"
@@ -224,10 +137,12 @@ _EXTERNAL_LINK = re.compile(
 # An innermost internal link: target, "|label" and trail. A target cannot hold a newline or any
 # of <>{}| (not a valid title), so "[[a\nb]]" is not a link and stays literal.
 _INTERNAL_LINK = re.compile(r"\[\[([^\[\]\n<>{}|]*)(\|[^\[\]]*)?\]\]([a-z]*)")
+_FILE_LINK = re.compile(r"\[\[[ \t]*(?:" + _anycase("file") + "|" + _anycase("image") + r")[ \t]*:")
+_LINK_BRACKET = re.compile(r"\[\[|\]\]|\n[ \t]*\n")
 _MAX_LINK_DEPTH = 4  # links nested deeper than this (never seen in real text) stay literal
 _PIPE_TRICK_PARENS = re.compile(r"\s*[(（][^()（）]*[)）]\s*$")
 _HTML_TAG = re.compile(r"</?([A-Za-z][A-Za-z0-9]*)(?:\s[^<>]*)?/?>")
-_SWITCH = re.compile(r"__(?:" + "|".join(_BEHAVIOUR_SWITCHES) + r")__")
+_SWITCH = re.compile(r"__(?:" + "|".join(BEHAVIOUR_SWITCHES) + r")__")
 _QUOTE_RUN = re.compile(r"('{2,})")
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 _WHITESPACE = re.compile(r"\s+")
@@ -273,7 +188,7 @@ def _strip_special(text: str) -> str:
             out.append(_MARK)
             continue
         name = name.lower()
-        literal = name in _LITERAL_ELEMENTS
+        literal = name in LITERAL_ELEMENTS
         if m.group(2).rstrip().endswith("/"):  # self-closing: <ref name="x" />
             pos = m.end()
             out.append("" if literal else _MARK)
@@ -308,7 +223,13 @@ def _starts_line(text: str, pos: int) -> bool:
     return not text[line_start:pos].strip(" \t:")
 
 
-def _strip_braces(text: str) -> str:
+# Templates nested deeper than this inside rendered templates' arguments are dropped (real text
+# nests two or three deep); it bounds the recursion and keeps garbage linear.
+_MAX_TEMPLATE_DEPTH = 8
+
+
+def _strip_braces(text: str, depth: int = 0) -> str:
+    """Templates rendered or removed (:mod:`wikitext_templates`), tables removed."""
     if "{" not in text:
         return text
     # Match every brace with its partner in one pass (a stack of positions). A template is a
@@ -346,7 +267,15 @@ def _strip_braces(text: str) -> str:
         out.append(text[pos:start])
         close = partner.get(start)
         pos = _block_end(text, start) if close is None else close + 1
-        out.append("\n\n" if is_table else _MARK)
+        if is_table:
+            out.append("\n\n")
+            continue
+        rendered = None
+        if close is not None and depth < _MAX_TEMPLATE_DEPTH:
+            rendered = render_template(
+                text[start + 2 : close - 1], lambda arg: _strip_braces(arg, depth + 1)
+            )
+        out.append(_MARK if rendered is None else rendered)
     out.append(text[pos:])
     return "".join(out)
 
@@ -362,7 +291,7 @@ def _external_link(m: re.Match[str]) -> str:
 def _pipe_trick(target: str) -> str:
     text = target.lstrip(":")
     prefix, colon, rest = text.partition(":")
-    if colon and prefix.strip().replace("_", " ").lower() in _PIPE_TRICK_PREFIXES:
+    if colon and prefix.strip().replace("_", " ").lower() in PIPE_TRICK_PREFIXES:
         text = rest
     stripped = _PIPE_TRICK_PARENS.sub("", text)
     if stripped != text:
@@ -378,7 +307,7 @@ def _internal_link(m: re.Match[str]) -> str:
             shown = name[1:]
         else:
             prefix = name.partition(":")[0].strip().replace("_", " ").lower()
-            if prefix in _DROPPED_LINK_NAMESPACES or prefix in LANGUAGE_CODES:
+            if prefix in DROPPED_LINK_NAMESPACES or prefix in LANGUAGE_CODES:
                 return _MARK + trail
             shown = target
     else:
@@ -393,11 +322,57 @@ def _internal_link(m: re.Match[str]) -> str:
     return shown + trail
 
 
+def _strip_file_links(text: str) -> str:
+    """File and image links removed whole, their closing ``]]`` found by matching brackets.
+
+    A caption holds links (``[[river]]``) and single brackets (``[above]``,
+    ``Bicyclo[1.1.0]butane``), which the innermost-first link pattern cannot span. Every ``[[``
+    is matched with its ``]]`` in one pass (a stack, emptied at each blank line, so an unclosed
+    file link stays literal rather than eating later paragraphs); ``]]]`` after a caption holding
+    ``[`` closes the link one character later, as in MediaWiki.
+    """
+    starts = {m.start() for m in _FILE_LINK.finditer(text)}
+    if not starts:
+        return text
+    spans: list[tuple[int, int]] = []
+    stack: list[int] = []
+    for m in _LINK_BRACKET.finditer(text):
+        token = m.group()
+        if token == "[[":
+            stack.append(m.start())
+        elif token == "]]":
+            if stack:
+                start = stack.pop()
+                if start in starts:
+                    end = m.end()
+                    if text[end : end + 1] == "]" and "[" in text[start + 2 : m.start()].replace(
+                        "[[", ""
+                    ):
+                        end += 1
+                    spans.append((start, end))
+        else:  # a blank line
+            stack.clear()
+    if not spans:
+        return text
+    spans.sort()
+    out: list[str] = []
+    pos = 0
+    for start, end in spans:
+        if start < pos:
+            continue  # inside a file link already removed
+        out.append(text[pos:start])
+        out.append(_MARK)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def _resolve_links(text: str) -> str:
     if "[" not in text:
         return text
     if "//" in text or ":" in text:
         text = _EXTERNAL_LINK.sub(_external_link, text)
+        text = _strip_file_links(text)
     for _ in range(_MAX_LINK_DEPTH):
         if "[[" not in text:
             break

@@ -9,23 +9,133 @@ the comparison spreads over workers; a multistream dump is read by the workers t
 Target (issue 2): at least 500 article pairs/s per core, so a full English Wikipedia month (6.3M
 articles) needs under 4 core-hours.
 
+When gensim (the ``test`` extra) is installed, the real English Wikipedia dump in its test data
+(106 long articles, 5.7 MB of wikitext) is run too, with one worker: against itself (the
+identity diff) and against a copy with seeded edits (a paragraph added to 10% of the articles,
+one new article). Those rows give article pairs/s and MB/s of wikitext per core, and the quality
+of the rendered text (leftover markup and abbreviation splits per 1,000 words, see
+tw_jax.preprocess.plaintext_audit).
+
     python tools/bench_diffset.py [--articles 20000] [--workers 1,2] [--dir /tmp/bench_pair]
+    python tools/bench_diffset.py --real-dump-only
 """
 
 from __future__ import annotations
 
 import argparse
+import bz2
+import importlib.util
 import itertools
 import json
 import os
 import platform
+import random
+import re
 import tempfile
 import time
 from pathlib import Path
+from xml.sax.saxutils import unescape
 
 from tw_jax.preprocess.diffset.local import build_diffset
 from tw_jax.preprocess.multistream import repack_multistream
+from tw_jax.preprocess.plaintext_audit import (
+    abbreviation_splits,
+    leftover_markup,
+    per_thousand_words,
+)
+from tw_jax.preprocess.sentences import split_sentences
 from tw_jax.sample_world.bench_pair import write_bench_pair
+
+REAL_DUMP = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+
+
+def real_dump_path() -> Path | None:
+    """gensim's test dump, found without importing gensim; None when gensim is not installed."""
+    spec = importlib.util.find_spec("gensim")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "test" / "test_data" / REAL_DUMP
+    return path if path.is_file() else None
+
+
+def seeded_edits(xml: str, fraction: float = 0.1, seed: int = 0) -> str:
+    """``xml`` with a paragraph added at the end of the lead of ``fraction`` of the articles
+    (chosen with ``seed``) and one new article."""
+    titles = re.findall(r"<title>([^<]*)</title>\s*<ns>0</ns>\s*<id>\d+</id>\s*<revision>", xml)
+    rng = random.Random(seed)
+    for k, title in enumerate(rng.sample(titles, max(1, round(fraction * len(titles))))):
+        start = xml.index(f"<title>{title}</title>")
+        heading = re.compile(r"\n==[^=\n]").search(xml, start, xml.index("</page>", start))
+        if heading is not None:
+            paragraph = f"\n\nBenchmark paragraph {k} was added to {title}. It is new.\n"
+            xml = xml[: heading.start()] + paragraph + xml[heading.start() :]
+    page = (
+        "  <page>\n    <title>Benchmark article</title>\n    <ns>0</ns>\n    <id>99999999</id>\n"
+        "    <revision>\n      <id>1</id>\n      <model>wikitext</model>\n"
+        '      <text xml:space="preserve">A new article with {{convert|3|km|mi}} of text.</text>\n'
+        "    </revision>\n  </page>\n"
+    )
+    return xml.replace("</mediawiki>", page + "</mediawiki>")
+
+
+def real_dump_rows(repeats: int) -> list[dict]:
+    """Identity and edited diffs of the real dump, one worker, best of ``repeats`` runs."""
+    dump = real_dump_path()
+    if dump is None:
+        return []
+    xml = bz2.decompress(dump.read_bytes()).decode("utf-8")
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", xml)
+    wikitext_mb = sum(len(unescape(t, {"&quot;": '"'}).encode("utf-8")) for t in texts) / 2**20
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="tw_jax_bench_real_") as work:
+        edited = Path(work) / "edited.xml.bz2"
+        edited.write_bytes(bz2.compress(seeded_edits(xml).encode("utf-8"), 9))
+        for name, new in (("identity", dump), ("edited", edited)):
+            best, stats = float("inf"), None
+            for i in range(repeats):
+                out = Path(work) / f"{name}-{i}"
+                started = time.perf_counter()
+                stats = build_diffset(dump, new, out, workers=1, progress=False)
+                best = min(best, time.perf_counter() - started)
+            pairs = stats["accounting"]["new_pages"]
+            articles = sum(stats["articles"][k] for k in ("new", "changed", "unchanged"))
+            rows.append(
+                {
+                    "layout": f"real enwiki dump, {name} diff",
+                    "workers": 1,
+                    "article_pairs": pairs,  # pages, redirects included, as in the rows below
+                    "articles": stats["articles"],
+                    "seconds": round(best, 3),
+                    "pairs_per_s_per_worker": round(pairs / best, 1),
+                    "articles_per_s_per_worker": round(articles / best, 1),
+                    "wikitext_mb": round(2 * wikitext_mb, 2),  # old and new side
+                    "wikitext_mb_per_s_per_worker": round(2 * wikitext_mb / best, 2),
+                    "compressed_mb_per_s_per_worker": round(
+                        (dump.stat().st_size + new.stat().st_size) / 2**20 / best, 2
+                    ),
+                    **(_quality(out / "full.jsonl") if name == "identity" else {}),
+                }
+            )
+    return rows
+
+
+def _quality(full_jsonl: Path) -> dict:
+    paragraphs = [
+        p
+        for line in full_jsonl.read_text(encoding="utf-8").splitlines()
+        for p in json.loads(line)["text"].split("\n")
+    ]
+    words = sum(len(p.split()) for p in paragraphs)
+    markup = leftover_markup(paragraphs)
+    splits = sum(len(abbreviation_splits(split_sentences(p))) for p in paragraphs)
+    return {
+        "words": words,
+        "sentences": sum(len(split_sentences(p)) for p in paragraphs),
+        "leftover_markup": dict(markup),
+        "leftover_markup_per_1k_words": round(per_thousand_words(sum(markup.values()), words), 4),
+        "abbreviation_splits": splits,
+        "abbreviation_splits_per_1k_words": round(per_thousand_words(splits, words), 4),
+    }
 
 
 def main() -> None:
@@ -34,7 +144,19 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2", help="comma-separated worker counts")
     parser.add_argument("--dir", default=None, help="keep the generated dumps here and reuse them")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeats", type=int, default=3, help="runs of the real dump (best kept)")
+    parser.add_argument(
+        "--real-dump-only", action="store_true", help="only the real dump from gensim's test data"
+    )
     args = parser.parse_args()
+
+    real = real_dump_rows(args.repeats)
+    for row in real:
+        print(json.dumps(row, ensure_ascii=False))
+    if args.real_dump_only:
+        if not real:
+            raise SystemExit("gensim is not installed: install the test extra for the real dump")
+        return
 
     work = Path(args.dir or tempfile.mkdtemp(prefix="tw_jax_bench_"))
     work.mkdir(parents=True, exist_ok=True)
@@ -92,7 +214,7 @@ def main() -> None:
                 "cores": os.cpu_count(),
                 "pairs_per_s_per_worker": {
                     f"{r['layout']}, {r['workers']} worker(s)": r["pairs_per_s_per_worker"]
-                    for r in figures
+                    for r in real + figures
                 },
                 "target_pairs_per_s_per_core": 500,
             }

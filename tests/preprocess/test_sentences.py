@@ -101,10 +101,10 @@ def test_whitespace_is_normalised_and_join_gives_back_the_paragraph():
 
 
 def test_abbreviations_can_be_extended(monkeypatch):
-    text = "See Fig. 3 for details."
-    assert split_sentences(text) == ["See Fig.", "3 for details."]
-    assert split_sentences(text, abbreviations=ABBREVIATIONS | {"Fig."}) == [text]
-    monkeypatch.setattr(sentences, "ABBREVIATIONS", ABBREVIATIONS | {"Fig."})
+    text = "See Tab. 3 for details."
+    assert split_sentences(text) == ["See Tab.", "3 for details."]
+    assert split_sentences(text, abbreviations=ABBREVIATIONS | {"Tab."}) == [text]
+    monkeypatch.setattr(sentences, "ABBREVIATIONS", ABBREVIATIONS | {"Tab."})
     assert split_sentences(text) == [text]
 
 
@@ -112,4 +112,45 @@ def test_abbreviation_inside_brackets():
     assert split_sentences("The church (c. 1200) stands. It is old.") == [
         "The church (c. 1200) stands.",
         "It is old.",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # ranks and titles before a name (real English Wikipedia sentences)
+        "Bvt. Brig. Gen. Henry Atkinson led the army.",
+        "Maj. Gen. Leonidas Polk and Adm. Nelson met Cpl. Smith, Pvt. Jones and Lt. Col. Brown.",
+        "Sen. Smith, Rep. Jones, Gov. Brown, Rev. King, Prof. Lee, Dr. Who and Capt. Kirk came.",
+        # citations written in prose
+        "See Vol. 1 Dover edition, vol. II and Vols. III.",
+        "The source is Smith 2015 p. 22 and pp. 30–31.",
+        "This is old but cf. Lewis 2004 for more.",
+        "The sheep (Ch. IX) and ch. X agree.",
+        "As shown in Fig. 3 and fig. 4 (Figs. 5) it works.",
+        "The Oxford 2nd ed. London edition and eds. Smith and Jones.",
+        "Called soroban (lit. Counting tray) in Japan.",
+        "In Brown v. Board of Education the court ruled.",
+        # the conditional ones: before a number or a bracket
+        "Chaubey et al. (2010) found it and Smith et al. 2011 agreed.",
+        "It was no. 5 on the list.",
+        # initials and months before a number
+        "J. R. R. Tolkien wrote it on Jan. 3 and Feb. 12.",
+    ],
+)
+def test_real_world_abbreviations_do_not_end_sentences(text):
+    assert split_sentences(text) == [text]
+
+
+def test_conditional_abbreviations_end_sentences_before_a_capital():
+    assert split_sentences("The answer was no. Then he left.") == [
+        "The answer was no.",
+        "Then he left.",
+    ]
+    assert split_sentences("It was found by Smith et al. The result held.") == [
+        "It was found by Smith et al.",
+        "The result held.",
+    ]
+    assert split_sentences("Smith et al. (2010) and no. (5) here.") == [
+        "Smith et al. (2010) and no. (5) here."
     ]

@@ -85,6 +85,27 @@ def test_file_and_image_links_with_nested_links_in_captions():
     assert to_paragraphs(text) == ["Text here. done."]
 
 
+def test_file_links_whose_captions_hold_single_brackets_are_matched_whole():
+    text = (
+        "Before.\n"
+        "[[File:15th Congress.jpg|thumb|Front row: Rykov and [[Stalin]]—'drowned out by the sheep "
+        "(Ch. V), just as in the party Congress in 1927 [above], at Stalin's instigation'.]]\n"
+        "[[Image:Saturated C4 hydrocarbons.png|thumb|right| [[n-butane]] and isobutane. "
+        "[[Bicyclo(1.1.0)butane|Bicyclo[1.1.0]butane]] has no isomer.]]\n"
+        "After [[image:x.png|a [[b|c [d]]] e]]f. Next [[File:y.png|ends with [note]]] g."
+    )
+    assert to_paragraphs(text) == ["Before. After f. Next g."]
+
+
+def test_unclosed_file_link_stays_literal_and_does_not_eat_later_paragraphs():
+    # (the bracket matching starts afresh at each blank line)
+    text = "A [[File:x.png|thumb|cap [y] [[link]]\n\nB ]] c [[d]]."
+    assert to_paragraphs(text) == ["A [[File:x.png|thumb|cap [y] link", "B ]] c d."]
+    assert to_paragraphs("[[:File:x.png]] is a link to the file page.") == [
+        "File:x.png is a link to the file page."
+    ]
+
+
 def test_category_links():
     text = "Text.\n\n[[Category:Rivers of France]]\n[[Category:Seine| ]]\n[[category:lower]]"
     assert to_paragraphs(text) == ["Text."]
@@ -287,14 +308,14 @@ Flood defences were built afterwards.<math>h = 8.62</math>
 
 def test_realistic_article():
     assert to_paragraphs(ARTICLE) == [
-        "Seine () is a river in northern France. It rises near Dijon and flows through Paris "
+        "Seine () is a 777 km river in northern France. It rises near Dijon and flows through Paris "
         "into the English Channel at Le Havre.",
         "The name comes from the Latin Sequana.",
         "The river is navigable for ocean-going vessels as far as Rouen; its main tributaries are:",
         "the Marne,",
         "the Oise and",
         "the Yonne.",
-        "In 1910 the river rose above normal. Flood defences were built afterwards.",
+        "In 1910 the river rose 8.62 m above normal. Flood defences were built afterwards.",
     ]
 
 
@@ -315,6 +336,9 @@ MARKUP_CHARS = "{}[]|=<>'!-*#:;/ \nab&"
         "[[" * 50_000,
         "{{" * 3000 + "x" + "}}" * 3000,
         "[[" * 3000 + "x" + "]]" * 3000,
+        "[[File:" * 30_000,
+        "[[File:a|" * 3000 + "]]" * 3000,
+        "[[File:a|[b]" * 10_000,
         "<ref>a\n\n" * 10_000,
         "<!-- a\n\n" * 10_000,
         "{|\n" * 30_000,
