@@ -21,6 +21,7 @@ from tw_jax.models import (
     build_model,
     count_params,
     decoding,
+    layers,
     param_labels,
 )
 from tw_jax.models import gpt2 as gpt2_lib
@@ -117,20 +118,50 @@ def test_fresh_lora_is_the_identity(arch, base_params):
     )
 
 
-@pytest.mark.parametrize("inverse", [False, True], ids=["alpha_over_rank", "rank_over_alpha"])
+def test_lora_scale_is_the_reference_codes_rank_over_alpha_by_default():
+    """rank / alpha = 4 / 16 = 0.25 (the reference code), Hu et al.'s alpha / rank = 4 by name;
+    the update a projection adds is exactly ``0.25 * (x A) B``, and merging folds exactly
+    ``0.25 * A @ B`` into the kernel."""
+    lora = LoRAConfig()
+    assert (lora.rank, lora.alpha, lora.scaling, lora.scale) == (4, 16.0, "rank_over_alpha", 0.25)
+    assert LoRAConfig(scaling="alpha_over_rank").scale == 4.0
+    assert LoRAConfig(rank=8, alpha=32.0).scale == 0.25
+    with pytest.raises(ValueError, match="LoRA scaling 'hu' is not one of"):
+        LoRAConfig(scaling="hu")
+
+    dense = layers.DenseGeneral((3,), ("embed", "mlp"), 0.02, use_bias=True, lora=lora)
+    x = jnp.asarray([[1.0, 2.0]])
+    rng = np.random.RandomState(0)
+    w = {  # small integers: every product and sum below is exact in float32
+        "kernel": rng.randint(-3, 4, (2, 3)), "bias": rng.randint(-3, 4, (3,)),
+        "lora_a": rng.randint(-3, 4, (2, 4)), "lora_b": rng.randint(-3, 4, (4, 3)),
+    }
+    w = {k: jnp.asarray(v, jnp.float32) for k, v in w.items()}
+    y = np.asarray(dense.apply({"params": w}, x))
+    base = np.asarray(x @ w["kernel"] + w["bias"])
+    delta = np.asarray(x @ w["lora_a"] @ w["lora_b"])
+    assert np.abs(delta).max() > 0
+    np.testing.assert_array_equal(y - base, 0.25 * delta)
+    merged = merge_lora({"dense": w}, dataclasses.replace(GPT, lora=lora))["dense"]
+    assert set(merged) == {"kernel", "bias"}
+    np.testing.assert_array_equal(merged["kernel"], w["kernel"] + 0.25 * (w["lora_a"] @ w["lora_b"]))
+    plain = layers.DenseGeneral((3,), ("embed", "mlp"), 0.02, use_bias=True)
+    np.testing.assert_array_equal(np.asarray(plain.apply({"params": merged}, x)), y)
+
+
+@pytest.mark.parametrize("scaling", ["alpha_over_rank", "rank_over_alpha"])
 @pytest.mark.parametrize("arch", ["gpt2", "t5"])
-def test_trained_lora_equals_its_merged_kernels(arch, inverse, base_params):
+def test_trained_lora_equals_its_merged_kernels(arch, scaling, base_params):
     """``W + scale A B`` with scale alpha/rank (Hu et al.) or the reference's rank/alpha."""
     base = GPT if arch == "gpt2" else T5
-    lora = LoRAConfig(rank=4, alpha=8.0, inverse_scale=inverse)
-    assert lora.scale == (0.5 if inverse else 2.0)
+    lora = LoRAConfig(rank=4, alpha=8.0, scaling=scaling)
+    assert lora.scale == (0.5 if scaling == "rank_over_alpha" else 2.0)
     config, params, _ = _variant(base, base_params[arch], lora=lora)
     params = _perturb_new(params, scale=0.05)
     ids = _ids(2, (2, 9))
     dec = _ids(3, (2, 5)) if arch == "t5" else None
     with_lora = _logits(config, params, ids, dec)
     merged = merge_lora(params, config)
-    assert "lora_a" not in _paths(merged).pop()
     assert not any("lora" in p for p in _paths(merged))
     np.testing.assert_allclose(with_lora, _logits(base, merged, ids, dec), atol=2e-5)
     assert np.abs(with_lora - _logits(base, base_params[arch], ids, dec)).max() > 1e-3
@@ -146,6 +177,27 @@ def test_default_taps_are_the_second_and_last_layer():
         KAdapterConfig(num_adapters=2, taps=(3,))
     with pytest.raises(ValueError, match="distinct increasing"):
         KAdapterConfig().tap_layers(2)  # the 2nd layer is the last: nothing to chain
+
+
+@pytest.mark.parametrize(
+    "model_file,taps",
+    [("models/gpt2_large.gin", (0, 10)), ("models/t5_large.gin", (1, 23)),
+     ("models/gpt2_tiny.gin", (1, 2))],
+)
+def test_shipped_kadapter_taps(model_file, taps):
+    """TemporalWiki's GPT-2 Large reads Hugging Face's hidden_states[1] and [11] (the outputs of
+    the 1st and 11th block: 0-based 0 and 10); T5 (CKL, EvolvingQA) the 2nd and the last layer."""
+    import gin
+
+    from tw_jax.train import gin_setup
+
+    try:
+        gin_setup.parse(["kadapter.gin", model_file, "runs/cpu_smoke.gin"], ["MODEL_DIR='m'"])
+        config = gin.query_parameter("%MODEL").scoped_configurable_fn()
+    finally:
+        gin.clear_config()
+    layers_of = getattr(config, "n_layer", None) or config.num_layers
+    assert config.kadapter.tap_layers(layers_of) == taps
 
 
 def _layer_norm(params: dict, x: jax.Array) -> jax.Array:
@@ -329,6 +381,34 @@ def test_gpt2_large_lora_trains_only_its_low_rank_matrices():
     count = count_params(dataclasses.replace(large, lora=LoRAConfig()))
     assert count.trainable == 36 * 2 * (1280 * 4 + 4 * 1280)
     assert count.total == 774_030_080 + count.trainable
+
+
+def test_gpt2_large_kadapter_adds_two_blocks_and_the_papers_103m_counts_the_lm_head_again():
+    """TemporalWiki, Section 5.2: K-Adapter adds "an increase of 103M parameters". Ours adds two
+    GPT-2 Large blocks and the output LayerNorm, exactly the reference's adapter module; the
+    paper's figure also counts the LM head (the tied token embedding, with the reference's five
+    added special tokens), which the reference selects by name with the adapters but which is
+    no new parameter. Shapes only (``jax.eval_shape``): nothing is allocated."""
+    large = GPT2Config(vocab_size=50257, n_positions=1024, n_embd=1280, n_layer=36, n_head=20)
+    config = dataclasses.replace(large, kadapter=KAdapterConfig(taps=(0, 10)))
+    d, inner = 1280, 4 * 1280
+    block = (2 * d + (d * 3 * d + 3 * d) + (d * d + d)  # ln_1, query/key/value, out
+             + 2 * d + (d * inner + inner) + (inner * d + d))  # ln_2, c_fc, c_proj
+    assert block == 19_677_440
+    new = 2 * block + 2 * d  # two adapter blocks + the output LayerNorm
+    assert new == 39_357_440
+    count = count_params(config)
+    assert count.total == 774_030_080 + new == 813_387_520
+    assert count.trainable == new  # freeze "base": the adapters alone train
+    shapes = nn.unbox(abstract_variables(config)["params"])
+    assert sum(math.prod(x.shape) for x in jax.tree.leaves(shapes["kadapter"])) == new
+    vocab, width = shapes["wte"]["embedding"].shape
+    assert (vocab, width) == (50257, 1280)
+    reference_head = (vocab + 5) * width  # </s> <s> <unk> <pad> <mask> added by the reference
+    assert reference_head == 64_335_360
+    assert new + reference_head == 103_692_800
+    assert (new + reference_head) // 10**6 == 103  # the paper's "103M"
+    assert new + vocab * width == 103_686_400  # with GPT-2's own vocabulary: 103M too
 
 
 def test_export_folds_lora_and_refuses_adapters(base_params, tmp_path):

@@ -42,7 +42,7 @@ from tw_jax.evaluate import propn
 from tw_jax.evaluate.groups import GROUPS, PPL_VARIANTS
 from tw_jax.evaluate.perplexity import mean_perplexity, probe_perplexities
 from tw_jax.evaluate.propn import propn_perplexity
-from tw_jax.evaluate.qa import decode_answers, previous_answers, probe_prompt, qa_scores
+from tw_jax.evaluate.qa import PROTOCOLS, previous_answers, probe_answers, qa_scores
 from tw_jax.evaluate.rank import probe_rank_items, rank_classify
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
@@ -68,6 +68,7 @@ class EvalSettings:
     max_probes: int | None = None
     max_new_tokens: int = 10
     beam_size: int = 1
+    qa_protocol: str | None = None  # tw_jax.evaluate.qa.PROTOCOLS; None: the model's default
     propn_instances: int = 10_000
     propn_length: int = 512
     propn_seed: int = 0
@@ -79,6 +80,9 @@ class EvalSettings:
             raise ValueError(f"unknown metric(s) {unknown}; known: {', '.join(GROUPS)}")
         if self.max_probes is not None and self.max_probes < 1:
             raise ValueError(f"max_probes must be positive, got {self.max_probes}")
+        if self.qa_protocol is not None and self.qa_protocol not in PROTOCOLS:
+            raise ValueError(f"unknown QA protocol {self.qa_protocol!r}; known: "
+                             f"{', '.join(PROTOCOLS)}")
         if self.propn_instances < 1 or self.propn_length < 2:
             raise ValueError("propn needs at least 1 instance of at least 2 tokens")
 
@@ -116,15 +120,14 @@ def _perplexities(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, 
 
 def _qa(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
         settings: EvalSettings, bar: Any) -> Values:
-    sentinel = model_for(module).fills_sentinel_spans
     predicted = {}
     for category, category_rows in rows.items():
         if category_rows:
-            prompts = [probe_prompt(r, sentinel=sentinel) for r in category_rows]
-            answers = decode_answers(module, params, vocabulary, prompts,
-                                     max_new_tokens=settings.max_new_tokens,
-                                     beam_size=settings.beam_size,
-                                     batch_size=settings.batch_size)
+            answers = probe_answers(module, params, vocabulary, category_rows,
+                                    protocol=settings.qa_protocol,
+                                    max_new_tokens=settings.max_new_tokens,
+                                    beam_size=settings.beam_size,
+                                    batch_size=settings.batch_size)
             predicted[category] = list(zip(category_rows, answers, strict=True))
             bar.update(len(category_rows))
     values: Values = {}

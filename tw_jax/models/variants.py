@@ -5,10 +5,13 @@ A variant is a small frozen dataclass on the model config (``GPT2Config.lora``, 
 separate "generation" path that could bypass an adapter, as the reference code's ``generate()`` did.
 
 - LoRA (Hu et al. 2021) lives inside :class:`~tw_jax.models.layers.DenseGeneral`: parameters
-  ``lora_a``/``lora_b`` beside the projection's ``kernel``.
+  ``lora_a``/``lora_b`` beside the projection's ``kernel``, the update scaled by rank / alpha
+  (0.25) as the reference code does, or Hu et al.'s alpha / rank (:data:`LORA_SCALINGS`).
 - K-Adapter (Wang et al. 2021, as CKL and TemporalWiki use it) is a submodule named ``kadapter``:
   ``num_adapters`` full transformer layers of the base model's kind and size, fed from the hidden
-  states after the ``taps`` layers, chained, and added as ``base + 0.1 * LayerNorm(adapter)``.
+  states after the ``taps`` layers, chained, and added as ``base + 0.1 * LayerNorm(adapter)``
+  (GPT-2 Large: taps 1st and 11th block, +39,357,440 parameters; see :class:`KAdapterConfig` for
+  how TemporalWiki's "+103M" arises).
 - Modular (CKL) is a submodule named ``modular`` of T5: a second, smaller encoder with its own
   embedding whose output is projected to the main width and added with weight 0.05.
 
@@ -37,31 +40,46 @@ FREEZE_POLICIES = ("none", "encoder", "base")
 NEW_PARAMETER_NAMES = frozenset({"lora_a", "lora_b", "kadapter", "modular"})
 
 
+# How LoRA's update is scaled, by name. TemporalWiki, Section 5.2: "We use hyperparameters
+# identical to the optimal setting of the original implementation" (Hu et al. 2021, Section 4.1:
+# "We then scale ΔWx by α/r"), but the TemporalWiki and CKL reference code computes
+# ``scale_factor = self.adapter_dim / self.adapter_alpha``, i.e. rank / alpha = 4 / 16 = 0.25:
+# 16 times less than Hu et al.'s 16 / 4 = 4. The reference code is what produced the papers'
+# numbers, so it is the default; Hu et al.'s scale is the named alternative.
+LORA_SCALINGS: dict[str, Callable[[int, float], float]] = {
+    "rank_over_alpha": lambda rank, alpha: rank / alpha,  # the reference code (default)
+    "alpha_over_rank": lambda rank, alpha: alpha / rank,  # Hu et al. 2021
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class LoRAConfig:
     """LoRA on the projections named in ``targets`` (``query``, ``key``, ``value``, ``out`` of every
     attention, T5's cross-attention included; or MLP names such as ``wi``/``wo``, ``c_fc``/``c_proj``).
 
-    The update is scaled by ``alpha / rank`` (Hu et al.). The reference code wrote ``rank / alpha``
-    (0.25 at rank 4 and alpha 16); ``inverse_scale=True`` reproduces it for comparisons.
+    The update ``x A B`` is multiplied by :attr:`scale`, which ``scaling`` names (see
+    :data:`LORA_SCALINGS`): ``"rank_over_alpha"`` (default: 4 / 16 = 0.25, as the TemporalWiki and
+    CKL reference code computes it) or ``"alpha_over_rank"`` (Hu et al.'s alpha / rank = 4).
     """
 
     rank: int = 4
     alpha: float = 16.0
     targets: tuple[str, ...] = ("query", "value")
-    inverse_scale: bool = False
-    init_stddev: float = 0.02  # A ~ N(0, init_stddev); B starts at zero.
+    scaling: str = "rank_over_alpha"
+    init_stddev: float = 0.02  # A ~ N(0, init_stddev); B starts at zero (the reference code).
 
     def __post_init__(self) -> None:
         if self.rank < 1:
             raise ValueError(f"LoRA rank must be >= 1, got {self.rank}")
         if self.alpha <= 0:
             raise ValueError(f"LoRA alpha must be > 0, got {self.alpha}")
+        if self.scaling not in LORA_SCALINGS:
+            raise ValueError(f"LoRA scaling {self.scaling!r} is not one of {sorted(LORA_SCALINGS)}")
         object.__setattr__(self, "targets", tuple(self.targets))
 
     @property
     def scale(self) -> float:
-        return self.rank / self.alpha if self.inverse_scale else self.alpha / self.rank
+        return LORA_SCALINGS[self.scaling](self.rank, self.alpha)
 
     def applies_to(self, projection: str) -> bool:
         return projection in self.targets
@@ -71,8 +89,23 @@ class LoRAConfig:
 class KAdapterConfig:
     """``num_adapters`` adapters reading the hidden states after layers ``taps`` (0-based).
 
-    Default taps: the 2nd and the last layer for two adapters (CKL, EvolvingQA); for more, spread
+    Default taps: the 2nd and the last layer for two adapters (EvolvingQA, Section 3.1: "We use k=2
+    where the adapters are inserted after the second and the last layers"); for more, spread
     evenly from the 2nd to the last. Adapter ``i`` reads ``h[taps[i]] + out[i-1]``.
+
+    TemporalWiki's GPT-2 Large taps ``(0, 10)`` (``gin/models/gpt2_large.gin``): the reference
+    code reads Hugging Face's ``hidden_states[1]`` and ``hidden_states[11]``, where index 0 is the
+    embedding output and index ``k`` the output of the ``k``-th block, i.e. after the 1st and the
+    11th block. Two GPT-2 Large blocks and the output LayerNorm are 2 x 19,677,440 + 2,560 =
+    39,357,440 new parameters. TemporalWiki, Section 5.2, reports "an increase of 103M
+    parameters": 39,357,440 plus the 64,335,360 of the LM head (50,262 x 1,280 after the
+    reference adds five special tokens), which the reference code selects by name together with
+    the adapters (``'kadapter' in name or 'lm_head' in name``). GPT-2's LM head is its token
+    embedding (tied), a pretrained parameter rather than a new one, so 103,692,800 counts it a
+    second time. (PyTorch lists the tied matrix once, as ``transformer.wte.weight``, so that
+    name filter never unfreezes it: the reference trains the adapters alone, as
+    ``freeze="base"`` does here.) ``tests/models/test_variants.py`` checks the arithmetic on
+    GPT-2 Large's real shapes.
     """
 
     num_adapters: int = 2
