@@ -257,3 +257,124 @@ def test_cli_eval_orbax_style_gin_model(folder, random_t5, t5_vocab, tmp_path):
     assert table.headers == ["model", "input", "2019"]
     assert _cli(["ecbd", "eval", "--data", str(folder), "--out", str(tmp_path / "o"),
                  "--model-dir", str(model_dir)])[0] == 2  # gin files and vocab are needed
+
+
+# --- BART ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bart_vocab(gpt2_vocab, tmp_path_factory):
+    """The tiny GPT-2 BPE renumbered as BART's: <s> <pad> </s> <unk>, the pieces, <mask> last."""
+    from tw_jax.data.vocabularies import bart_vocabulary
+
+    source = Path(gpt2_vocab.path)
+    pieces = json.loads((source / "vocab.json").read_text(encoding="utf-8"))
+    ordered = [p for p, _ in sorted(pieces.items(), key=lambda kv: kv[1]) if p != "<|endoftext|>"]
+    ordered = ["<s>", "<pad>", "</s>", "<unk>", *ordered, "<mask>"]
+    folder = tmp_path_factory.mktemp("bart_vocab")
+    (folder / "vocab.json").write_text(json.dumps({p: i for i, p in enumerate(ordered)},
+                                                  ensure_ascii=False), encoding="utf-8")
+    shutil.copy(source / "merges.txt", folder / "merges.txt")
+    return bart_vocabulary(folder)
+
+
+@pytest.fixture(scope="module")
+def random_bart(bart_vocab):
+    import flax.linen as nn
+    import jax
+    import jax.numpy as jnp
+
+    from tw_jax.models import BART, BARTConfig
+
+    config = BARTConfig(vocab_size=bart_vocab.vocab_size, max_position_embeddings=128,
+                        d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                        decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
+                        dropout_rate=0.0, init_std=0.2)
+    model = BART(config)
+    dummy = jnp.zeros((1, 8), jnp.int32)
+    return model, nn.unbox(jax.jit(model.init)(jax.random.key(3), dummy, dummy)["params"])
+
+
+def test_bart_span_perplexity_equals_a_numpy_computation_from_the_logits(folder, random_bart,
+                                                                         bart_vocab):
+    """Two hand-made examples of two entities: BART reads the sentence with <mask> for the span
+    and is scored on the whole sentence, framed <s> … </s>; only the span's tokens count. Each
+    NLL is the mean over the span's tokens, computed here from the model's logits with numpy,
+    and the perplexities are exp of the mean over examples (micro) and over entities."""
+    from tw_jax.models import forward_logits
+    from tw_jax.models.bart import shift_tokens_right
+
+    model, params = random_bart
+    data = read_ecbd(folder)
+    examples = [data[("2019", "test")][0], data[("2020", "test")][1]]
+    assert [ex.span for ex in examples] == ["Angela Merkel", "some bread and fresh apples"]
+    expected = []
+    for example in examples:
+        left, right = example.masked_sentence.split("<extra_id_0>")
+        source = [0, *bart_vocab.encode(f"{left.rstrip()} <mask>{right}"), 2]
+        assert bart_vocab.mask_id in source
+        before, span = bart_vocab.encode(left.rstrip()), bart_vocab.encode(" " + example.span)
+        target = [0, *before, *span, *bart_vocab.encode(right), 2]
+        built, cut = ecbd.span_example(model, bart_vocab, example, example.masked_sentence)
+        assert not cut and built.inputs == tuple(source) and built.targets == tuple(target)
+        assert bart_vocab.decode([t for t, w in zip(built.targets, built.weights, strict=True)
+                                  if w]) == " " + example.span
+        decoder_inputs = shift_tokens_right(np.asarray([target]), 1, 2)
+        logits = forward_logits(model, params, np.asarray([source]), decoder_inputs)[0]
+        logits = logits.astype(np.float64)
+        log_probs = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1,
+                                    keepdims=True)) - logits.max(-1, keepdims=True)
+        at = np.arange(1 + len(before), 1 + len(before) + len(span))
+        expected.append(-np.mean(log_probs[at, np.asarray(target)[at]]))
+    nll, tokens = ecbd.span_nlls(model, params, bart_vocab, examples,
+                                 [ex.masked_sentence for ex in examples], batch_size=2)
+    np.testing.assert_allclose(nll, expected, rtol=1e-5)
+    assert tokens.tolist() == [len(bart_vocab.encode(" " + ex.span)) for ex in examples]
+    mine = {("2019", "test"): examples[:1], ("2020", "test"): examples[1:]}
+    run = ecbd.evaluate_ecbd(model, params, bart_vocab, mine, "bart",
+                             ecbd.EcbdOptions(input_types=("original",), batch_size=2,
+                                              recall_k=10))
+    assert run.notes == {"recall@k skipped: T5 only (ECBD Appendix D)": 1}
+    results = _by(run.results, input="original", span_type="all")
+    for (subset, _, _, metric), result in results.items():
+        value = expected[0] if subset.startswith("2019") or subset == "2017-2019" else expected[1]
+        assert result.value == pytest.approx(math.exp(value), rel=1e-5), (subset, metric)
+
+
+def test_cli_eval_bart_from_a_hugging_face_folder_and_from_gin(folder, random_bart, bart_vocab,
+                                                               tmp_path):
+    from dataclasses import fields
+
+    from tw_jax.models.bart_io import save_bart
+
+    model, params = random_bart
+    hf = tmp_path / "tiny-bart"
+    save_bart(hf, model.config, params)
+    for name in ("vocab.json", "merges.txt"):
+        shutil.copy(Path(bart_vocab.path) / name, hf / name)
+    out = tmp_path / "out"
+    code, printed = _cli(["ecbd", "eval", "--data", str(folder), "--out", str(out), "--model",
+                          str(hf), "--batch-size", "8", "--inputs", "original,no_ent",
+                          "--recall-k", "2"])
+    assert code == 0, printed
+    assert "ecbd tiny-bart: 10 scored examples" in printed
+    assert "recall@k skipped: T5 only" in printed
+    data = read_ecbd(folder, subsets=["2019"])[("2019", "test")]
+    nll, _ = ecbd.span_nlls(model, params, bart_vocab, data, [ex.masked_sentence for ex in data])
+    by_model = {(r.model, r.input, r.metric): r.value for r in ecbd.read_results(out)
+                if r.subset == "2019" and r.span_type == "all"}
+    assert by_model[("tiny-bart", "original", "ppl")] == pytest.approx(math.exp(np.mean(nll)),
+                                                                       rel=1e-4)
+    # The same weights as an orbax-style MODEL_DIR with models/bart_tiny.gin and bindings.
+    bindings = [f"--gin.tw_jax.models.BARTConfig.{f.name}={getattr(model.config, f.name)!r}"
+                for f in fields(model.config)
+                if isinstance(getattr(model.config, f.name), int | float | str)]
+    code, printed = _cli(["ecbd", "eval", "--data", str(folder), "--out", str(out),
+                          "--model-dir", str(hf), "--gin_file=models/bart_tiny.gin", *bindings,
+                          "--vocab", str(hf), "--inputs", "original", "--subsets", "2019",
+                          "--name", "gin-bart"])
+    assert code == 0, printed
+    by_model = {(r.model, r.input, r.metric): r.value for r in ecbd.read_results(out)
+                if r.subset == "2019" and r.span_type == "all"}
+    assert by_model[("gin-bart", "original", "ppl")] == pytest.approx(
+        by_model[("tiny-bart", "original", "ppl")], rel=1e-5)

@@ -86,8 +86,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="an orbax MODEL_DIR (needs --gin_file and --vocab)")
     add_gin_flags(evaluate, file_help="gin file of the --model-dir run (repeatable)")
     evaluate.add_argument("--vocab", default=None, type=input_path,
-                          help="vocabulary (default: the --model folder): spiece.model or a "
-                               "GPT-2 folder")
+                          help="vocabulary (default: the --model folder): spiece.model, or a "
+                               "GPT-2 or BART folder (vocab.json + merges.txt)")
     evaluate.add_argument("--name", default=None, help="model name in results (default: folder)")
     evaluate.add_argument("--subsets", type=_csv, default=None, metavar="S,S")
     evaluate.add_argument("--splits", type=_csv, default=["test"], metavar="dev,test",
@@ -147,7 +147,7 @@ def _load_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     """(model, params, vocabulary, mesh context factory) from --model or --model-dir + gin."""
     import contextlib
 
-    from tw_jax.data.vocabularies import gpt2_vocabulary, t5_vocabulary
+    from tw_jax.data.vocabularies import bart_vocabulary, gpt2_vocabulary, t5_vocabulary
     from tw_jax.models import model_for
 
     if args.model:
@@ -172,7 +172,8 @@ def _load_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
             params, _ = load_params(run, args.model_dir)  # resolved: absolute or a URL
         model = run.module
     vocab_path = args.vocab or args.model
-    load = {"t5": t5_vocabulary, "gpt2": gpt2_vocabulary}[model_for(model).vocabulary_kind]
+    load = {"t5": t5_vocabulary, "gpt2": gpt2_vocabulary,
+            "bart": bart_vocabulary}[model_for(model).vocabulary_kind]
     vocabulary = load(vocab_path)
     return model, params, vocabulary, context
 

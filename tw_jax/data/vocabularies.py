@@ -1,9 +1,11 @@
-"""seqio vocabularies for the two model families, loaded from local files only.
+"""seqio vocabularies for the model families, loaded from local files only.
 
 - T5: :func:`t5_vocabulary`, seqio's own ``SentencePieceVocabulary`` with 100 sentinels.
 - GPT-2: :class:`ByteLevelBPEVocabulary`, byte-level BPE from ``tokenizer.json`` or
   ``vocab.json`` + ``merges.txt``, usable wherever seqio takes a vocabulary (``seqio.Feature``,
   ``seqio.preprocessors.tokenize``, ``decode_tf`` in metrics).
+- BART: :class:`BartVocabulary`, the same byte-level BPE with BART's special tokens
+  (``<s>``, ``<pad>``, ``</s>``, ``<unk>``, ``<mask>``).
 
 Paths go through :mod:`tw_jax.io.paths`, so a vocabulary in a bucket (``gs://``, on any GCS
 endpoint, an emulator included) loads as a local one. seqio reads a SentencePiece model itself
@@ -498,3 +500,55 @@ class ByteLevelBPEVocabulary(seqio.Vocabulary):
 def gpt2_vocabulary(path: str | os.PathLike[str]) -> ByteLevelBPEVocabulary:
     """GPT-2's vocabulary from a folder or file: tokenizer.json, or vocab.json + merges.txt."""
     return ByteLevelBPEVocabulary(path)
+
+
+# --------------------------------------------------------------------------------------------
+# BART
+
+
+BART_SPECIAL_TOKENS = ("<s>", "<pad>", "</s>", "<unk>")
+BART_MASK_TOKEN = "<mask>"
+
+
+class BartVocabulary(ByteLevelBPEVocabulary):
+    """BART's byte-level BPE (GPT-2's merges, RoBERTa's ids): ``</s>`` is EOS, ``<s>`` BOS.
+
+    Encoding is id-for-id Hugging Face's ``BartTokenizer`` without the ``<s> … </s>`` frame (the
+    model family adds it): ``<s>``, ``<pad>``, ``</s>``, ``<unk>`` and ``<mask>`` are special
+    tokens of the text, and ``<mask>`` takes the space before it (``lstrip``, as BART's tokenizer
+    declares it), because BART masks whole words with their leading space. Decoding drops the
+    special tokens and stops at EOS. ``pad_id`` stays 0 (``<s>``) for the reason given in
+    :class:`ByteLevelBPEVocabulary`: seqio pads with literal zeros; models read explicit masks.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        from tokenizers import AddedToken
+
+        super().__init__(path, eos_token="</s>")
+        vocab = self._tokenizer.get_vocab(with_added_tokens=True)
+        if BART_MASK_TOKEN not in vocab or "<s>" not in vocab:
+            raise VocabularyFileError(str(self._sources), f"no {BART_MASK_TOKEN!r} or '<s>' "
+                                      "token: not a BART vocabulary")
+        self._tokenizer.add_special_tokens(
+            [AddedToken(t, special=True, normalized=False) for t in BART_SPECIAL_TOKENS
+             if t in vocab]
+            + [AddedToken(BART_MASK_TOKEN, special=True, normalized=False, lstrip=True)])
+        if self._tokenizer.get_vocab_size(with_added_tokens=True) != self._size:
+            raise VocabularyFileError(str(self._sources), "special tokens changed the size")
+        self._bos_id = int(vocab["<s>"])
+        self._mask_id = int(vocab[BART_MASK_TOKEN])
+        self._table = _piece_bytes(self._tokenizer, self._size)
+        self._fingerprint = _fingerprint(self._tokenizer)
+
+    @property
+    def bos_id(self) -> int:  # type: ignore[override]
+        return self._bos_id
+
+    @property
+    def mask_id(self) -> int:
+        return self._mask_id
+
+
+def bart_vocabulary(path: str | os.PathLike[str]) -> BartVocabulary:
+    """BART's vocabulary from a folder or file: tokenizer.json, or vocab.json + merges.txt."""
+    return BartVocabulary(path)

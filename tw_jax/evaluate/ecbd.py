@@ -4,6 +4,16 @@ Perplexity (ECBD §3, Figure 3) is token-normalised over the masked span only:
 
 - T5: input the (modified) masked sentence + EOS, target ``<extra_id_0> span <extra_id_1>`` + EOS;
   only the span's tokens between the two sentinels are scored.
+- BART (a model whose :attr:`~tw_jax.models.base.BaseModel.mask_token` is set): input the
+  sentence with one ``<mask>`` in place of the span, framed ``<s> … </s>`` (ECBD, Section 3:
+  "For T5 and BART, we condition on the input with a single mask"); target the whole sentence
+  with the span filled in, framed likewise, as in BART's pre-training; only the span's tokens are
+  scored. Teacher forcing feeds the decoder ``<s>`` and the left context before the span (ECBD,
+  Section 3: "At decoding, for BART we initialize the decoder with the left context of the span
+  and compute perplexity on the true span filler following this left context"); the right
+  context follows the span in the target, where the causal decoder cannot see it while scoring
+  the span, and conditions it through the input. A context longer than the learned positions
+  loses its first tokens (counted as ``truncated``).
 - GPT-2: the text left of the mask, then the span; the span's tokens are scored given the left
   context only (the right context cannot condition a left-to-right model). The text is preceded
   by EOS acting as BOS (the decoder-only ``span_example`` of :mod:`tw_jax.models.base`); a
@@ -120,9 +130,13 @@ def span_example(model: Any, vocabulary: Any, example: EcbdExample, sentence: st
     if model.fills_sentinel_spans:
         target, span = _target(example)
         return model.span_example(vocabulary, sentence, target, [span]), False
-    left = sentence.split(SENTINEL_0, 1)[0]
+    left, right = sentence.split(SENTINEL_0, 1)
     text = left + example.span
     start = len(left) - 1 if left.endswith(" ") else len(left)  # the space marks the span's word
+    if model.mask_token is not None:
+        return model.truncate_left(model.span_example(
+            vocabulary, left + model.mask_token + right, text + right, [(start, len(text))]
+        ), max_length)
     return model.truncate_left(
         model.span_example(vocabulary, "", text, [(start, len(text))]), max_length
     )

@@ -4,7 +4,8 @@
   T5X's model protocol; the families are in :mod:`tw_jax.models.families`): everything outside
   this package asks it, never which family it holds.
 - :func:`load_pretrained` reads a Hugging Face folder, local or ``gs://`` (``config.json`` +
-  safetensors), and dispatches on ``model_type`` to the registered families (``gpt2``, ``t5``).
+  safetensors), and dispatches on ``model_type`` to the registered families (``gpt2``, ``t5``,
+  ``bart``).
 - :func:`forward_logits` runs one teacher-forced forward pass and returns numpy logits, the same
   call for decoder-only and encoder-decoder models.
 - :func:`build_model` / :func:`abstract_variables` make a model from a config and its variable
@@ -23,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from tw_jax.models.bart import BART, BARTConfig
 from tw_jax.models.base import (
     BaseModel,
     DecoderOnlyModel,
@@ -31,7 +33,7 @@ from tw_jax.models.base import (
     model_for,
     register_family,
 )
-from tw_jax.models.families import GPT2Model, T5Model
+from tw_jax.models.families import BARTModel, GPT2Model, T5Model
 from tw_jax.models.gpt2 import GPT2, GPT2Config
 from tw_jax.models.hf_io import read_config
 from tw_jax.models.t5 import T5, T5Config
@@ -45,6 +47,9 @@ from tw_jax.models.variants import (
 )
 
 __all__ = [
+    "BART",
+    "BARTConfig",
+    "BARTModel",
     "BaseModel",
     "DecoderOnlyModel",
     "EncoderDecoderModel",
@@ -69,7 +74,7 @@ __all__ = [
     "register_family",
 ]
 
-ModelConfig = GPT2Config | T5Config
+ModelConfig = GPT2Config | T5Config | BARTConfig
 
 
 def build_model(config: ModelConfig) -> nn.Module:
@@ -132,15 +137,17 @@ def forward_logits(
     """Float32 logits of one teacher-forced pass, as numpy: ``(batch, length, vocab)``.
 
     Decoder-only models take ``input_ids`` alone; ``decoder_input_ids`` is for encoder-decoder
-    models (required by T5) and is refused for GPT-2 rather than silently ignored.
+    models (required by T5 and BART) and is refused for GPT-2 rather than silently ignored.
     """
     input_ids = jnp.asarray(input_ids, jnp.int32)
-    if decoder_input_ids is None and isinstance(model, T5):
-        raise ValueError("T5 is an encoder-decoder: pass decoder_input_ids too")
+    encoder_decoder = isinstance(model_for(model), EncoderDecoderModel)
+    name = type(model).__name__
+    if decoder_input_ids is None and encoder_decoder:
+        raise ValueError(f"{name} is an encoder-decoder: pass decoder_input_ids too")
     if decoder_input_ids is None:
         logits = _jit_apply(model, params, input_ids)
-    elif isinstance(model, GPT2):
-        raise ValueError("GPT-2 is decoder-only: pass input_ids alone, not decoder_input_ids")
+    elif not encoder_decoder:
+        raise ValueError(f"{name} is decoder-only: pass input_ids alone, not decoder_input_ids")
     else:
         logits = _jit_apply(model, params, input_ids, jnp.asarray(decoder_input_ids, jnp.int32))
     return np.asarray(logits)

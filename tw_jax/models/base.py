@@ -52,9 +52,11 @@ class BaseModel(abc.ABC):
     config_class: ClassVar[type]
     module_class: ClassVar[type[nn.Module]]
     model_type: ClassVar[str]  # config.json's ``model_type`` of its Hugging Face checkpoints
-    objective: ClassVar[str]  # the task form it trains on: "ssm" or "lm" ({objective} in names)
-    vocabulary_kind: ClassVar[str]  # the tasks' vocabulary it reads: "t5" or "gpt2"
+    objective: ClassVar[str]  # the task form it trains on: "ssm", "lm" or "denoise" ({objective})
+    vocabulary_kind: ClassVar[str]  # the vocabulary it reads: "t5", "gpt2" or "bart"
     fills_sentinel_spans: ClassVar[bool] = False
+    # BART-style infilling: a masked text carries this token and the target is the whole text.
+    mask_token: ClassVar[str | None] = None
     prompt_padding: ClassVar[str]  # "left" or "right"
     feature_names: ClassVar[tuple[str, ...]]
     task_features: ClassVar[tuple[str, ...]]  # what a task must give it (seqio output features)

@@ -22,9 +22,12 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from tw_jax.models import t5
+from tw_jax.models import bart, t5
 
 NEG_INF = -1.0e7  # finite, so sums and divisions of "impossible" scores stay ordered.
+# Encoder-decoder families by model_type: modules with ``encode`` and ``decode`` methods and
+# ``init_cache`` / ``decode_step`` functions of the same signatures.
+_ENCODER_DECODERS = {"t5": t5, "bart": bart}
 
 
 def init_cache(model: nn.Module, params: Any, batch_size: int, max_length: int) -> Any:
@@ -74,16 +77,17 @@ def _t5_start(
     max_new_tokens: int, repeats: int,
 ) -> tuple[jax.Array, Any]:
     """Encode once, repeat per beam, fill the cross-attention cache with the start token."""
+    family = _ENCODER_DECODERS[model.config.model_type]
     if input_mask is None:
         input_mask = jnp.ones(input_ids.shape, jnp.int32)
-    encoded = model.apply({"params": params}, input_ids, input_mask, method=t5.T5.encode)
+    encoded = model.apply({"params": params}, input_ids, input_mask, method=type(model).encode)
     encoded = jnp.repeat(encoded, repeats, axis=0)
     input_mask = jnp.repeat(input_mask, repeats, axis=0)
     rows, source_length = input_mask.shape
     # One slot for the start token and one per new token (the last one's logits go unused).
-    cache = t5.init_cache(model, params, rows, max_new_tokens + 1, source_length)
+    cache = family.init_cache(model, params, rows, max_new_tokens + 1, source_length)
     start = jnp.full((rows, 1), model.config.decoder_start_token_id, jnp.int32)
-    logits, cache = t5.decode_step(model, params, cache, start, encoded, input_mask)
+    logits, cache = family.decode_step(model, params, cache, start, encoded, input_mask)
     return logits[:, -1], cache
 
 
@@ -96,11 +100,12 @@ def _start(
     The state is a pytree whose non-scalar leaves all have ``rows`` leading entries, so beam
     search can reorder it by gathering rows.
     """
-    if getattr(model.config, "model_type", None) == "t5":
+    family = _ENCODER_DECODERS.get(getattr(model.config, "model_type", None))
+    if family is not None:
         logits, cache = _t5_start(model, params, input_ids, input_mask, max_new_tokens, repeats)
 
         def t5_step(state: Any, tokens: jax.Array) -> tuple[jax.Array, Any]:
-            logits, cache = t5.decode_step(model, params, state, tokens)
+            logits, cache = family.decode_step(model, params, state, tokens)
             return logits[:, -1], cache
 
         return logits, cache, t5_step

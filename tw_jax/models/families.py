@@ -1,4 +1,4 @@
-"""The registered model families: GPT-2 (decoder-only) and T5 (encoder-decoder).
+"""The registered model families: GPT-2 (decoder-only), T5 and BART (encoder-decoders).
 
 Each is the protocol of :mod:`tw_jax.models.base` with its config and module, its Hugging Face
 loader, its FLOP layout, and how it reads an answer from decoded text. A new family is a module
@@ -9,15 +9,25 @@ like this one: a subclass of :class:`~tw_jax.models.base.DecoderOnlyModel` or
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
 
+import flax.linen as nn
+import jax
+
+from tw_jax.data.tokens import Span, encode_with_offsets, span_mask
 from tw_jax.models import flop_layout
+from tw_jax.models.bart import BART, BARTConfig
+from tw_jax.models.bart_io import BIAS, load_bart, save_bart
 from tw_jax.models.base import DecoderOnlyModel, EncoderDecoderModel, register_family
 from tw_jax.models.gpt2 import GPT2, GPT2Config
 from tw_jax.models.hf_io import load_gpt2, save_gpt2
 from tw_jax.models.t5 import T5, T5Config
 from tw_jax.models.t5_io import load_t5, save_t5
-from tw_jax.text.answers import answer_from_gpt2, answer_from_t5
+from tw_jax.models.token_scores import Seq2SeqExample, TokenScores
+from tw_jax.models.variants import FROZEN, TRAINABLE, ParamCount, param_labels, path_names
+from tw_jax.text.answers import answer_from_bart, answer_from_gpt2, answer_from_t5
 
 
 @register_family
@@ -68,3 +78,109 @@ class T5Model(EncoderDecoderModel):
 
     def answer_text(self, text: str) -> str:
         return answer_from_t5(text)
+
+
+@register_family
+class BARTModel(EncoderDecoderModel):
+    """BART: a denoising autoencoder. A masked text carries ``<mask>`` and the target is the whole
+    text; texts are framed ``<s> … </s>`` on both sides, as BART's tokenizer and pre-training
+    frame them (ECBD, Section 3: "We follow the target sequence format used in LMs'
+    pre-training tasks").
+
+    ``objective`` is BART's own, ``denoise``: no registered task has that form yet (the ``ssm``
+    tasks are tokenised for T5, the ``lm`` ones are decoder-only rows), so a training run names
+    a task that does not exist and stops there, rather than training on another vocabulary's ids.
+    """
+
+    config_class = BARTConfig
+    module_class = BART
+    model_type = "bart"
+    objective = "denoise"
+    vocabulary_kind = "bart"
+    mask_token = "<mask>"
+
+    @property
+    def max_length(self) -> int | None:
+        return int(self.config.max_position_embeddings)
+
+    @property
+    def bos_id(self) -> int:
+        return int(self.config.bos_token_id)
+
+    def span_example(self, vocabulary: Any, source: str, target: str,
+                     spans: Sequence[Span] | None = None, *, separator: str = "",
+                     prepend_bos: bool = True) -> Seq2SeqExample:
+        """``<s> source </s>`` and ``<s> target </s>``; ``<s>`` and ``</s>`` are never scored."""
+        input_ids, _ = encode_with_offsets(vocabulary, source)
+        target_ids, offsets = encode_with_offsets(vocabulary, target)
+        weights = ([1.0] * len(target_ids) if spans is None
+                   else [float(f) for f in span_mask(offsets, spans)])
+        bos, eos = self.bos_id, self.eos_id
+        return Seq2SeqExample((bos, *input_ids, eos), (bos, *target_ids, eos),
+                              (0.0, *weights, 0.0))
+
+    def sequence_example(self, ids: Sequence[int], weights: Sequence[float]) -> Seq2SeqExample:
+        """The tokens after ``<s>`` as targets of an empty source (``<s> </s>``)."""
+        return Seq2SeqExample((self.bos_id, self.eos_id), (self.bos_id, *ids),
+                              (0.0, *(float(w) for w in weights)))
+
+    def truncate_left(self, example: Any, max_length: int | None) -> tuple[Any, bool]:
+        """Drop the tokens after ``<s>`` of the source and of the target until each fits in
+        ``max_length`` positions (the left context); cutting a scored token is an error."""
+        if max_length is None:
+            return example, False
+        inputs, targets, weights = example.inputs, example.targets, example.weights
+        cut_in, cut_out = max(0, len(inputs) - max_length), max(0, len(targets) - max_length)
+        if any(weights[1 : 1 + cut_out]):
+            raise ValueError(f"a scored token lies in the first {cut_out} target tokens that "
+                             f"{len(targets)} tokens must lose to fit {max_length} positions")
+        if not cut_in and not cut_out:
+            return example, False
+        return Seq2SeqExample(inputs[:1] + inputs[1 + cut_in :], targets[:1] + targets[1 + cut_out :],
+                              weights[:1] + weights[1 + cut_out :]), True
+
+    def score(self, params: Any, examples: Sequence[Any], *, batch_size: int = 32) -> TokenScores:
+        """As every encoder-decoder; an example longer than the learned positions is an error
+        (a position past the table would read no embedding at all)."""
+        limit = self.max_length
+        for number, example in enumerate(examples):
+            longest = max(len(example.inputs), len(example.targets))
+            if limit is not None and longest > limit:
+                raise ValueError(f"example {number} has {longest} tokens; BART takes at most "
+                                 f"{limit} (truncate_left cuts the left context)")
+        return super().score(params, examples, batch_size=batch_size)
+
+    def prompt_ids(self, vocabulary: Any, text: str) -> list[int]:
+        return [self.bos_id, *vocabulary.encode(text), self.eos_id]
+
+    def param_labels(self, params: Any) -> Any:
+        """The method's labels, with ``final_logits_bias`` always frozen: Hugging Face keeps it
+        as a buffer that no optimizer sees."""
+        labels = param_labels(self.config, params)
+        return jax.tree_util.tree_map_with_path(
+            lambda path, label: FROZEN if BIAS in path_names(path) else label, labels)
+
+    def count_params(self, params: Any | None = None) -> ParamCount:
+        """Trainable (under :meth:`param_labels`) and total parameters; from shapes alone when
+        ``params`` is None. The tied LM head is the shared embedding and counts once."""
+        if params is None:
+            params = self.abstract_variables()["params"]
+        params = nn.unbox(params)
+        sizes = [math.prod(leaf.shape) for leaf in jax.tree.leaves(params)]
+        labels = jax.tree.leaves(self.param_labels(params))
+        trainable = sum(size for size, label in zip(sizes, labels, strict=True)
+                        if label == TRAINABLE)
+        return ParamCount(int(trainable), int(sum(sizes)))
+
+    @classmethod
+    def load_hf(cls, folder: str, **overrides: Any) -> tuple[Any, Any]:
+        return load_bart(folder, **overrides)
+
+    def save_hf(self, folder: str, params: Any) -> None:
+        save_bart(folder, self.config, params)
+
+    def flop_layout(self) -> tuple[dict[str, Any], Any]:
+        return flop_layout.bart_layout(self.config)
+
+    def answer_text(self, text: str) -> str:
+        return answer_from_bart(text)

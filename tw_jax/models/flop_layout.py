@@ -1,4 +1,4 @@
-"""Where each parameter of GPT-2 and T5 sits, for the freezing-aware model FLOP count.
+"""Where each parameter of GPT-2, T5 and BART sits, for the freezing-aware model FLOP count.
 
 :mod:`tw_jax.train.flops` counts a step's FLOPs from *parts* (a transformer block, an adapter,
 an embedding, the LM head): each part's upstream parts (whose trainable parameters make its
@@ -142,3 +142,41 @@ def t5_layout(config: Any) -> tuple[dict[str, Part], Locator]:
     return parts, locate
 
 
+
+
+def bart_layout(config: Any) -> tuple[dict[str, Part], Locator]:
+    """BART: as T5's stacks, with learned positions and ``layernorm_embedding`` (no matmuls) as
+    each stack's ``embed`` part, and ``final_logits_bias`` beside the LM head."""
+    width = config.d_model
+    parts: dict[str, Part] = {"shared": Part(set()), "encoder/embed": Part(set())}
+    encoder = [f"encoder/layer_{i}" for i in range(config.encoder_layers)]
+    for i, name in enumerate(encoder):
+        parts[name] = Part({"shared", "encoder/embed", *encoder[:i]},
+                           attention=[(ENCODER, ENCODER, width)])
+    encoder_side = ["shared", "encoder/embed", *encoder]
+    parts["decoder/embed"] = Part(set())
+    decoder = [f"decoder/layer_{i}" for i in range(config.decoder_layers)]
+    for i, name in enumerate(decoder):
+        parts[name] = Part({"shared", "decoder/embed", *decoder[:i], *encoder_side},
+                           attention=[(DECODER, DECODER, width), (DECODER, ENCODER, width)])
+        parts[f"{name}/cross_kv"] = Part(set(encoder_side))  # projections of the encoder output
+    parts["head"] = Part(set(parts))
+
+    def locate(names: tuple[str, ...]) -> list[tuple[str, str, bool]]:
+        top, matmul = names[0], _is_matmul_leaf(names)
+        if top == "shared":
+            found = [("shared", ENCODER, False)]
+            return found + ([("head", DECODER, True)] if config.tie_word_embeddings else [])
+        if top in ("lm_head", "final_logits_bias"):
+            return [("head", DECODER, matmul)]
+        if top in ("encoder", "decoder"):
+            stream = ENCODER if top == "encoder" else DECODER
+            if not names[1].startswith("layer_"):  # embed_positions, layernorm_embedding
+                return [(f"{top}/embed", stream, False)]
+            block = f"{top}/{names[1]}"
+            if len(names) > 3 and names[2] == "encoder_attn" and names[3] in ("key", "value"):
+                return [(f"{block}/cross_kv", ENCODER, matmul)]
+            return [(block, stream, matmul)]
+        raise ValueError(f"flops: unexpected BART parameter {'/'.join(names)}")
+
+    return parts, locate

@@ -1,5 +1,6 @@
 """Answers as the papers compare them: SQuAD v1.1 normalisation, exact match and token F1, and
-the answer text of a model's generation (T5's first sentinel span, GPT-2's first line).
+the answer text of a model's generation (T5's first sentinel span, GPT-2's first line, BART's
+whole output).
 
 Pure text, no TensorFlow: the probe builders (EvolvingQA's filters), the model families'
 answer extraction and the seqio metrics of :mod:`tw_jax.tasks.metrics` all use these.
@@ -51,3 +52,9 @@ def answer_from_t5(prediction: str) -> str:
 def answer_from_gpt2(prediction: str) -> str:
     """A GPT-2 continuation up to its first line break."""
     return prediction.strip().split("\n", 1)[0].strip()
+
+
+def answer_from_bart(prediction: str) -> str:
+    """A BART output as a whole: a sequence-to-sequence model writes the answer alone, no
+    sentinels (a BART that was not fine-tuned to answer rewrites its whole input instead)."""
+    return " ".join(prediction.split())

@@ -1,8 +1,8 @@
 """Gin for the trainer: configurables, where ``--gin_file`` is looked up, and clear errors.
 
 Registered configurables: the model configs and variants (``T5Config``, ``GPT2Config``,
-``LoRAConfig``, ``KAdapterConfig``, ``ModularConfig``; frozen dataclasses, so gin builds them by
-keyword), ``make_schedule``, ``make_optimizer``, ``train`` (the fields of
+``BARTConfig``, ``LoRAConfig``, ``KAdapterConfig``, ``ModularConfig``; frozen dataclasses, so gin
+builds them by keyword), ``make_schedule``, ``make_optimizer``, ``train`` (the fields of
 :class:`~tw_jax.train.config.TrainConfig`, built by :func:`train_config`), ``evaluate``,
 ``infer``, ``compile`` and ``tw_jax.tasks.register_all``.
 
@@ -30,7 +30,14 @@ from typing import Any
 
 import gin
 
-from tw_jax.models import GPT2Config, KAdapterConfig, LoRAConfig, ModularConfig, T5Config
+from tw_jax.models import (
+    BARTConfig,
+    GPT2Config,
+    KAdapterConfig,
+    LoRAConfig,
+    ModularConfig,
+    T5Config,
+)
 from tw_jax.train.config import TrainConfig
 
 MACROS_TRAIN = ("MODEL_DIR", "MIXTURE_OR_TASK_NAME", "TASK_FEATURE_LENGTHS", "TRAIN_STEPS",
@@ -66,7 +73,7 @@ def register_configurables() -> None:
     import tw_jax.tasks  # noqa: F401  (registers tw_jax.tasks.register_all, MixReviewSchedule)
     from tw_jax.train import aot, optimizers, schedules, trainer  # noqa: F401
 
-    for cls in (T5Config, GPT2Config, LoRAConfig, KAdapterConfig, ModularConfig):
+    for cls in (T5Config, GPT2Config, BARTConfig, LoRAConfig, KAdapterConfig, ModularConfig):
         gin.external_configurable(cls, module="tw_jax.models")
     gin.external_configurable(schedules.make_schedule, module="tw_jax.train")
     gin.external_configurable(optimizers.make_optimizer, module="tw_jax.train")
