@@ -14,6 +14,7 @@ task                               file                             eval in/out 
 ``ckl_recent_news[_X]_ssm``        ``recent_news[_X].csv``          (350/350)    training
 ``ckl_wikipedia_pretrain[_X]_ssm`` ``wikipedia_pretrain[_X].csv``   (350/350)    Mix-Review's old data
 ``ckl_mixreview_ssm``              the two main corpora mixed (:class:`MixReviewMixture`)
+``ckl_lama``                       evaluation mixture of every LAMA set present
 =================================  ===============================  ===========  ==============
 
 (``_X`` is the file's suffix lower-cased: ``newLAMA_easy_small_split1.csv`` →
@@ -67,6 +68,8 @@ LAMA_SPLITS = ("validation", "test")
 SENTINEL = release.SENTINEL
 PREVIOUS_SEPARATOR = " | "
 MIXREVIEW_TASK = "ckl_mixreview_ssm"
+# Every LAMA probe set present (IL, UL, NL, NLE…): one name evaluates CKL's Table 2 columns.
+EVAL_MIXTURE = "ckl_lama"
 
 
 def eval_lengths(task: str) -> dict[str, int]:
@@ -162,6 +165,7 @@ def register_ckl(
             postprocess_fn=metrics.token_count_postprocessor,
             metric_fns=[metrics.perplexity],
         )
+    registrar.eval_mixture(EVAL_MIXTURE, probe_tasks(list(lama_files(files))))
     if "ckl_recent_news_ssm" in corpora and "ckl_wikipedia_pretrain_ssm" in corpora:
         registrar.mixture(MixReviewMixture(MIXREVIEW_TASK, "ckl_recent_news_ssm",
                                            "ckl_wikipedia_pretrain_ssm"))
@@ -171,5 +175,5 @@ def register_ckl(
 def probe_tasks(names: list[str]) -> list[str]:
     """The probe tasks among registered names, in CKL Table 2's order (IL, UL, NL, NLE…)."""
     order = {spec.task: i for i, spec in enumerate(LAMA_SETS)}
-    probes = [n for n in names if not n.endswith("_ssm")]
+    probes = [n for n in names if not n.endswith("_ssm") and n != EVAL_MIXTURE]
     return sorted(probes, key=lambda n: (order[lama_set(n).task], n))

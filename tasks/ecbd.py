@@ -24,7 +24,8 @@ Input types (ECBD §3):
 
 Tasks: :func:`register_ecbd` registers ``ecbd_{subset}_{split}`` (T5, inputs the masked sentence,
 targets ``answer_str``) and ``ecbd_{subset}_{split}_{no_ent,definition,random_def}``, one example
-per line, for ``tw-jax eval``/``infer`` and training. The ECBD metric (perplexity of the span
+per line, for ``tw-jax eval``/``infer`` and training, and the evaluation mixtures
+``ecbd_{split}[_{input_type}]`` of every subset's task (each keeping its own metrics). The ECBD metric (perplexity of the span
 only, entity-averaged) is :mod:`tw_jax.evaluate.ecbd`, which ``tw-jax ecbd eval`` runs.
 """
 
@@ -334,4 +335,17 @@ def register_ecbd(
                 metric_fns=[metrics.perplexity],
             )
             names.append(name)
+    for split in sorted({split for (_, split), examples in data.items() if examples}):
+        for input_type in input_types:
+            tasks = [task_name(subset, s, input_type) for (subset, s), examples in data.items()
+                     if s == split and examples]
+            mixture = mixture_name(split, input_type)
+            registrar.eval_mixture(mixture, tasks)
+            names.append(mixture)
     return names
+
+
+def mixture_name(split: str, input_type: str = "original") -> str:
+    """``ecbd_{split}[_{input_type}]``: every subset's task of one split and input type."""
+    base = f"ecbd_{split}"
+    return base if input_type == "original" else f"{base}_{input_type}"

@@ -20,6 +20,9 @@ task                               example                              splits
 ``evolvingqa_edited[_T]``          question → updated answer            validation, test
 =================================  ===================================  ======================
 
+Evaluation mixtures (each task keeps its own metrics): ``evolvingqa_eval_T`` (Unchanged with
+time step T's New and Edited sets) for every T, and ``evolvingqa_eval`` (every evaluation set).
+
 Every example carries ``question``, ``object`` (the answer scored: the updated one for Edited)
 and ``previous_object`` (the outdated answer, Edited only) for the evaluator, so the probe
 tasks' postprocessor and metrics apply (:func:`tw_jax.tasks.metrics.squad`: EM/F1 after SQuAD
@@ -191,4 +194,13 @@ def register_evolvingqa(
     registrar = Registrar(GROUP)
     vocabulary = LazyVocabulary("t5", t5_path(None if data_dir is None else os.fspath(data_dir),
                                               t5_vocab))
-    return [_register(registrar, qa, vocabulary) for qa in files]
+    names = [_register(registrar, qa, vocabulary) for qa in files]
+    evaluated = [qa for qa in files if qa.kind != FINETUNE]
+    labels = sorted({qa.label for qa in evaluated if qa.label})
+    for label in labels:  # one time step: Unchanged with that step's New and Edited sets
+        tasks = [qa.task for qa in evaluated if qa.kind == UNCHANGED or qa.label == label]
+        names.append(registrar.eval_mixture(f"evolvingqa_eval_{label}", tasks).name)
+    if evaluated:
+        names.append(registrar.eval_mixture("evolvingqa_eval",
+                                            [qa.task for qa in evaluated]).name)
+    return names

@@ -109,22 +109,39 @@ def mean_perplexity(perplexities: Sequence[float] | np.ndarray) -> float:
     return float(values.mean())
 
 
-def perplexity(targets: Sequence[Any], scores: Sequence[float]) -> dict[str, float]:
-    """``perplexity`` (mean of per-example perplexities) and ``token_perplexity`` (exp of the
-    mean loss over all scored tokens) from summed log-likelihoods; a target gives its token count.
+def _scored(target: Any, score: Any) -> tuple[float, int]:
+    """``(summed log-likelihood, scored tokens)`` of one example: a score ``[ll, tokens]`` (what
+    tw_jax's score functions return: the tokens the model itself scored) or a plain ``ll``
+    with the target's token count."""
+    values = np.asarray(score, np.float64).reshape(-1)
+    if values.size == 2:
+        return float(values[0]), int(values[1])
+    if values.size != 1:
+        raise ValueError(f"a score is a log-likelihood or [log-likelihood, tokens], got {score!r}")
+    return float(values[0]), int(target["num_tokens"] if isinstance(target, Mapping) else target)
 
-    A target is an ``int`` (its token count) or a :class:`Target`/mapping with ``num_tokens``.
+
+def perplexity(targets: Sequence[Any], scores: Sequence[Any]) -> dict[str, float]:
+    """``perplexity`` (mean of per-example perplexities), ``token_perplexity`` (exp of the mean
+    loss over all scored tokens), and the ``examples`` and scored ``tokens`` they average.
+
+    A score is a summed log-likelihood, with the token count from its target (an ``int``, or a
+    :class:`Target`/mapping with ``num_tokens``), or ``[log-likelihood, tokens]``.
     """
     if len(targets) != len(scores):
         raise ValueError(f"{len(targets)} targets but {len(scores)} scores")
-    counts = [int(t["num_tokens"] if isinstance(t, Mapping) else t) for t in targets]
+    pairs = [_scored(t, s) for t, s in zip(targets, scores, strict=True)]
+    sums, counts = [s for s, _ in pairs], [n for _, n in pairs]
     if any(n <= 0 for n in counts):
         raise ValueError("every scored target needs at least one token")
     if not counts:
-        return {"perplexity": math.nan, "token_perplexity": math.nan}
+        return {"perplexity": math.nan, "token_perplexity": math.nan, "examples": 0.0,
+                "tokens": 0.0}
     return {
-        "perplexity": mean_perplexity(instance_perplexities(scores, counts)),
-        "token_perplexity": math.exp(mean_token_loss(scores, counts)),
+        "perplexity": mean_perplexity(instance_perplexities(sums, counts)),
+        "token_perplexity": math.exp(mean_token_loss(sums, counts)),
+        "examples": float(len(counts)),
+        "tokens": float(sum(counts)),
     }
 
 

@@ -53,6 +53,7 @@ import seqio
 import tensorflow as tf
 
 from tw_jax.data.tokens import Span, encode_with_offsets, object_span, span_mask
+from tw_jax.io import paths
 from tw_jax.preprocess.probes.probe_csv import SENTINEL, masked_cloze, read_probe_csv
 from tw_jax.tasks import metrics
 from tw_jax.tasks.layout import join
@@ -286,12 +287,13 @@ def _cut(tokens: tf.Tensor, length: int, keep_last: bool) -> tf.Tensor:
 
 def trim_to_lengths(
     dataset: tf.data.Dataset,
-    sequence_length: Mapping[str, int] | None,
-    output_features: Mapping[str, seqio.Feature],
+    sequence_length: Mapping[str, int] | None = None,
+    output_features: Mapping[str, seqio.Feature] | None = None,
 ) -> tf.data.Dataset:
     """Token features cut to ``sequence_length`` (``targets_weights`` with ``targets``); a
-    feature ending with EOS (T5) keeps it last, as seqio's ``append_eos_after_trim`` does."""
-    if not sequence_length:
+    feature ending with EOS (T5) keeps it last, as seqio's ``append_eos_after_trim`` does.
+    Without lengths nothing is cut (``seqio.Evaluator`` then measures the longest example)."""
+    if not sequence_length or not output_features:
         return dataset
 
     def trim(ex: Mapping[str, tf.Tensor]) -> dict[str, tf.Tensor]:
@@ -341,6 +343,13 @@ def _reader(path: str) -> Callable[[], list[dict[str, str]]]:
     return lambda: read_probe_csv(path)
 
 
+def _has_rows(path: str) -> bool:
+    """Whether a probes CSV has a row after its header (two lines read, not the file)."""
+    with paths.open_file(path, "rb") as handle:
+        handle.readline()
+        return bool(handle.readline().strip())
+
+
 def register_probe_folder(
     registrar: Registrar,
     pair: str,
@@ -370,4 +379,15 @@ def register_probe_folder(
             names += register_row_tasks(
                 registrar, f"{prefix}_{pair}_all", concatenated(*mix), vocabularies, splits
             )
+        # seqio.Evaluator cannot evaluate a task without examples: the mixtures hold the
+        # categories with rows (a month may delete no fact)
+        categories = [c for c, path in present.items() if _has_rows(path)]
+        if prefix == "twiki_probes" and {"updated", "new"} & set(categories) and \
+                {"updated", "new"} <= set(present):
+            categories.append("changed")  # a light-tuning mixture repeats no row
+        for fmt in FORMATS:
+            name = f"{prefix}_{pair}{fmt.suffix}"
+            if registrar.eval_mixture(name, [f"{prefix}_{pair}_{c}{fmt.suffix}"
+                                             for c in categories]):
+                names.append(name)
     return names

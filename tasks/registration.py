@@ -53,6 +53,13 @@ class Registrar:
         seqio.MixtureRegistry.add_provider(mixture.name, mixture)
         return mixture
 
+    def eval_mixture(self, name: str, tasks: list[str]) -> seqio.Mixture | None:
+        """An evaluation mixture: ``tasks`` at equal rates, each keeping its own metrics when
+        ``seqio.Evaluator`` (or ``tw-jax eval``) runs the mixture; none for an empty list."""
+        if not tasks:
+            return None
+        return self.mixture(seqio.Mixture(name, tasks, default_rate=1.0))
+
 
 def registered(group: str | None = None) -> list[str]:
     """Names registered by one group, or by all of them."""

@@ -7,9 +7,12 @@ Per month pair MMMM:
   length (:func:`tw_jax.tasks.preprocessors.pack_lm`).
 - ``twiki_nondiff_MMMM_lm`` (GPT-2): ``diffset/unchanged.*``, the articles of the new snapshot
   that did not change, for intrinsic evaluation.
+- ``twiki_intrinsic_MMMM_lm``: the evaluation mixture of those two (TemporalWiki's TWiki-DiffSets
+  and NON-TWiki-DiffSets perplexities), each task keeping its own metrics.
 - ``twiki_mixreview_MMMM_{ssm,lm}``: the DiffSet mixed with the initial snapshot
   (:mod:`tw_jax.tasks.mixreview`).
-- probe and light-tuning tasks (:mod:`tw_jax.tasks.probes`).
+- probe and light-tuning tasks and their evaluation mixtures ``twiki_probes_MMMM[_object|_ssm|
+  _ssm_cloze]`` (:mod:`tw_jax.tasks.probes`).
 
 Per month MM with a full snapshot: ``twiki_full_MM_ssm`` and ``twiki_full_MM_lm`` (FULL training
 and the initial pretraining). Corpus tasks have a ``train`` and a ``validation`` split over the
@@ -118,6 +121,8 @@ def register_layout(
                 text_source(shards(pair.diffset, "unchanged"), diffset_stage),
                 gpt2,
             )
+            registrar.eval_mixture(f"twiki_intrinsic_{name}_lm",
+                                   [lm_tasks[name], f"twiki_nondiff_{name}_lm"])
         if layout.has(pair.ssm):
             ssm_tasks[name] = f"twiki_diffset_{name}_ssm"
             register_ssm_task(

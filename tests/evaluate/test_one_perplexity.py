@@ -58,14 +58,14 @@ def _initial(tmp: Path, model_gin: str, metrics: list[str], data_bindings, train
 
 
 def _eval(model_gin: str, model_dir: Path, task: str, data_bindings, *extra: str) -> dict:
-    """``tw-jax eval`` of the first MAX_PROBES examples of ``task``: its eval JSON."""
+    """``tw-jax eval`` of the first MAX_PROBES examples of ``task``: its metrics."""
     flags = [f"--gin_file={f}" for f in ("initial.gin", model_gin, *RUN)]
     flags += [f"--gin.{b}" for b in (*data_bindings[:3], f"MODEL_DIR='{model_dir}'",
                                      f"MIXTURE_OR_TASK_NAME='{task}'", f"BATCH_SIZE={MAX_PROBES}",
-                                     "tw_jax.evaluate.evaluate.max_batches=1", *extra)]
+                                     f"tw_jax.evaluate.evaluate.max_examples={MAX_PROBES}", *extra)]
     assert main(["eval", *flags]) == 0
-    written = model_dir / "eval" / f"{task}.validation.step2.json"
-    return json.loads(written.read_text())
+    written = model_dir / "inference_eval" / f"{task}.validation.step2.json"
+    return json.loads(written.read_text())["tasks"][task]
 
 
 def _scored(config, vocabulary, category: str, variant: str, data_dir: Path) -> tuple[int, int]:
@@ -98,11 +98,8 @@ def test_gpt2_eval_gives_the_reports_probe_perplexity(module_tmp, data_bindings,
         found = _eval(model_gin, initial["model_dir"], task, data_bindings, *extra)
         report = initial["report"][(category, metric)]
         assert _same(found["perplexity"], report), (task, found["perplexity"], report)
-        assert found["task_metrics"]["perplexity"] == found["perplexity"]
         # the token-level number is a different one, under its own name
-        assert found["token_perplexity"] == found["task_metrics"]["token_perplexity"]
         assert not _same(found["token_perplexity"], found["perplexity"])
-        assert found["unscored_examples"] == 0
         # the scored tokens are the report's: every probe-text token (BOS first), the object's
         variant = "text" if metric == "ppl" else "object"
         scored = _scored(GPT2Config(), vocabulary, category, variant, train_data["data_dir"])
@@ -133,3 +130,71 @@ def test_t5_eval_gives_the_reports_probe_perplexity(module_tmp, data_bindings, t
         # the object's tokens only: not the sentinel, not EOS
         scored = _scored(T5Config(), vocabulary, category, variant, train_data["data_dir"])
         assert (found["examples"], found["tokens"]) == scored
+
+
+def _evaluator(run: Path, model_gin: str, mixture: str, **model_options):
+    """seqio.Evaluator on ``mixture``'s first MAX_PROBES examples per task, with the model
+    functions any seqio user gets from tw_jax: ``{task: {metric: value}}``."""
+    import seqio
+
+    from tw_jax.evaluate.seqio_eval import seqio_model
+
+    fns = seqio_model(str(run), gin_files=["initial.gin", model_gin, *RUN],
+                      batch_size=MAX_PROBES, **model_options)
+    evaluator = seqio.Evaluator(mixture, fns.feature_converter, num_examples=MAX_PROBES,
+                                async_compute_metrics=False)
+    future, _ = evaluator.evaluate(compute_metrics=True, score_fn=fns.score_fn,
+                                   predict_fn=fns.predict_fn)
+    return {task: {k: float(getattr(v, "value", v)) for k, v in values.items()}
+            for task, values in future.result().items()}
+
+
+def test_seqio_evaluator_on_the_gpt2_probe_mixture(module_tmp, data_bindings, train_data,
+                                                   capsys):
+    """One mixture, every category: seqio.Evaluator with tw_jax's score_fn, `tw-jax eval` and
+    the report give the same per-category probe perplexity for the same checkpoint."""
+    model_gin = "models/gpt2_tiny.gin"
+    initial = _initial(module_tmp / "gpt2_mixture", model_gin, ["ppl"], data_bindings,
+                       train_data)
+    found = _evaluator(initial["model_dir"], model_gin, f"twiki_probes_{MONTH}")
+    # the categories with probes (this month deletes no fact: no DELETED task in the mixture)
+    categories = sorted(c for c, metric in initial["report"] if metric == "ppl")
+    assert categories == ["changed", "new", "unchanged", "updated"]
+    assert sorted(found) == [f"twiki_probes_{MONTH}_{c}" for c in categories]
+    for category in categories:
+        report = initial["report"][(category, "ppl")]
+        value = found[f"twiki_probes_{MONTH}_{category}"]["perplexity"]
+        assert _same(value, report), (category, value, report)
+    # `tw-jax eval` on the mixture is the same Evaluator
+    flags = [f"--gin_file={f}" for f in ("initial.gin", model_gin, *RUN)]
+    flags += [f"--gin.{b}" for b in (*data_bindings[:3], f"MODEL_DIR='{initial['model_dir']}'",
+                                     f"MIXTURE_OR_TASK_NAME='twiki_probes_{MONTH}'",
+                                     f"BATCH_SIZE={MAX_PROBES}",
+                                     f"tw_jax.evaluate.evaluate.max_examples={MAX_PROBES}")]
+    assert main(["eval", *flags]) == 0
+    written = initial["model_dir"] / "inference_eval" / f"twiki_probes_{MONTH}.validation.step2.json"
+    evaluated = json.loads(written.read_text())["tasks"]
+    assert sorted(evaluated) == sorted(found)
+    for task, metrics in evaluated.items():  # padded to TASK_FEATURE_LENGTHS, not the longest
+        assert (metrics["examples"], metrics["tokens"]) == (found[task]["examples"],
+                                                            found[task]["tokens"])
+        assert _same(metrics["perplexity"], found[task]["perplexity"]), task
+    printed = capsys.readouterr().out.splitlines()
+    assert len([line for line in printed if line.startswith(f"twiki_probes_{MONTH}_")]) == 4
+
+
+def test_seqio_evaluator_on_the_t5_probe_mixture_with_em_and_f1(module_tmp, data_bindings,
+                                                                 train_data):
+    """T5 on ``twiki_probes_MMMM_ssm``: perplexity of the object and EM/F1 of the greedy
+    answers, per category, equal to the report's."""
+    model_gin = "models/t5_tiny.gin"
+    initial = _initial(module_tmp / "t5_mixture", model_gin, ["ppl", "qa"], data_bindings,
+                       train_data)
+    found = _evaluator(initial["model_dir"], model_gin, f"twiki_probes_{MONTH}_ssm",
+                       max_new_tokens=10)  # the report's decoding length
+    for category in ("unchanged", "updated", "new", "changed"):
+        metrics = found[f"twiki_probes_{MONTH}_{category}_ssm"]
+        assert _same(metrics["perplexity"], initial["report"][(category, "ppl")]), category
+        for name in ("em", "f1"):
+            assert metrics[name] == pytest.approx(initial["report"][(category, name)],
+                                                  abs=1e-9), (category, name)

@@ -13,6 +13,19 @@ from tw_jax.train import gin_setup, trainer
 T5_FILES = ["diff.gin", "models/t5_tiny.gin", "runs/cpu_smoke.gin"]
 
 
+def _tensorboard_scalars(folder) -> dict:
+    """``{tag: (step, value)}`` of the scalars in a folder's event files."""
+    import tensorflow as tf
+
+    found = {}
+    for path in folder.glob("events.out.tfevents.*"):
+        for record in tf.data.TFRecordDataset(str(path)):
+            event = tf.compat.v1.Event.FromString(record.numpy())
+            for value in event.summary.value:
+                found[value.tag] = (event.step, value.simple_value)
+    return found
+
+
 def _cli_bindings(bindings, model_dir):
     return [f"--gin.{b}" for b in bindings] + [f"--gin.MODEL_DIR={model_dir}"]
 
@@ -24,26 +37,32 @@ def test_eval_and_infer_a_trained_checkpoint(tmp_path, data_bindings, capsys):
     files = [f"--gin_file={name}" for name in T5_FILES]
 
     assert main(["eval", *files, *_cli_bindings(data_bindings[:3], model_dir)]) == 0
-    (written,) = (model_dir / "eval").glob("*.json")
-    assert written.name == "twiki_diffset_0809_ssm.validation.step3.json"
-    metrics = json.loads(written.read_text())
-    examples = seqio.get_mixture_or_task("twiki_diffset_0809_ssm").get_dataset(
+    out = model_dir / "inference_eval"  # where T5X's evaluation writes
+    task = "twiki_diffset_0809_ssm"
+    summary = json.loads((out / f"{task}.validation.step3.json").read_text())
+    assert summary["step"] == 3 and summary["split"] == "validation"
+    metrics = summary["tasks"][task]
+    examples = seqio.get_mixture_or_task(task).get_dataset(
         {"inputs": 64, "targets": 32}, split="validation", shuffle=False, num_epochs=1
     )
     assert metrics["examples"] == len(list(examples)) == 17
-    assert metrics["step"] == 3
-    # token_perplexity: exp of the mean token loss; perplexity: the mean of per-example ones
-    assert metrics["token_perplexity"] == math.exp(metrics["loss"])
-    assert metrics["perplexity"] > 1 and metrics["token_perplexity"] > 1
-    assert metrics["unscored_examples"] == 0
-    # the task's own perplexity metric sees the same scores and token counts
-    task = metrics["task_metrics"]
-    assert task == {"perplexity": metrics["perplexity"],
-                    "token_perplexity": metrics["token_perplexity"]}
-    assert 0.0 <= metrics["accuracy"] <= 1.0
+    assert sorted(metrics) == ["examples", "perplexity", "token_perplexity", "tokens"]
+    # seqio's files: the metrics line, every example with its score [log-likelihood, tokens]
+    (line,) = (out / f"{task}-metrics.jsonl").read_text().splitlines()
+    assert json.loads(line) == {"step": 3, **metrics}
+    rows = [json.loads(r) for r in (out / f"{task}-000003.jsonl").read_text().splitlines()]
+    assert len(rows) == 17
+    scores = [r["score"] for r in rows]
+    assert sum(n for _, n in scores) == metrics["tokens"]
+    # perplexity: the mean of per-example ones; token_perplexity: exp of the mean token loss
+    assert metrics["perplexity"] == pytest.approx(
+        sum(math.exp(-ll / n) for ll, n in scores) / 17, rel=1e-12)
+    assert metrics["token_perplexity"] == pytest.approx(
+        math.exp(-sum(ll for ll, _ in scores) / metrics["tokens"]), rel=1e-12)
+    assert _tensorboard_scalars(out / task) == {
+        f"eval/{name}": (3, pytest.approx(value, rel=1e-6)) for name, value in metrics.items()}
     printed = capsys.readouterr().out
-    assert f" perplexity={metrics['perplexity']}" in printed
-    assert f"token_perplexity={metrics['token_perplexity']}" in printed
+    assert f"{task} step=3 perplexity={metrics['perplexity']:g}" in printed
 
     bindings = [*_cli_bindings(data_bindings[:3], model_dir), "--gin.tw_jax.evaluate.infer.max_examples=5"]
     assert main(["infer", *files, *bindings]) == 0

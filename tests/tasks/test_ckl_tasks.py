@@ -32,8 +32,11 @@ EXPECTED = [
     "ckl_invariant_lama", "ckl_new_lama", "ckl_new_lama_easy", "ckl_new_lama_easy_small_split1",
     "ckl_updated_lama", "ckl_recent_news_small_ssm", "ckl_recent_news_small1_ssm",
     "ckl_recent_news_ssm", "ckl_wikipedia_pretrain_small_ssm", "ckl_wikipedia_pretrain_ssm",
-    "ckl_mixreview_ssm",
+    "ckl_lama", "ckl_mixreview_ssm",
 ]
+# ckl_lama evaluates every LAMA set, in Table 2's order (IL, UL, NL, NLE…)
+LAMA_MIXTURE = ["ckl_invariant_lama", "ckl_updated_lama", "ckl_new_lama", "ckl_new_lama_easy",
+                "ckl_new_lama_easy_small_split1"]
 
 
 def write_csv(path: Path, header: list[str], rows: list[list]) -> None:
@@ -87,8 +90,8 @@ def _text(value) -> str:
 def test_names_lengths_and_examples(release):
     names = register_ckl(release["root"], release["vocab"])
     assert names == EXPECTED
-    assert probe_tasks(names) == ["ckl_invariant_lama", "ckl_updated_lama", "ckl_new_lama",
-                                  "ckl_new_lama_easy", "ckl_new_lama_easy_small_split1"]
+    assert probe_tasks(names) == LAMA_MIXTURE
+    assert [t.name for t in seqio.get_mixture_or_task("ckl_lama").tasks] == sorted(LAMA_MIXTURE)
     assert eval_lengths("ckl_invariant_lama") == {"inputs": 25, "targets": 4}
     assert eval_lengths("ckl_updated_lama") == eval_lengths("ckl_new_lama") == {
         "inputs": 50, "targets": 10}

@@ -149,9 +149,12 @@ def test_seqio_tasks(release, tmp_path, unregister):
     corpus = [GPT["masked_sentence"], STORM["masked_sentence"], " ".join(GPT["definition"])] * 50
     vocab = write_demo_vocabularies(corpus, tmp_path / "vocab")["t5"]
     names = register_ecbd(release, t5_vocab=str(vocab), input_types=("original", "no_ent"))
-    assert sorted(names) == sorted(
-        task_name(s, sp, t) for s, sp in [("2019", "dev"), ("2019", "test"), ("popular", "test")]
-        for t in ("original", "no_ent"))
+    assert sorted(names) == sorted([
+        *(task_name(s, sp, t) for s, sp in [("2019", "dev"), ("2019", "test"),
+                                             ("popular", "test")] for t in ("original", "no_ent")),
+        "ecbd_dev", "ecbd_dev_no_ent", "ecbd_test", "ecbd_test_no_ent"])  # evaluation mixtures
+    assert [t.name for t in seqio.get_mixture_or_task("ecbd_test_no_ent").tasks] == [
+        "ecbd_2019_test_no_ent", "ecbd_popular_test_no_ent"]
     assert task_name("2019", "test") == "ecbd_2019_test"
     task = seqio.get_mixture_or_task("ecbd_2019_test_no_ent")
     rows = list(task.get_dataset({"inputs": 64, "targets": 16}, split="test", shuffle=False)

@@ -87,7 +87,10 @@ def test_tasks_from_a_folder_and_from_a_zip(tmp_path, t5_vocab):
     folder = _release(tmp_path / "release")
     names = register_evolvingqa(folder, t5_vocab=t5_vocab)
     assert names == ["evolvingqa_edited_03", "evolvingqa_finetune", "evolvingqa_new_03",
-                     "evolvingqa_unchanged"]
+                     "evolvingqa_unchanged", "evolvingqa_eval_03", "evolvingqa_eval"]
+    for mixture in ("evolvingqa_eval_03", "evolvingqa_eval"):  # one time step; all of them
+        assert [t.name for t in seqio.get_mixture_or_task(mixture).tasks] == [
+            "evolvingqa_edited_03", "evolvingqa_new_03", "evolvingqa_unchanged"]
     task = seqio.get_mixture_or_task("evolvingqa_edited_03")
     assert task.splits == ("validation", "test")
     [example] = list(task.get_dataset({"inputs": 32, "targets": 16}, split="validation",

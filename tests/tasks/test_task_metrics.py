@@ -47,8 +47,20 @@ def test_perplexity_per_instance_and_per_token():
     result = metrics.perplexity(targets, scores)
     assert result["perplexity"] == pytest.approx((math.e + math.e + math.exp(0.5)) / 3)
     assert result["token_perplexity"] == pytest.approx(math.exp(6.5 / 7))
+    assert (result["examples"], result["tokens"]) == (3, 7)
     with pytest.raises(ValueError, match="at least one token"):
         metrics.perplexity([0], [-1.0])
+
+
+def test_a_score_may_carry_the_tokens_the_model_scored():
+    """tw_jax's score_fn returns [log-likelihood, tokens]: that count wins over the target's
+    (a GPT-2 block's first token has no context, so the model scores one fewer)."""
+    targets = [metrics.Target(answers=["x"], num_tokens=3), 9]
+    result = metrics.perplexity(targets, [[-2.0, 2], [-4.0, 4]])
+    assert result == {"perplexity": math.e, "token_perplexity": math.e, "examples": 2.0,
+                      "tokens": 6.0}
+    with pytest.raises(ValueError, match=r"log-likelihood, tokens\]"):
+        metrics.perplexity([1], [[-1.0, 1.0, 2.0]])
 
 
 def test_per_instance_perplexity_is_the_one_formula():

@@ -62,7 +62,23 @@ def test_every_task_of_the_layout_is_registered(twiki):
     # 08 from the 2-digit initial-snapshot folder, 09-11 from the pairs' full outputs.
     for month in ("08", "09", "10", "11"):
         assert {f"twiki_full_{month}_lm", f"twiki_full_{month}_ssm"} <= names
-    assert len(names) == 3 * (5 + 2 * 5 * 4 + 4) + 4 * 2
+    # Evaluation mixtures: per pair the intrinsic pair and one per probe format for the probes
+    # (the five categories) and for the light-tuning sets (four: CHANGED would repeat rows).
+    for pair in PAIRS:
+        assert [t.name for t in seqio.get_mixture_or_task(f"twiki_intrinsic_{pair}_lm").tasks] \
+            == [f"twiki_diffset_{pair}_lm", f"twiki_nondiff_{pair}_lm"]
+        folder = twiki["data_dir"] / pair / "probes"
+        # the categories with rows (seqio.Evaluator cannot evaluate an empty task)
+        probed = [c for c in CATEGORIES[:4] if csv_rows(folder / f"{c}.csv")] + ["changed"]
+        tuned = [c for c in CATEGORIES[:4] if csv_rows(folder / f"lighttuning_{c}.csv")]
+        for suffix in FORMATS:
+            probes = seqio.get_mixture_or_task(f"twiki_probes_{pair}{suffix}")
+            assert [t.name for t in probes.tasks] == sorted(  # seqio lists them by name
+                f"twiki_probes_{pair}_{c}{suffix}" for c in probed)
+            lighttuning = seqio.get_mixture_or_task(f"twiki_lighttuning_{pair}{suffix}")
+            assert [t.name for t in lighttuning.tasks] == sorted(
+                f"twiki_lighttuning_{pair}_{c}{suffix}" for c in tuned)
+    assert len(names) == 3 * (5 + 2 * 5 * 4 + 4 + 1 + 2 * 4) + 4 * 2
     assert set(seqio.TaskRegistry.names()) | set(seqio.MixtureRegistry.names()) >= names
     # Mix-Review replays the INITIAL snapshot (08) for every pair, found along the chain.
     for pair in PAIRS:
@@ -234,6 +250,7 @@ def test_registering_another_folder_replaces_the_tasks(twiki, tmp_path):
         "twiki_diffset_0809_ssm",
         "twiki_full_09_lm",
         "twiki_full_09_ssm",
+        "twiki_intrinsic_0809_lm",
         "twiki_nondiff_0809_lm",
     ]
     assert "twiki_probes_0910_new" not in seqio.TaskRegistry.names()

@@ -59,7 +59,7 @@ def test_a_two_device_checkpoint_loads_on_one_device(tmp_path, monkeypatch, trai
     monkeypatch.chdir(tmp_path)
     assert main(["eval", *(f"--gin_file={f}" for f in FILES),
                  *(f"--gin.{b}" for b in data_bindings[:3]), "--gin.MODEL_DIR=two_devices"]) == 0
-    (written,) = (trained / "eval").glob("*.json")
+    (written,) = (trained / "inference_eval").glob("*.step2.json")
     assert json.loads(written.read_text())["step"] == 2
     assert main(["infer", *(f"--gin_file={f}" for f in FILES),
                  *(f"--gin.{b}" for b in data_bindings[:3]), "--gin.MODEL_DIR=two_devices",

@@ -47,8 +47,15 @@ def test_a_run_in_a_bucket(tmp_path, monkeypatch, gcs_bucket, gcs_server, data_b
     flags = [*(f"--gin_file={f}" for f in FILES), *(f"--gin.{b}" for b in data_bindings[:3]),
              f"--gin.MODEL_DIR={remote}"]
     assert main(["eval", *flags]) == 0
-    (evaluated,) = [n for n in gcs_server.objects(gcs_bucket[5:], "run/eval/")]
-    assert json.loads(paths.read_text(f"{gcs_bucket}/{evaluated}"))["step"] == 6
+    # seqio's evaluation files, written through tw_jax's GCS client (not TensorFlow's)
+    evaluated = gcs_server.objects(gcs_bucket[5:], "run/inference_eval/")
+    (summary,) = [n for n in evaluated if n.endswith(".step6.json")]
+    written = json.loads(paths.read_text(f"{gcs_bucket}/{summary}"))
+    assert written["step"] == 6
+    (task,) = written["tasks"]
+    assert {f"run/inference_eval/{task}-metrics.jsonl", f"run/inference_eval/{task}-000006.jsonl"
+            } <= set(evaluated)
+    assert any(n.startswith(f"run/inference_eval/{task}/events.out.tfevents.") for n in evaluated)
     assert main(["infer", *flags, "--gin.tw_jax.evaluate.infer.max_examples=3"]) == 0
     (inferred,) = gcs_server.objects(gcs_bucket[5:], "run/infer/")
     assert len(paths.read_text(f"{gcs_bucket}/{inferred}").splitlines()) == 3

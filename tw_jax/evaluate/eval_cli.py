@@ -4,10 +4,11 @@
     tw-jax infer --gin_file=diff.gin --gin.MODEL_DIR=gs://b/run --gin.tw_jax.evaluate.infer.max_examples=5
 
 The flags are ``tw-jax train``'s (:func:`tw_jax.train.cli.add_gin_command`); what runs is
-:mod:`tw_jax.evaluate.task_eval`. ``eval`` prints ``perplexity`` (the mean of per-example
-perplexities: on a probe task, the lifelong report's probe perplexity) and
-``token_perplexity`` (``exp`` of the mean token loss) side by side; ``docs/metrics.md`` defines
-both.
+:mod:`tw_jax.evaluate.task_eval`. ``eval`` runs ``seqio.Evaluator`` on a task or mixture and
+prints one line per task with its metrics: ``perplexity`` (the mean of per-example
+perplexities: on a probe task, the lifelong report's probe perplexity), ``token_perplexity``
+(``exp`` of the mean token loss), ``examples``, ``tokens``, and ``em``/``f1`` where the task
+scores generated answers; ``docs/metrics.md`` defines them.
 """
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ def _run(args: argparse.Namespace) -> int:
         return failed
     try:
         if args.command_name == "eval":
-            metrics = task_eval.evaluate()
-            print(" ".join(f"{k}={v}" for k, v in metrics.items()))
+            summary = task_eval.evaluate()
+            for task, values in summary["tasks"].items():
+                print(f"{task} step={summary['step']} "
+                      + " ".join(f"{k}={v:g}" for k, v in values.items()))
         else:
             print(f"predictions: {task_eval.infer()}")
     except checkpoints.CheckpointError as error:

@@ -1,0 +1,247 @@
+"""tw_jax models behind seqio's evaluation contract: a feature converter, ``score_fn`` and
+``predict_fn`` that ``seqio.Evaluator`` calls, for any seqio task and any tw_jax run.
+
+``seqio.Evaluator(task_or_mixture, feature_converter, ...)`` caches a task's examples as
+*model* features and hands them, enumerated, to the model functions; the task's own metric
+functions then score what they return. So tw_jax's tasks run with any model that gives these
+functions, and a tw_jax model runs on any seqio task:
+
+    import seqio, tw_jax.tasks
+    from tw_jax.evaluate.seqio_eval import seqio_model
+    fns = seqio_model("runs/diff/0809", gin_files=["diff.gin", "models/gpt2_tiny.gin"])
+    evaluator = seqio.Evaluator("twiki_probes_0809", fns.feature_converter,
+                                async_compute_metrics=False)
+    metrics, _ = evaluator.evaluate(compute_metrics=True, score_fn=fns.score_fn,
+                                    predict_fn=fns.predict_fn)
+    print({task: m["perplexity"] for task, m in metrics.result().items()})
+
+Scores are ``(log-likelihood, scored tokens)`` per example: the tokens the model itself scored
+(a GPT-2 block's first token has no context and is not scored), which
+:func:`tw_jax.tasks.metrics.perplexity` prefers over the count a postprocessor can infer from
+the target alone. A task's ``targets_weights`` (the probe tasks' object or text tokens) limit
+the scored tokens exactly as ``tw-jax eval`` and the lifelong report score them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+import seqio
+import tensorflow as tf
+
+from tw_jax.evaluate.runs import LoadedRun, ModelSource, load_params, source_config
+from tw_jax.io.progress import progress
+from tw_jax.models import model_for
+from tw_jax.models.sharding import activate, global_batch, replicated
+from tw_jax.tasks.metrics import TARGETS_WEIGHTS
+from tw_jax.train import checkpoints
+from tw_jax.train.state import build_run_model
+from tw_jax.train.steps import make_score_step
+
+# Beside the model's features: how many leading tokens of a decoder-only row are the prompt
+# (``inputs``), where decoding starts. Scalar, so seqio's feature shapes ignore it.
+PROMPT_LENGTH = "prompt_length"
+
+
+def _weights_as_targets(example: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(example)
+    out["targets"] = tf.cast(example[TARGETS_WEIGHTS], tf.int32)
+    if "inputs" in example:
+        out["inputs"] = tf.zeros_like(example["inputs"])
+    return out
+
+
+def scored_features(examples: tf.data.Dataset, model: Any, lengths: Mapping[str, int],
+                    with_prompt_length: bool = False) -> tf.data.Dataset:
+    """The model's features of ``examples`` with ``decoder_loss_weights`` kept only on the
+    target tokens that ``targets_weights`` marks, when the task gives them.
+
+    The weights travel through the model's own feature converter in place of the targets (and
+    zeros in place of a prompt), so ``decoder_target_tokens`` of that second stream is each
+    position's weight, wherever the model's layout puts the target tokens.
+    """
+    model = model_for(model)
+    lengths = {k: int(v) for k, v in lengths.items() if k in ("inputs", "targets")}
+    features = model.convert_features(examples, lengths)
+    if TARGETS_WEIGHTS in examples.element_spec:
+        weights = model.convert_features(examples.map(_weights_as_targets), lengths)
+
+        def scored_only(f: Mapping[str, Any], w: Mapping[str, Any]) -> dict[str, Any]:
+            out = dict(f)
+            out["decoder_loss_weights"] = f["decoder_loss_weights"] * w["decoder_target_tokens"]
+            return out
+
+        features = tf.data.Dataset.zip((features, weights)).map(scored_only)
+    if with_prompt_length:
+        limit = lengths.get("inputs", 0)
+
+        def prompt(ex: Mapping[str, Any]) -> tf.Tensor:
+            if "inputs" not in ex or not limit:
+                return tf.constant(0, tf.int32)
+            return tf.minimum(tf.size(ex["inputs"]), limit)
+
+        features = tf.data.Dataset.zip((features, examples.map(prompt))).map(
+            lambda f, n: {**f, PROMPT_LENGTH: n})
+    return features
+
+
+class ModelFeatureConverter(seqio.FeatureConverter):
+    """A tw_jax model's features as a seqio feature converter (for ``seqio.Evaluator``).
+
+    The model family's own converter (:mod:`tw_jax.models.features`) with the task's scored
+    tokens and the prompt length kept; seqio validates the task features it reads, the model
+    features are the family's.
+    """
+
+    TASK_FEATURES = {
+        "inputs": seqio.FeatureConverter.FeatureSpec(dtype=tf.int32),
+        "targets": seqio.FeatureConverter.FeatureSpec(dtype=tf.int32),
+    }
+    MODEL_FEATURES: dict[str, Any] = {}
+    PACKING_FEATURE_DTYPES: dict[str, Any] = {}
+
+    def __init__(self, model: Any) -> None:
+        super().__init__(pack=False)
+        self.model = model_for(model)
+
+    def __call__(self, ds: tf.data.Dataset, task_feature_lengths: Mapping[str, int]
+                 ) -> tf.data.Dataset:
+        # As seqio's DecoderFeatureConverter, the call is delegated: the family's converter
+        # defines the model features (GPT-2 keeps a prompt in ``inputs`` only when given one).
+        return scored_features(ds, self.model, task_feature_lengths, with_prompt_length=True)
+
+    def _convert_features(self, ds: tf.data.Dataset, task_feature_lengths: Mapping[str, int]
+                          ) -> tf.data.Dataset:
+        return self(ds, task_feature_lengths)
+
+    def get_model_feature_lengths(self, task_feature_lengths: Mapping[str, int]
+                                  ) -> Mapping[str, int]:
+        return self.model.feature_lengths(task_feature_lengths)
+
+
+def pad_rows(batch: Mapping[str, np.ndarray], batch_size: int) -> dict[str, np.ndarray]:
+    """``batch`` with all-zero rows appended up to ``batch_size`` (one static shape per run)."""
+    rows = len(next(iter(batch.values())))
+    if rows >= batch_size:
+        return dict(batch)
+    return {k: np.concatenate([v, np.zeros((batch_size - rows, *v.shape[1:]), v.dtype)])
+            for k, v in batch.items()}
+
+
+def padded_batches(
+    stream: Iterator[Mapping[str, np.ndarray]], batch_size: int
+) -> Iterator[tuple[dict[str, np.ndarray], int]]:
+    """Batches padded with all-zero rows to ``batch_size``; yields (batch, real rows)."""
+    for batch in stream:
+        yield pad_rows(batch, batch_size), len(next(iter(batch.values())))
+
+
+def _indexed_batches(dataset: tf.data.Dataset, batch_size: int, desc: str
+                     ) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray], int]]:
+    """``(indices, padded batch, real rows)`` of an enumerated model-feature dataset."""
+    stream = dataset.batch(batch_size).as_numpy_iterator()
+    for indices, features in progress(stream, desc=desc, unit="batches", leave=False):
+        yield indices, pad_rows(features, batch_size), len(indices)
+
+
+@dataclass
+class SeqioModel:
+    """What ``seqio.Evaluator`` needs from a model: its feature converter, ``score_fn`` and
+    ``predict_fn`` (signatures of :class:`seqio.evaluation.ScoreFnCallable` and
+    ``PredictFnCallable``), with the loaded run they use."""
+
+    loaded: LoadedRun
+    batch_size: int = 32
+    max_new_tokens: int = 32
+    beam_size: int = 1
+
+    def __post_init__(self) -> None:
+        run = self.loaded.run
+        self.feature_converter = ModelFeatureConverter(run.model)
+        with activate(run.mesh):
+            self._score = jax.jit(make_score_step(run.model), out_shardings=replicated(run.mesh))
+
+    @property
+    def model(self) -> Any:
+        return self.loaded.model
+
+    def _model_rows(self, batch: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {k: v for k, v in batch.items() if k != PROMPT_LENGTH}
+
+    def score_fn(self, dataset: tf.data.Dataset,
+                 model_feature_shapes: Mapping[str, int] | None = None
+                 ) -> list[tuple[int, np.ndarray]]:
+        """``[(index, [log-likelihood, scored tokens])]`` for every example of ``dataset``."""
+        del model_feature_shapes
+        run, out = self.loaded.run, []
+        with activate(run.mesh):
+            for indices, batch, rows in _indexed_batches(dataset, self.batch_size, "scoring"):
+                scored = jax.device_get(self._score(self.loaded.params,
+                                                    global_batch(self._model_rows(batch),
+                                                                 run.mesh)))
+                for i in range(rows):
+                    pair = np.asarray([scored["log_likelihood"][i], scored["tokens"][i]],
+                                      np.float64)
+                    out.append((int(indices[i]), pair))
+        return out
+
+    def _prompts(self, batch: Mapping[str, np.ndarray], rows: int) -> list[np.ndarray]:
+        if "encoder_input_tokens" in batch:
+            return [batch["encoder_input_tokens"][i][: int(batch["encoder_mask"][i].sum())]
+                    for i in range(rows)]
+        return [batch["decoder_input_tokens"][i][: int(batch[PROMPT_LENGTH][i])]
+                for i in range(rows)]
+
+    def predict_fn(self, dataset: tf.data.Dataset,
+                   model_feature_shapes: Mapping[str, int] | None = None
+                   ) -> list[tuple[int, list[int]]]:
+        """``[(index, new token ids up to EOS)]``: greedy (or beam) decoding from each example's
+        prompt (T5: the encoder input; GPT-2: ``inputs``)."""
+        del model_feature_shapes
+        run, model, out = self.loaded.run, self.loaded.model, []
+        eos = model.eos_id
+        with activate(run.mesh):
+            for indices, batch, rows in _indexed_batches(dataset, self.batch_size, "decoding"):
+                prompts = self._prompts(batch, rows)
+                if any(len(p) == 0 for p in prompts):
+                    raise ValueError("an example without a prompt (inputs) cannot be decoded")
+                ids, mask = model.prompt_rows(prompts, self.batch_size)
+                tokens = np.asarray(model.decode(
+                    self.loaded.params, ids, mask, max_new_tokens=self.max_new_tokens,
+                    eos_id=eos, beam_size=self.beam_size, pad_id=0))
+                out += [(int(indices[i]), until_eos(tokens[i], eos)) for i in range(rows)]
+        return out
+
+
+def until_eos(row: Sequence[int], eos: int | None) -> list[int]:
+    """A decoded row's tokens before its first EOS."""
+    tokens = [int(t) for t in row]
+    return tokens[: tokens.index(eos)] if eos is not None and eos in tokens else tokens
+
+
+def seqio_model(
+    run: str,
+    gin_files: Sequence[str] = (),
+    *,
+    gin_bindings: Sequence[str] = (),
+    step: int | None = None,
+    batch_size: int = 32,
+    max_new_tokens: int = 32,
+    beam_size: int = 1,
+    mesh_shape: Sequence[int] | None = None,
+) -> SeqioModel:
+    """A run as seqio model functions: ``run`` is a MODEL_DIR (or step folder) with the gin
+    files that built its model, or a Hugging Face folder (no gin files); local or ``gs://``."""
+    hf = not gin_files and checkpoints.is_hf_folder(run)
+    source = ModelSource(hf_dir=run if hf else None, model_dir=None if hf else run,
+                         gin_files=list(gin_files), gin_bindings=list(gin_bindings), step=step)
+    config, gin_mesh = source_config(source)
+    built = build_run_model(config, tuple(mesh_shape or gin_mesh or (-1, 1, 1)))
+    with activate(built.mesh):
+        params, found_step = load_params(built, run, step=step)
+    return SeqioModel(LoadedRun(built, params, found_step), batch_size=batch_size,
+                      max_new_tokens=max_new_tokens, beam_size=beam_size)
