@@ -49,7 +49,7 @@ def test_every_command_with_relative_paths(train_data, compile_cache, tmp_path, 
                  "--gin.TRAIN_STEPS=2"]) == 0
     assert Path("runs/first/checkpoints/2").is_dir()
     assert main(["eval", *T5, *data, "--gin.MODEL_DIR=runs/first"]) == 0
-    (scored,) = Path("runs/first/eval").glob("*.json")
+    (scored,) = Path("runs/first/inference_eval").glob("*.step2.json")
     assert json.loads(scored.read_text())["step"] == 2
     assert main(["infer", *T5, *data, "--gin.MODEL_DIR=runs/first",
                  "--gin.tw_jax.evaluate.infer.max_examples=2"]) == 0
