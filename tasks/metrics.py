@@ -40,13 +40,16 @@ __all__ = [
     "perplexity", "probe_postprocessor", "squad", "token_count_postprocessor", "token_f1",
 ]
 
+# Between a probe's previous objects in ``previous_object`` (the probes CSV's convention).
+PREVIOUS_SEPARATOR = " | "
 # The per-token 0/1 weights a task example may carry beside ``targets``: which target tokens its
 # score counts (the probe tasks' perplexity tokens; tw_jax.tasks.probes).
 TARGETS_WEIGHTS = "targets_weights"
 
 
 class Target(dict):
-    """A postprocessed target: ``answers`` (list of strings) and ``num_tokens`` (int or None)."""
+    """A postprocessed target: ``answers`` (list of strings), ``num_tokens`` (int or None) and,
+    for UPDATED probes, ``previous`` (the outdated answers)."""
 
     @property
     def answers(self) -> list[str]:
@@ -65,8 +68,23 @@ def _answers(target: Any) -> list[str]:
     return list(target)
 
 
+def _previous(target: Any) -> list[str]:
+    return list(target.get("previous") or []) if isinstance(target, Mapping) else []
+
+
+def _best(targets: Sequence[Any], predictions: Sequence[str], answers_of: Any) -> tuple[float, float]:
+    em = f1 = 0.0
+    for target, prediction in zip(targets, predictions, strict=True):
+        answers = answers_of(target)
+        em += max((exact_match(prediction, a) for a in answers), default=0.0)
+        f1 += max((token_f1(prediction, a) for a in answers), default=0.0)
+    return 100 * em / len(targets), 100 * f1 / len(targets)
+
+
 def squad(targets: Sequence[Any], predictions: Sequence[str]) -> dict[str, float]:
-    """``{"em": …, "f1": …}`` in percent, each the best over the target's answers.
+    """``{"em": …, "f1": …}`` in percent, each the best over the target's answers; with
+    ``em_previous``/``f1_previous`` over the targets that carry ``previous`` answers (UPDATED
+    probes' earlier objects: how often the model still gives the outdated answer).
 
     A target is a string, a list of acceptable strings, or a :class:`Target`.
     """
@@ -74,12 +92,13 @@ def squad(targets: Sequence[Any], predictions: Sequence[str]) -> dict[str, float
         raise ValueError(f"{len(targets)} targets but {len(predictions)} predictions")
     if not targets:
         return {"em": 0.0, "f1": 0.0}
-    em = f1 = 0.0
-    for target, prediction in zip(targets, predictions, strict=True):
-        answers = _answers(target)
-        em += max((exact_match(prediction, a) for a in answers), default=0.0)
-        f1 += max((token_f1(prediction, a) for a in answers), default=0.0)
-    return {"em": 100 * em / len(targets), "f1": 100 * f1 / len(targets)}
+    em, f1 = _best(targets, predictions, _answers)
+    scores = {"em": em, "f1": f1}
+    kept = [(t, p) for t, p in zip(targets, predictions, strict=True) if _previous(t)]
+    if kept:
+        scores["em_previous"], scores["f1_previous"] = _best(
+            [t for t, _ in kept], [p for _, p in kept], _previous)
+    return scores
 
 
 def instance_perplexities(
@@ -174,7 +193,9 @@ def probe_postprocessor(
     answer text (sentinels stripped)."""
     if is_target:
         answer = _text(example["object"]) if example and "object" in example else _text(output)
-        return Target(answers=[answer], num_tokens=_token_count(example))
+        previous = _text(example.get("previous_object", b"")) if example else ""
+        return Target(answers=[answer], num_tokens=_token_count(example),
+                      previous=[p for p in previous.split(PREVIOUS_SEPARATOR) if p.strip()])
     prediction = _text(output)
     if SENTINEL_PATTERN.search(prediction):
         return answer_from_t5(prediction)

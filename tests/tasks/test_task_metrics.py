@@ -41,6 +41,23 @@ def test_squad_takes_the_best_answer_and_reports_percent():
         metrics.squad(["a", "b"], ["a"])
 
 
+def test_squad_scores_the_outdated_answer_where_a_target_has_one():
+    """UPDATED probes carry their previous objects: em_previous/f1_previous average over those
+    targets only (how often the model still gives the outdated answer)."""
+    targets = [metrics.Target(answers=["Carlos Moedas"], num_tokens=None,
+                              previous=["Fernando Medina"]),
+               metrics.Target(answers=["Oslo"], num_tokens=None, previous=[]),
+               "Paris"]
+    result = metrics.squad(targets, ["Fernando Medina", "Oslo", "Lyon"])
+    assert result == {"em": pytest.approx(100 / 3), "f1": pytest.approx(100 / 3),
+                      "em_previous": 100.0, "f1_previous": 100.0}
+    assert set(metrics.squad(["a"], ["a"])) == {"em", "f1"}  # no target with a previous answer
+    example = {"object": b"Carlos Moedas", "previous_object": b"Fernando Medina | F. Medina",
+               "targets": [5, 6, 1]}
+    target = metrics.probe_postprocessor("", example, is_target=True)
+    assert target["previous"] == ["Fernando Medina", "F. Medina"]
+
+
 def test_perplexity_per_instance_and_per_token():
     targets = [metrics.Target(answers=["x"], num_tokens=2), {"num_tokens": 4}, 1]
     scores = [-2.0, -4.0, -0.5]
@@ -83,7 +100,7 @@ def test_per_instance_perplexity_is_the_one_formula():
 def test_postprocessors_extract_answers_and_token_counts():
     example = {"object": b"Groris Funley", "targets": [5, 6, 7, 1]}
     target = metrics.probe_postprocessor("<extra_id_0> Groris Funley", example, is_target=True)
-    assert target == {"answers": ["Groris Funley"], "num_tokens": 4}
+    assert target == {"answers": ["Groris Funley"], "num_tokens": 4, "previous": []}
     assert (
         metrics.probe_postprocessor("<extra_id_0> Groris Funley <extra_id_1> x") == "Groris Funley"
     )

@@ -247,14 +247,11 @@ def qa_scores(
     previous: Sequence[Sequence[str]] | None = None,
 ) -> dict[str, float]:
     """``em``/``f1`` against ``answers`` and, over rows with previous answers, ``em_previous``/
-    ``f1_previous`` (percent)."""
-    scores = metrics.squad([list(a) for a in answers], list(predictions))
-    if previous is not None:
-        kept = [(p, list(prev)) for p, prev in zip(predictions, previous, strict=True) if prev]
-        if kept:
-            old = metrics.squad([prev for _, prev in kept], [p for p, _ in kept])
-            scores["em_previous"], scores["f1_previous"] = old["em"], old["f1"]
-    return scores
+    ``f1_previous`` (percent): the probe tasks' own metric, :func:`tw_jax.tasks.metrics.squad`."""
+    previous = previous if previous is not None else [[] for _ in answers]
+    targets = [metrics.Target(answers=list(a), num_tokens=None, previous=list(p))
+               for a, p in zip(answers, previous, strict=True)]
+    return metrics.squad(targets, list(predictions))
 
 
 def probe_qa(
