@@ -84,6 +84,8 @@ EXAMPLES: dict[str, str] = {
                         "--model-dir m/0809 --gin_file=evolvingqa.gin",
     "evolvingqa eval": "tw-jax evolvingqa eval --qa eqa/qa --checkpoint m/0809-qa --month 0809 "
                        "--method full --out results/",
+    "evolvingqa retrieve": "tw-jax evolvingqa retrieve --data eqa/ --month 0809 --retriever bm25 "
+                           "--k 20 --out retrieval/",
     "demo": "tw-jax demo --out demo_out",
 }
 

@@ -11,13 +11,18 @@
         --initial-checkpoint M/full/0203 --t5-vocab t5-large-ssm/spiece.model
     tw-jax evolvingqa eval --qa DIR/qa --checkpoint M/full/0203-qa --month 0203 \\
         --method full --out RESULTS [--t5-vocab …]
+    tw-jax evolvingqa retrieve --data DIR --month 0203 --retriever bm25|dpr \\
+        [--question-encoder Q --ctx-encoder C] [--k 20] --out OUT
 
 The folder layout is :mod:`tw_jax.preprocess.evolvingqa.layout`'s. ``train`` puts the stage's gin
 file first (``evolvingqa.gin`` or ``evolvingqa_qa.gin``: the paper's settings) and then the
 ``--gin_file`` files given (a method, ``models/t5_tiny.gin``, ``runs/cpu_smoke.gin`` …); TRAIN_STEPS
 is ``--epochs`` passes over the data at BATCH_SIZE unless ``--gin.TRAIN_STEPS`` is given. ``eval``
 appends ``results.jsonl`` (Unchanged → unchanged, New → new, Edited → updated) and prints the
-paper's Table 1 rows and Table 5's multiple-choice split. Bad input is an error naming the file
+paper's Table 1 rows and Table 5's multiple-choice split. ``retrieve`` indexes the month's
+snapshot (:mod:`tw_jax.evaluate.retrieval.index`, reused while its inputs are unchanged),
+retrieves for the month's QA sets and reports answer recall@1/5/20 (the last line of stdout is
+one JSON object); see :mod:`tw_jax.evaluate.retrieval.run`. Bad input is an error naming the file
 and line, exit status 2. Every path may be local or a ``gs://`` URL, resolved once here
 (``type=input_path``: it must exist; ``type=output_path``: its bucket must).
 """
@@ -173,6 +178,38 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--batch-size", type=int, default=32)
     evaluate.add_argument("--max-answer-tokens", type=int, default=25)
     evaluate.set_defaults(func=run_eval)
+
+    retrieve = commands.add_parser(
+        "retrieve", help="retrieve passages for a month's QA sets; answer recall@1/5/20",
+        description="Indexes the month's snapshot (Unchanged + New + the current side of "
+                    "Edited passages) under DATA/MMMM/evolvingqa/index/<retriever>/, rebuilt "
+                    "only when its inputs change; retrieves for the Unchanged, New and Edited "
+                    "sets; writes OUT/retrieval.json and OUT/retrieved_<set>.jsonl. The last "
+                    "line of stdout is one JSON object of the recalls.")
+    retrieve.add_argument("--data", required=True, type=input_path,
+                          help="the build folder (tw-jax evolvingqa build --out)")
+    retrieve.add_argument("--qa", default=None, type=input_path,
+                          help="QA folder or zip (default DATA/qa)")
+    retrieve.add_argument("--month", required=True, metavar="MMMM",
+                          help="the month pair whose snapshot is searched (e.g. 0809)")
+    retrieve.add_argument("--label", default=None,
+                          help="the sets' file label, new_<LABEL>.csv (default --month)")
+    retrieve.add_argument("--retriever", default="bm25", metavar="bm25|dpr",
+                          help="retriever (default bm25)")
+    retrieve.add_argument("--question-encoder", default=None, type=input_path, metavar="DIR",
+                          help="dpr: the question encoder (Hugging Face folder)")
+    retrieve.add_argument("--ctx-encoder", default=None, type=input_path, metavar="DIR",
+                          help="dpr: the passage (context) encoder (Hugging Face folder)")
+    retrieve.add_argument("--bm25-k1", type=float, default=1.5, help="bm25: k1 (default 1.5)")
+    retrieve.add_argument("--bm25-b", type=float, default=0.75, help="bm25: b (default 0.75)")
+    retrieve.add_argument("--k", type=int, default=20,
+                          help="passages kept per question in retrieved_<set>.jsonl")
+    retrieve.add_argument("--sets", default="unchanged,new,edited", help="sets to retrieve for")
+    retrieve.add_argument("--max-questions", type=int, default=None, metavar="N")
+    retrieve.add_argument("--force", action="store_true", help="rebuild the index")
+    retrieve.add_argument("--out", required=True, type=output_path,
+                          help="retrieval.json and retrieved_<set>.jsonl go here")
+    retrieve.set_defaults(func=run_retrieve)
 
 
 # --- build and generate -------------------------------------------------------------------
@@ -359,6 +396,75 @@ def run_eval(args: argparse.Namespace) -> int:
     print(f"EvolvingQA {args.method} trained through {trained}, time step {args.month}:")
     print(eqa.format_table(scored))
     print(f"{len(results)} results appended to {path}; predictions in {folder}")
+    return 0
+
+
+# --- retrieve -----------------------------------------------------------------------------
+
+
+def _retriever(args: argparse.Namespace) -> Any:
+    """The retriever the flags ask for (its module imported on use: dpr needs the dense one)."""
+    from tw_jax.errors import UsageError
+    from tw_jax.evaluate.retrieval import retriever_class
+
+    cls = retriever_class(args.retriever)
+    if args.retriever == "bm25":
+        return cls(k1=args.bm25_k1, b=args.bm25_b)
+    if args.retriever == "dpr":
+        if not (args.question_encoder and args.ctx_encoder):
+            raise UsageError("--retriever dpr needs --question-encoder DIR and --ctx-encoder DIR")
+        return cls(question_encoder=args.question_encoder, ctx_encoder=args.ctx_encoder)
+    return cls()
+
+
+def _qa_sets(args: argparse.Namespace,
+             wanted: list[str]) -> tuple[str, dict[str, list[dict[str, str]]]]:
+    """(the QA folder, set → rows) for the month's label, as ``eval`` finds them."""
+    from tw_jax.errors import UsageError
+    from tw_jax.preprocess.evolvingqa import layout
+    from tw_jax.tasks.evolvingqa import EDITED, NEW, UNCHANGED, find_qa_files, task_name
+
+    qa = args.qa or layout.qa_dir(args.data)
+    if not paths.exists(qa):
+        raise UsageError(f"{qa}: no QA folder (run tw-jax evolvingqa generate, or give --qa)")
+    label = args.label or args.month
+    files = {f.task: f for f in find_qa_files(qa)}
+    names = {UNCHANGED: task_name(UNCHANGED), NEW: task_name(NEW, label),
+             EDITED: task_name(EDITED, label)}
+    missing = [names[s] for s in wanted if names[s] not in files]
+    if missing:
+        raise UsageError(f"{qa} has no {', '.join(missing)} (found: {', '.join(files) or 'nothing'})")
+    return qa, {s: files[names[s]].load()[: args.max_questions] for s in wanted}
+
+
+def run_retrieve(args: argparse.Namespace) -> int:
+    from tw_jax.errors import DumpError, UsageError
+    from tw_jax.evaluate.retrieval import index, run
+
+    wanted = [s.strip() for s in args.sets.split(",") if s.strip()]
+    unknown = [s for s in wanted if s not in run.SETS]
+    if unknown or not wanted:
+        return _error("retrieve", f"unknown set(s) {unknown}; choose from {', '.join(run.SETS)}")
+    if args.k < 1:
+        return _error("retrieve", f"--k must be at least 1, got {args.k}")
+    try:
+        retriever = _retriever(args)
+        qa, sets = _qa_sets(args, wanted)
+        month = index.month_index(args.data, args.month, retriever, force=args.force)
+        print(f"{args.retriever} index of {args.month}: {len(month.passages)} passages, "
+              f"{'reused' if month.reused else 'built'} in {month.seconds:.2f} s ({month.folder})")
+        report = run.retrieve_month(month, sets, args.k, args.out,
+                                    details={"data": args.data, "qa": qa})
+    except (DumpError, UsageError) as error:
+        return _error("retrieve", error)
+    for name, figures in report["sets"].items():
+        recalls = ", ".join(f"@{key.rsplit('@', 1)[1]} "
+                            + ("n/a" if value is None else f"{value:.3f}")
+                            for key, value in figures.items() if key.startswith("answer_recall@"))
+        print(f"{name}: {figures['questions']} questions, answer recall {recalls}")
+    print(f"{report['questions']} questions in {report['search_seconds']:.3f} s; "
+          f"{paths.join(args.out, run.REPORT)}")
+    print(run.summary_line(report))
     return 0
 
 

@@ -1,0 +1,104 @@
+"""Month-aware indexes on a hand-made build folder: which passages, where stored, when rebuilt."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from retrieval_data import NEW, UNCHANGED, write_jsonl
+
+from tw_jax.errors import DumpError
+from tw_jax.evaluate.retrieval.bm25 import BM25Retriever
+from tw_jax.evaluate.retrieval.index import MARKER, month_index
+
+
+def test_a_months_index_holds_its_snapshot_unchanged_new_and_the_edited_current_side(data):
+    index = month_index(str(data), "0809", BM25Retriever())
+    assert [(p.id, p.title, p.text) for p in index.passages] == [
+        ("unchanged/7:0", "Varnholt", UNCHANGED[0]["text"]),
+        ("unchanged/8:0", "Corvania", UNCHANGED[1]["text"]),
+        ("new/21:0", "Cien Bordling", NEW["0809"][0]["text"]),
+        ("edited/30:2:0", "Grol Textiles", "Its chief executive officer is Granette Naunsberg."),
+    ]
+    assert index.folder == str(data / "0809" / "evolvingqa" / "index" / "bm25")
+    assert not index.reused
+    [[best, *_]] = index.retriever.search(["Who is the chief executive officer of Grol "
+                                           "Textiles?"], k=3)
+    assert index.passages[best[0]].id == "edited/30:2:0"
+    marker = json.loads((data / "0809" / "evolvingqa" / "index" / "bm25" / MARKER).read_text())
+    assert marker["passages"] == 4 and marker["kinds"] == {"unchanged": 2, "new": 1, "edited": 1}
+    assert set(marker["inputs"]["files"]) == {"unchanged", "new", "edited"}
+
+    other = month_index(str(data), "0910", BM25Retriever())  # the next month: its own New
+    assert [p.id for p in other.passages] == ["unchanged/7:0", "unchanged/8:0", "new/22:0"]
+
+
+def test_a_second_call_reuses_the_index_and_a_changed_input_rebuilds_it(data):
+    first = month_index(str(data), "0809", BM25Retriever())
+    again = month_index(str(data), "0809", BM25Retriever())
+    assert again.reused and again.fingerprint == first.fingerprint
+    assert [p.id for p in again.passages] == [p.id for p in first.passages]
+    question = ["Whom did Cien Bordling marry?"]
+    assert again.retriever.search(question, k=4) == first.retriever.search(question, k=4)
+
+    write_jsonl(data / "0809" / "evolvingqa" / "new.jsonl", [
+        *NEW["0809"], {"id": "23:0", "title": "Meel Dreirdstad", "text": "Meel is a painter."}])
+    changed = month_index(str(data), "0809", BM25Retriever())
+    assert not changed.reused and changed.fingerprint != first.fingerprint
+    assert changed.passages[-2].id == "new/23:0"
+    assert month_index(str(data), "0809", BM25Retriever()).reused
+
+    settings = month_index(str(data), "0809", BM25Retriever(k1=0.9))  # settings change it too
+    assert not settings.reused and settings.retriever.settings()["k1"] == 0.9
+    assert not month_index(str(data), "0809", BM25Retriever(k1=0.9), force=True).reused
+
+
+class _FailingSave(BM25Retriever):
+    """A BM25 whose storage breaks half-way (a full disk, a lost connection)."""
+
+    def save(self, folder: str) -> None:
+        super().save(folder)
+        raise OSError("connection lost while writing the index")
+
+
+def test_an_interrupted_build_leaves_no_marker_and_is_rebuilt(data):
+    month_index(str(data), "0809", BM25Retriever())
+    write_jsonl(data / "evolvingqa" / "unchanged.jsonl", UNCHANGED[:1])
+    with pytest.raises(OSError, match="connection lost"):
+        month_index(str(data), "0809", _FailingSave())
+    assert not (data / "0809" / "evolvingqa" / "index" / "bm25" / MARKER).exists()
+    rebuilt = month_index(str(data), "0809", BM25Retriever())
+    assert not rebuilt.reused and len(rebuilt.passages) == 3
+
+
+def test_a_missing_or_bad_input_names_the_file_and_record(data):
+    with pytest.raises(DumpError, match=r"1011/evolvingqa: has no stats\.json.*evolvingqa build"):
+        month_index(str(data), "1011", BM25Retriever())
+    (data / "0809" / "evolvingqa" / "edited.jsonl").unlink()
+    with pytest.raises(DumpError, match=r"edited\.jsonl: missing \(run tw-jax evolvingqa build"):
+        month_index(str(data), "0809", BM25Retriever())
+    write_jsonl(data / "0809" / "evolvingqa" / "edited.jsonl", [])
+    (data / "0809" / "evolvingqa" / "new.jsonl").write_text(
+        json.dumps(NEW["0809"][0]) + "\n{broken\n")
+    with pytest.raises(DumpError, match=r"new\.jsonl, line 2: not JSON"):
+        month_index(str(data), "0809", BM25Retriever())
+    write_jsonl(data / "0809" / "evolvingqa" / "new.jsonl", [{"id": "1:0", "text": "no title"}])
+    with pytest.raises(DumpError, match=r"new\.jsonl, line 1: expected an object with id, title"):
+        month_index(str(data), "0809", BM25Retriever())
+    write_jsonl(data / "0809" / "evolvingqa" / "new.jsonl", [NEW["0809"][0], NEW["0809"][0]])
+    with pytest.raises(DumpError, match=r"new\.jsonl, record 2: id '21:0' repeats"):
+        month_index(str(data), "0809", BM25Retriever())
+
+
+def test_an_index_in_a_bucket_is_reused_like_a_local_one(data, gcs_bucket):
+    from tw_jax.io import paths
+
+    remote = f"{gcs_bucket}/eqa"
+    for local in sorted(p for p in data.rglob("*") if p.is_file()):
+        paths.makedirs(paths.parent(paths.join(remote, str(local.relative_to(data)))))
+        paths.copy(str(local), paths.join(remote, str(local.relative_to(data))))
+    built = month_index(remote, "0809", BM25Retriever())
+    assert built.folder == f"{remote}/0809/evolvingqa/index/bm25" and not built.reused
+    reused = month_index(remote, "0809", BM25Retriever())
+    assert reused.reused and [p.id for p in reused.passages] == [p.id for p in built.passages]
+    assert reused.fingerprint == month_index(str(data), "0809", BM25Retriever()).fingerprint

@@ -1,0 +1,120 @@
+"""``tw-jax evolvingqa retrieve`` end to end on the sample world, built offline: the EvolvingQA
+build (passages), the Probes stage (facts), offline QA generation from those probes, then BM25
+retrieval for a month's sets."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from tw_jax.cli import main
+from tw_jax.evaluate.retrieval import base
+from tw_jax.preprocess.diffset.local import build_diffset
+from tw_jax.preprocess.evolvingqa.extract import build_evolvingqa
+from tw_jax.preprocess.probes.finish import ProbeOptions
+from tw_jax.preprocess.probes.local import build_probes
+from tw_jax.sample_world.build import wikidata_dump, wikipedia_dump
+
+# Every fact kept (no caps, no UNCHANGED down-sampling), so the sets are large enough to measure.
+NO_CAPS = ProbeOptions(unchanged_rate=1.0, max_subject_frac=1.0, max_object_frac=1.0,
+                       max_relation_frac=1.0)
+REPORTED = ("unchanged", "new", "edited_updated", "edited_outdated")
+RECALLS = ("answer_recall@1", "answer_recall@5", "answer_recall@20")
+
+
+@pytest.fixture(scope="module")
+def world_data(sample_world, tmp_path_factory) -> Path:
+    root, world = sample_world
+    months = world["months"]
+    out = tmp_path_factory.mktemp("eqa")
+    summary = build_evolvingqa([wikipedia_dump(root, m) for m in months], out)
+    probes = out / "twiki"  # a TemporalWiki data folder: its own DiffSets, then the Probes
+    for old, new, pair in zip(months, months[1:], summary["pairs"], strict=False):
+        build_diffset(wikipedia_dump(root, old), wikipedia_dump(root, new),
+                      probes / pair / "diffset")
+        build_probes(wikidata_dump(root, old), wikidata_dump(root, new), wikipedia_dump(root, new),
+                     probes / pair / "diffset", probes / pair / "probes", options=NO_CAPS,
+                     old_wikipedia=wikipedia_dump(root, old))
+    assert main(["evolvingqa", "generate", "--data", str(out), "--probes", str(probes),
+                 "--finetune-fraction", "0.5"]) == 0
+    return out
+
+
+def _rows(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_bm25_retrieval_reports_answer_recall_per_set(world_data, tmp_path, capsys):
+    out = tmp_path / "r"
+    argv = ["evolvingqa", "retrieve", "--data", str(world_data), "--month", "0809",
+            "--retriever", "bm25", "--k", "5", "--out", str(out)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out.splitlines()
+    line = json.loads(printed[-1])
+    assert list(line) == [*REPORTED, "questions_per_second"]
+    for name in REPORTED:
+        recalls = line[name]
+        assert list(recalls) == list(RECALLS)
+        assert 0 <= recalls[RECALLS[0]] <= recalls[RECALLS[1]] <= recalls[RECALLS[2]] <= 1
+    assert line["questions_per_second"] > 0
+    # EvolvingQA's questions reuse their passage's words; the offline ones name the subject.
+    assert line["unchanged"]["answer_recall@5"] >= 0.6
+    assert line["new"]["answer_recall@5"] >= 0.6
+    assert "built in" in printed[0]
+
+    report = json.loads((out / "retrieval.json").read_text())
+    qa = world_data / "qa"
+    sets = {"unchanged": _rows(qa / "unchanged_eval.csv"), "new": _rows(qa / "new_0809.csv"),
+            "edited": _rows(qa / "edited_0809.csv")}
+    assert {n: report["sets"][n]["questions"] for n in REPORTED} == {
+        "unchanged": len(sets["unchanged"]), "new": len(sets["new"]),
+        "edited_updated": len(sets["edited"]), "edited_outdated": len(sets["edited"])}
+    assert report["questions"] == sum(map(len, sets.values())) > 0
+    index_folder = world_data / "0809" / "evolvingqa" / "index" / "bm25"
+    assert report["index"]["folder"] == str(index_folder) and not report["index"]["reused"]
+    ids = {r["id"] for r in _jsonl(index_folder / "passages.jsonl")}
+    assert len(ids) == report["index"]["passages"]
+    for name, rows in sets.items():
+        retrieved = _jsonl(out / f"retrieved_{name}.jsonl")
+        assert [r["question"] for r in retrieved] == [r["question"] for r in rows]
+        assert all(len(r["passage_ids"]) == len(r["scores"]) <= 5 for r in retrieved)
+        assert all(set(r["passage_ids"]) <= ids for r in retrieved)
+        assert all(r["scores"] == sorted(r["scores"], reverse=True) for r in retrieved)
+    assert set(_jsonl(out / "retrieved_edited.jsonl")[0]) == {
+        "question", "answer1", "answer2", "passage_ids", "scores"}
+
+    # The same month again: the stored index is reused, the answers are the same.
+    assert main([*argv[:-1], str(tmp_path / "again")]) == 0
+    again = capsys.readouterr().out.splitlines()
+    assert "reused" in again[0]
+    assert {k: v for k, v in json.loads(again[-1]).items() if k != "questions_per_second"} == {
+        k: v for k, v in line.items() if k != "questions_per_second"}
+    assert (tmp_path / "again" / "retrieved_new.jsonl").read_text() == (
+        out / "retrieved_new.jsonl").read_text()
+
+
+def test_retrieve_refuses_bad_requests_in_one_line(world_data, tmp_path, capsys, monkeypatch):
+    common = ["evolvingqa", "retrieve", "--data", str(world_data), "--out", str(tmp_path / "o")]
+    monkeypatch.setitem(base._MODULES, "dpr", "tw_jax.evaluate.retrieval.no_such_dense")
+    monkeypatch.delitem(base._REGISTRY, "dpr", raising=False)
+    cases = [
+        (["--month", "0809", "--retriever", "dpr"], "dense retrieval is not available yet"),
+        (["--month", "0809", "--retriever", "tfidf"], "unknown retriever 'tfidf'; known: bm25, dpr"),
+        (["--month", "0809", "--sets", "new,old"], "unknown set(s) ['old']"),
+        (["--month", "0809", "--k", "0"], "--k must be at least 1"),
+        (["--month", "0809", "--label", "03"], "has no evolvingqa_new_03, evolvingqa_edited_03"),
+        (["--month", "1112", "--sets", "unchanged"], "1112/evolvingqa: has no stats.json"),
+    ]
+    for extra, message in cases:
+        assert main([*common, *extra]) == 2, extra
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("tw-jax evolvingqa retrieve: error: ") and message in err, err
+        assert "\n" not in err

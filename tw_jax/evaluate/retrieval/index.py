@@ -1,0 +1,172 @@
+"""Month-aware indexes: one per month pair and retriever, stored beside the month's passages.
+
+For month pair ``MMMM`` (old month → new month) the index holds the passages of the new
+snapshot as ``tw-jax evolvingqa build`` wrote them (:mod:`tw_jax.preprocess.evolvingqa.layout`):
+
+- ``DATA/evolvingqa/unchanged.jsonl``: the Unchanged passages (the same text in every snapshot
+  of the window), ids ``unchanged/<file id>``;
+- ``DATA/MMMM/evolvingqa/new.jsonl``: the New passages of the pair, ids ``new/<file id>``;
+- ``DATA/MMMM/evolvingqa/edited.jsonl``: the current side (``new_text``) of each Edited revision,
+  the text the updated answer was written from, ids ``edited/<file id>``.
+
+so a question is answered from what the world says at that month, and an Edited question finds
+the updated fact, not the outdated one. The index lives in ``DATA/MMMM/evolvingqa/index/<name>/``:
+the retriever's own files, ``passages.jsonl`` (id, title, text in index order: what a position
+returned by a search means, and what the open-book reader will read) and ``index.json``, the
+completion marker, written last. The marker holds a fingerprint of the inputs (each passage
+file's size and SHA-256) and of the retriever's settings (:meth:`Retriever.fingerprint`); a
+later call with the same fingerprint loads the stored index, any change rebuilds it. Every file
+is written atomically and the old marker removed before a rebuild starts, so an interrupted
+build is never taken for a finished one. ``DATA`` may be local or ``gs://``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tw_jax.errors import DumpError
+from tw_jax.evaluate.retrieval.base import Passage, Retriever
+from tw_jax.io import paths
+from tw_jax.io.atomic import atomic_open, discard, write_json
+from tw_jax.preprocess.accounting import require_complete
+from tw_jax.preprocess.evolvingqa import layout
+from tw_jax.preprocess.evolvingqa.unchanged import iter_jsonl
+
+FORMAT = 1
+INDEX = "index"
+MARKER = "index.json"
+PASSAGES = "passages.jsonl"
+UNCHANGED, NEW, EDITED = "unchanged", "new", "edited"
+_TEXT_FIELD = {UNCHANGED: "text", NEW: "text", EDITED: "new_text"}
+_BUILD = "tw-jax evolvingqa build"
+
+
+@dataclass(frozen=True)
+class MonthIndex:
+    """A month's index, ready to search: ``passages[i]`` is what position ``i`` means."""
+
+    pair: str
+    folder: str
+    retriever: Retriever
+    passages: list[Passage]
+    fingerprint: str
+    reused: bool
+    seconds: float  # building (or loading) it
+
+
+def index_dir(data: str, pair: str, name: str) -> str:
+    """``DATA/MMMM/evolvingqa/index/<retriever name>``."""
+    return paths.join(layout.extraction_dir(data, pair), INDEX, name)
+
+
+def passage_files(data: str, pair: str) -> dict[str, str]:
+    """Kind → the file its passages come from, each checked to be a finished build output."""
+    window, month = layout.window_dir(data), layout.extraction_dir(data, pair)
+    require_complete(window, _BUILD)
+    require_complete(month, _BUILD)
+    files = {UNCHANGED: paths.join(window, layout.UNCHANGED_PASSAGES),
+             NEW: paths.join(month, layout.NEW_PASSAGES),
+             EDITED: paths.join(month, layout.EDITED_PAIRS)}
+    for path in files.values():
+        if not paths.isfile(path):
+            raise DumpError(path, None, f"missing (run {_BUILD})")
+    return files
+
+
+def file_digest(path: str) -> dict[str, Any]:
+    """Size and SHA-256 of a file, streamed."""
+    digest, size = hashlib.sha256(), 0
+    with paths.open_file(path, "rb") as handle:
+        while chunk := handle.read(8 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return {"size": size, "sha256": digest.hexdigest()}
+
+
+def input_fingerprint(files: dict[str, str], retriever: Retriever) -> tuple[str, dict[str, Any]]:
+    """(fingerprint, what it hashes): the passage files' sizes and hashes (by kind, so a moved
+    data folder keeps its index) and the retriever's own fingerprint."""
+    inputs = {"format": FORMAT, "retriever": retriever.name,
+              "retriever_fingerprint": retriever.fingerprint(),
+              "files": {kind: file_digest(path) for kind, path in sorted(files.items())}}
+    text = json.dumps(inputs, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest(), inputs
+
+
+def read_passages(files: dict[str, str]) -> list[Passage]:
+    """The snapshot's passages in a fixed order (Unchanged, New, Edited; file order within)."""
+    found: list[Passage] = []
+    seen: dict[str, str] = {}
+    for kind in (UNCHANGED, NEW, EDITED):
+        path, field = files[kind], _TEXT_FIELD[kind]
+        for number, record in enumerate(iter_jsonl(path, ("id", "title", field)), start=1):
+            text, title = record[field], record["title"]
+            if not isinstance(text, str) or not isinstance(title, str):
+                raise DumpError(path, f"record {number}", f"{field} and title must be strings")
+            passage = Passage(f"{kind}/{record['id']}", title, text)
+            if passage.id in seen:
+                raise DumpError(path, f"record {number}",
+                                f"id {record['id']!r} repeats (first in {seen[passage.id]})")
+            seen[passage.id] = path
+            found.append(passage)
+    return found
+
+
+def _stored(folder: str, fingerprint: str) -> dict[str, Any] | None:
+    marker = paths.join(folder, MARKER)
+    if not paths.isfile(marker):
+        return None
+    try:
+        stored = json.loads(paths.read_text(marker))
+    except json.JSONDecodeError:
+        return None  # unreadable: rebuilt like a stale one
+    return stored if isinstance(stored, dict) and stored.get("fingerprint") == fingerprint else None
+
+
+def _write_passages(folder: str, passages: Sequence[Passage]) -> None:
+    with atomic_open(paths.join(folder, PASSAGES), "w", encoding="utf-8") as handle:
+        for p in passages:
+            handle.write(json.dumps({"id": p.id, "title": p.title, "text": p.text},
+                                    ensure_ascii=False) + "\n")
+
+
+def load_passages(folder: str) -> list[Passage]:
+    """The passages of a stored index, in index order."""
+    path = paths.join(folder, PASSAGES)
+    return [Passage(str(r["id"]), str(r["title"]), str(r["text"]))
+            for r in iter_jsonl(path, ("id", "title", "text"))]
+
+
+def month_index(data: str, pair: str, retriever: Retriever, *, force: bool = False) -> MonthIndex:
+    """The index of month pair ``pair`` for ``retriever``'s kind and settings: loaded when the
+    stored one was built from the same inputs, else built from the passages and stored."""
+    start = time.perf_counter()
+    files = passage_files(data, pair)
+    fingerprint, inputs = input_fingerprint(files, retriever)
+    folder = index_dir(data, pair, retriever.name)
+    stored = None if force else _stored(folder, fingerprint)
+    if stored is not None:
+        loaded = type(retriever).load(folder)
+        passages = load_passages(folder)
+        if len(passages) != stored.get("passages"):
+            raise DumpError(paths.join(folder, PASSAGES), None,
+                            f"{len(passages)} passages, the marker says {stored.get('passages')}")
+        return MonthIndex(pair, folder, loaded, passages, fingerprint, True,
+                          time.perf_counter() - start)
+    discard(paths.join(folder, MARKER))  # from here on the folder is not a finished index
+    passages = read_passages(files)
+    retriever.build(passages)
+    retriever.save(folder)
+    _write_passages(folder, passages)
+    seconds = time.perf_counter() - start
+    write_json(paths.join(folder, MARKER), {
+        "fingerprint": fingerprint, "inputs": inputs, "pair": pair, "passages": len(passages),
+        "kinds": {kind: sum(p.id.startswith(f"{kind}/") for p in passages)
+                  for kind in (UNCHANGED, NEW, EDITED)},
+        "build_seconds": round(seconds, 3)})
+    return MonthIndex(pair, folder, retriever, passages, fingerprint, False, seconds)
