@@ -118,3 +118,34 @@ def test_retrieve_refuses_bad_requests_in_one_line(world_data, tmp_path, capsys,
         err = capsys.readouterr().err.strip()
         assert err.startswith("tw-jax evolvingqa retrieve: error: ") and message in err, err
         assert "\n" not in err
+
+
+def test_dense_retrieval_runs_end_to_end_with_tiny_random_encoders(world_data, tmp_path, capsys):
+    """`--retriever dpr` with DPR encoder folders (tiny random ones, saved as Hugging Face DPR
+    folders): the month's index is built with them and every set gets its recall line."""
+    from tw_jax.evaluate.retrieval.base import Passage
+    from tw_jax.evaluate.retrieval.dense import DenseRetriever
+    from tw_jax.models.bert import BertConfig
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "of", "is", "was", "in",
+             "who", "what", "which", "born", "capital", "city", "?", ".", ","]
+    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=256,
+                        dropout_rate=0.0, attention_dropout=0.0)
+    encoders = DenseRetriever.random(0, config, vocab)
+    encoders.build([Passage("0", "", "the capital")])
+    encoders.save(str(tmp_path / "encoders"))
+    out = tmp_path / "dense"
+    assert main(["evolvingqa", "retrieve", "--data", str(world_data), "--month", "0809",
+                 "--retriever", "dpr", "--question-encoder",
+                 str(tmp_path / "encoders" / "question_encoder"), "--ctx-encoder",
+                 str(tmp_path / "encoders" / "ctx_encoder"), "--k", "5", "--out", str(out)]) == 0
+    line = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert list(line) == [*REPORTED, "questions_per_second"]
+    for name in REPORTED:
+        recalls = line[name]
+        assert 0 <= recalls[RECALLS[0]] <= recalls[RECALLS[1]] <= recalls[RECALLS[2]] <= 1
+    index_folder = world_data / "0809" / "evolvingqa" / "index" / "dpr"
+    assert (index_folder / "embeddings.npy").is_file()
+    retrieved = _jsonl(out / "retrieved_new.jsonl")
+    assert retrieved and all(len(r["passage_ids"]) == 5 for r in retrieved)
