@@ -168,7 +168,7 @@ def register_ckl(
     registrar.eval_mixture(EVAL_MIXTURE, probe_tasks(list(lama_files(files))))
     if "ckl_recent_news_ssm" in corpora and "ckl_wikipedia_pretrain_ssm" in corpora:
         registrar.mixture(MixReviewMixture(MIXREVIEW_TASK, "ckl_recent_news_ssm",
-                                           "ckl_wikipedia_pretrain_ssm"))
+                                           "ckl_wikipedia_pretrain_ssm", preset="ckl"))
     return list(registrar.names)
 
 

@@ -155,6 +155,7 @@ def register_release(
                     f"twiki_mixreview_{pair}_lm",
                     f"twiki_diffset_{pair}_lm",
                     f"twiki_full_{initial}_lm",
+                    preset="temporalwiki",
                 )
             )
     return list(registrar.names)

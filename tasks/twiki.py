@@ -149,7 +149,8 @@ def register_layout(
         if name in lm_tasks and snapshot.text_pattern:
             registrar.mixture(
                 MixReviewMixture(
-                    f"twiki_mixreview_{name}_lm", lm_tasks[name], f"twiki_full_{snapshot.month}_lm"
+                    f"twiki_mixreview_{name}_lm", lm_tasks[name], f"twiki_full_{snapshot.month}_lm",
+                    preset="temporalwiki",
                 )
             )
         if name in ssm_tasks and snapshot.ssm_pattern:
@@ -158,6 +159,7 @@ def register_layout(
                     f"twiki_mixreview_{name}_ssm",
                     ssm_tasks[name],
                     f"twiki_full_{snapshot.month}_ssm",
+                    preset="temporalwiki",
                 )
             )
     return list(registrar.names)

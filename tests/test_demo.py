@@ -2,11 +2,15 @@
 
 The test runs it with few steps and probes (the README's command trains longer); what it checks
 is the loop: data of every pair, INITIAL and four methods over two months, every checkpoint
-scored on every month, and the report with its figures.
+scored on every month, and the report with its figures. A second test checks the settings the
+README's command trains with: its world, and each update one pass over its own data (the step
+counts that gives are tested in tests/evaluate/test_lifelong.py).
 """
 
 import csv
 import json
+
+import pytest
 
 from tw_jax.cli import main
 
@@ -18,8 +22,11 @@ def test_demo_runs_the_whole_loop(tmp_path, capsys):
             "--max-probes", "12"]
     assert main(argv) == 0
     out = capsys.readouterr().out
+    world = json.loads((tmp_path / "sample_world" / "world.json").read_text())
+    assert (world["n_entities"], world["change_rounds"]) == (360, 3)  # DEMO_WORLD
     for pair in ("0809", "0910", "1011"):
         assert f"DiffSet {pair}:" in out and "precision 1.000, recall 1.000" in out
+        assert world["pair_counts"][pair]["diffset_articles"]["changed"] > 80
         folder = tmp_path / "data" / pair
         assert (folder / "diffset" / "stats.json").exists()
         assert (folder / "probes" / "stats.json").exists()
@@ -62,6 +69,49 @@ def test_demo_runs_the_whole_loop(tmp_path, capsys):
         assert (report / f"{figure}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"Report: {report / 'report.md'}" in out
     assert "| KADAPTER |" in out and "| INITIAL |" in out
+    for method in METHODS:  # --update-steps: every update the same fixed number of steps
+        for month in ("0809", "0910"):
+            state = json.loads((runs / "state" / method / f"{month}.json").read_text())
+            assert state["step"] == 4
+
+
+def test_each_update_is_one_pass_over_its_own_data(tmp_path):
+    """The README's command: TRAIN_EPOCHS = 1 (runs/demo.gin) sizes DIFF by its DiffSet and
+    Mix-Review by the DiffSet and TemporalWiki's 2N review blocks (the lifelong runner's step
+    counts are tested in tests/evaluate/test_lifelong.py); INITIAL keeps its own steps."""
+    import gin
+
+    from tw_jax import demo_training
+    from tw_jax.demo import DEMO_WORLD
+    from tw_jax.demo_training import DemoTraining, _budget
+    from tw_jax.sample_world.build import build_sample_world
+    from tw_jax.train import gin_setup
+
+    settings = DemoTraining()
+    assert (settings.update_epochs, settings.update_steps) == (1.0, None)
+    assert _budget(settings, "initial") == ["TRAIN_STEPS=300", "BATCH_SIZE=8",
+                                            "LEARNING_RATE=0.003"]
+    assert _budget(settings, "diff") == ["TRAIN_EPOCHS=1.0"]
+    assert _budget(DemoTraining(update_steps=6), "lora") == ["TRAIN_EPOCHS=None",
+                                                             "TRAIN_STEPS=6"]
+    from tw_jax.tasks import MixReviewSchedule
+
+    try:
+        for method, preset in (("diff", None), ("mixreview", "temporalwiki")):
+            gin_setup.parse([f"{method}.gin", "models/gpt2_tiny.gin", "runs/demo.gin"],
+                            ["MODEL_DIR='unused'"])
+            assert gin_setup.macro("TRAIN_EPOCHS") == 1
+            assert gin_setup.macro("BATCH_SIZE") == 2
+            assert MixReviewSchedule().preset == preset
+    finally:
+        gin.clear_config()  # the parsed preset would outlive this test
+    assert demo_training.DEMO_METHODS == METHODS
+    assert (DEMO_WORLD.entities, DEMO_WORLD.change_rounds) == (360, 3)
+    with pytest.raises(ValueError, match="change_rounds must be at least 1, got 0"):
+        build_sample_world(tmp_path, change_rounds=0)
+    with pytest.raises(SystemExit) as stopped:  # argparse's one-line error, nothing built
+        main(["demo", "--out", str(tmp_path / "demo"), "--update-epochs", "0"])
+    assert stopped.value.code == 2 and not (tmp_path / "demo").exists()
 
 
 def test_without_the_english_pipeline_the_demo_stops_before_any_work(tmp_path, capsys, monkeypatch):

@@ -12,7 +12,13 @@ DIFF, K-Adapter, LoRA and Mix-Review over the first two month pairs, scores ever
 every month's probes and corpora, and writes the report (``OUT/report/report.md`` and figures).
 
 The sample world is small, so its probes keep every UNCHANGED fact (``--unchanged-rate 1``)
-instead of the 0.1% that suits a full Wikidata dump.
+instead of the 0.1% that suits a full Wikidata dump. What ``tw-jax demo`` builds is
+:data:`DEMO_WORLD`: each month applies the world's set of changes three times, so a month's
+DiffSet is about 45 blocks of 128 tokens instead of about 15 and an update that passes over it
+once (TemporalWiki's regime) makes more than a handful of steps; and the per-relation and
+per-object caps of the probes are a quarter of a category instead of a twentieth, since the
+world has only a few relations and a twentieth of ~150 CHANGED facts leaves about a dozen.
+``run_demo`` without a ``world`` builds the plain sample world (the pipeline tests' data).
 """
 
 from __future__ import annotations
@@ -20,11 +26,25 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tw_jax.demo_training import DEMO_METHODS, DemoTraining
 from tw_jax.io.cli_paths import output_path
+
+
+@dataclass(frozen=True)
+class DemoWorld:
+    """The sample world the demo builds and how its probes are capped (module docstring)."""
+
+    entities: int | None = None  # None: the sample world's default (180 main entities)
+    change_rounds: int = 1
+    max_object_frac: float = 0.05  # ProbeOptions' defaults: TemporalWiki's caps
+    max_relation_frac: float = 0.05
+
+
+DEMO_WORLD = DemoWorld(entities=360, change_rounds=3, max_object_frac=0.25, max_relation_frac=0.25)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -41,11 +61,23 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help=f"methods to update INITIAL with (default {','.join(DEMO_METHODS)})")
     parser.add_argument("--initial-steps", type=_steps, default=DemoTraining.initial_steps,
                         help="training steps of INITIAL on the first snapshot")
-    parser.add_argument("--update-steps", type=_steps, default=DemoTraining.update_steps,
-                        help="training steps of each monthly update")
+    budget = parser.add_mutually_exclusive_group()
+    budget.add_argument("--update-epochs", type=_epochs, default=DemoTraining.update_epochs,
+                        metavar="E", help="passes over its training data per monthly update "
+                        f"(default {DemoTraining.update_epochs:g}; Mix-Review: new + review data)")
+    budget.add_argument("--update-steps", type=_steps, default=None, metavar="N",
+                        help="a fixed number of training steps per monthly update instead")
     parser.add_argument("--max-probes", type=int, default=None, metavar="N",
                         help="score only the first N probes of each category")
     parser.set_defaults(func=run)
+
+
+def _epochs(text: str) -> float:
+    """Passes per update: a positive number (the lifelong runner's TRAIN_EPOCHS)."""
+    epochs = float(text)
+    if not 0 < epochs < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text}: passes per update must be a positive number")
+    return epochs
 
 
 def _steps(text: str) -> int:
@@ -56,7 +88,8 @@ def _steps(text: str) -> int:
     return steps
 
 
-def run_demo(out: str | Path, seed: int = 0, workers: int = 1) -> dict[str, Any]:
+def run_demo(out: str | Path, seed: int = 0, workers: int = 1,
+             world: DemoWorld = DemoWorld()) -> dict[str, Any]:
     from tw_jax.preprocess.diffset.local import build_diffset
     from tw_jax.preprocess.diffset.score import score
     from tw_jax.preprocess.probes.finish import ProbeOptions
@@ -66,10 +99,11 @@ def run_demo(out: str | Path, seed: int = 0, workers: int = 1) -> dict[str, Any]
     out = Path(out)
     world_dir, data_dir = out / "sample_world", out / "data"
     started = time.perf_counter()
-    world = build_sample_world(world_dir, seed=seed)
+    size = {} if world.entities is None else {"n_entities": world.entities}
+    built = build_sample_world(world_dir, seed=seed, change_rounds=world.change_rounds, **size)
     summary: dict[str, Any] = {"sample_world": str(world_dir), "data": str(data_dir), "pairs": {}}
-    months = world["months"]
-    for old_month, new_month, pair in zip(months, months[1:], world["pairs"], strict=False):
+    months = built["months"]
+    for old_month, new_month, pair in zip(months, months[1:], built["pairs"], strict=False):
         target = data_dir / pair / "diffset"
         stats = build_diffset(
             wikipedia_dump(world_dir, old_month),
@@ -85,7 +119,9 @@ def run_demo(out: str | Path, seed: int = 0, workers: int = 1) -> dict[str, Any]
             wikipedia_dump(world_dir, new_month),
             target,
             data_dir / pair / "probes",
-            options=ProbeOptions(unchanged_rate=1.0, seed=seed),
+            options=ProbeOptions(unchanged_rate=1.0, seed=seed,
+                                 max_object_frac=world.max_object_frac,
+                                 max_relation_frac=world.max_relation_frac),
             old_wikipedia=wikipedia_dump(world_dir, old_month),
             progress=False,
         )
@@ -99,8 +135,8 @@ def run_demo(out: str | Path, seed: int = 0, workers: int = 1) -> dict[str, Any]
     first = months[0]
     initial = data_dir / _month_folder(first) / "full"
     build_diffset(None, wikipedia_dump(world_dir, first), initial, workers=workers, progress=False)
-    summary["vocab"] = {k: str(v) for k, v in _vocabularies(data_dir, months, world["pairs"]).items()}
-    summary["ssm"] = _salient_spans(data_dir, initial, world["pairs"], workers)
+    summary["vocab"] = {k: str(v) for k, v in _vocabularies(data_dir, months, built["pairs"]).items()}
+    summary["ssm"] = _salient_spans(data_dir, initial, built["pairs"], workers)
     summary["seconds"] = round(time.perf_counter() - started, 2)
     return summary
 
@@ -146,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
 
     resolve_model(DEFAULT_MODEL)  # the SSM files need it: fail now, not after the data
     started = time.perf_counter()
-    summary = run_demo(args.out, seed=args.seed, workers=args.workers)
+    summary = run_demo(args.out, seed=args.seed, workers=args.workers, world=DEMO_WORLD)
     for pair, figures in summary["pairs"].items():
         articles = figures["articles"]
         print(
@@ -165,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
     settings = DemoTraining(
         methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
         initial_steps=args.initial_steps, update_steps=args.update_steps,
+        update_epochs=None if args.update_steps else args.update_epochs,
         max_probes=args.max_probes,
     )
     trained = train_and_report(summary["data"], Path(args.out), settings)

@@ -260,11 +260,16 @@ def test_cli_helpers():
 def test_epochs_become_steps_with_mix_reviews_old_data():
     import gin
 
-    gin.clear_config()  # MixReviewSchedule's defaults: mix-ratio 0.7, mix-decay 4
+    gin.clear_config()  # no preset bound: CKL's own, N * 4 * 0.7^e old examples in epoch e
     assert ckl_cli._epoch_examples(4, 10, mixreview=False) == 40
-    # M_e = floor(10 * 0.7 / 4^e + 1/2): 7, 2, 0, 0
-    assert ckl_cli._epoch_examples(4, 10, mixreview=True) == 40 + 7 + 2
-    assert ckl_cli._epoch_examples(1.5, 10, mixreview=True) == 17 + 0.5 * 12
+    # M_e = floor(10 * 4 * 0.7^e): 40, 28, 19, 13
+    assert ckl_cli._epoch_examples(4, 10, mixreview=True) == 40 + 40 + 28 + 19 + 13
+    assert ckl_cli._epoch_examples(1.5, 10, mixreview=True) == 50 + 0.5 * 38
+    gin.parse_config(["tw_jax.tasks.MixReviewSchedule.preset = 'ckl_code'"])
+    try:  # the reference code's 4N every epoch
+        assert ckl_cli._epoch_examples(4, 10, mixreview=True) == 4 * 50
+    finally:
+        gin.clear_config()
 
 
 @pytest.fixture(scope="module")

@@ -250,6 +250,46 @@ def test_initial_alone_from_a_given_checkpoint(first_run, tmp_path):
     assert sorted(lines, key=str) == sorted(expected, key=str)
 
 
+def test_train_epochs_sizes_each_update_by_its_own_data(first_run, tmp_path, capsys):
+    """``TRAIN_EPOCHS``: an update is ceil(examples · epochs / batch) steps over its own
+    training set, packed blocks counted; Mix-Review's set is the DiffSet and its review data
+    (TemporalWiki's mix-ratio 2: 2N old beside N new), so one pass is 3N examples. mixreview.gin
+    sets TRAIN_EPOCHS = 1 itself; diff.gin (the first run) keeps TRAIN_STEPS."""
+    import math
+
+    from tw_jax.evaluate.lifelong import update_steps
+    from tw_jax.train import data as train_data
+
+    data, out = first_run["data"], tmp_path / "epochs"
+    lengths = {"targets": 32}  # runs/cpu_smoke.gin
+    blocks = {m: sum(1 for _ in train_data.task_dataset(
+        f"twiki_diffset_{m}_lm", lengths, shuffle=False, num_epochs=1)) for m in MONTHS}
+    assert all(n > 4 for n in blocks.values())
+    n = blocks["0809"]
+    assert update_steps("twiki_diffset_0809_lm", lengths, 2, 1.0) == math.ceil(n / 2)
+    assert update_steps("twiki_diffset_0809_lm", lengths, 4, 2.5) == math.ceil(2.5 * n / 4)
+    assert update_steps("twiki_mixreview_0809_lm", lengths, 2, 1.0) == math.ceil(3 * n / 2)
+
+    given = first_run["out"] / "checkpoints" / "initial" / "08"
+    argv = _argv(data, out, "--initial-checkpoint", str(given))
+    argv[1] = "--gin_file=mixreview.gin"
+    assert _cli(argv) == 0
+    for month in MONTHS:
+        expected = math.ceil(3 * blocks[month] / 2)
+        assert _trained_by(out / "checkpoints" / "mixreview" / month).train_steps == expected
+        state = json.loads((out / "state" / "mixreview" / f"{month}.json").read_text())
+        assert state["step"] == expected
+    # The same through a binding, in passes of the DiffSet alone for DIFF.
+    argv = _argv(data, tmp_path / "diff_epochs", "--initial-checkpoint", str(given),
+                 "--months", "0809", "--gin.TRAIN_EPOCHS=2")
+    assert _cli(argv) == 0
+    update = _trained_by(tmp_path / "diff_epochs" / "checkpoints" / "diff" / "0809")
+    assert update.train_steps == math.ceil(2 * n / 2) == n
+    assert _cli(_argv(data, tmp_path / "bad", "--gin.TRAIN_EPOCHS=0")) == 2
+    assert "TRAIN_EPOCHS must be a positive number of passes, got 0" in capsys.readouterr().err
+    assert not (tmp_path / "bad" / "checkpoints").exists()
+
+
 def test_more_metric_groups_score_only_what_is_new(first_run, tmp_path):
     """A rerun asking for decoding, rank classification, proper-noun perplexity and
     light-tuning adds exactly those numbers and trains only the light-tuned copies."""

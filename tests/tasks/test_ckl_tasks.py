@@ -120,7 +120,7 @@ def test_names_lengths_and_examples(release):
     assert len(news) == 1  # the row with an empty input is skipped
     assert news[0]["targets"].tolist() == list(vocab.encode("<extra_id_0> Joe Biden")) + [eos]
     mixed = _examples("ckl_mixreview_ssm", {"inputs": 64, "targets": 16}, "train")
-    assert len(mixed) == 2  # one new example and round(0.7) = 1 old one in the first epoch
+    assert len(mixed) == 5  # one new example and 1 * 4 * 0.7^0 = 4 old ones (CKL's preset)
     assert count_ssm_examples(corpus_files(find_files(release["root"]))["ckl_recent_news_ssm"]) == 1
 
 

@@ -12,7 +12,7 @@ def test_lists_tasks_and_mixtures_with_their_files(train_data, capsys):
     lines = out.splitlines()
     assert f"twiki_diffset_0809_lm  task  train: {data}/0809/diffset/diffset.tfrecord-*-of-*; " \
            f"validation: {data}/0809/diffset/diffset.tfrecord-*-of-*" in lines
-    assert "twiki_mixreview_0809_lm  mixture of twiki_diffset_0809_lm (1), twiki_full_08_lm (0.7)" \
+    assert "twiki_mixreview_0809_lm  mixture of twiki_diffset_0809_lm (1), twiki_full_08_lm (2)" \
         in lines
     assert err.strip().startswith(f"{len(lines)} of ")
     assert err.strip().endswith(f"tasks and mixtures registered from {data}")

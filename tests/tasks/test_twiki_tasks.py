@@ -224,12 +224,15 @@ def test_probe_tasks_carry_their_metrics(twiki):
     target = generating.postprocess_fn(
         example["targets_pretokenized"].decode(), example=example, is_target=True
     )
-    # the scored tokens: the object's, not the sentinel or EOS
-    assert target == {"answers": ["Groris Funley"], "num_tokens": len(example["targets"]) - 2}
+    # the scored tokens: the object's, not the sentinel or EOS; the outdated object too
+    previous = example["previous_object"].decode()
+    assert target == {"answers": ["Groris Funley"], "num_tokens": len(example["targets"]) - 2,
+                      "previous": [previous]}
     prediction = generating.postprocess_fn(
         "<extra_id_0> Groris Funley <extra_id_1>", example=example
     )
-    assert metrics.squad([target], [prediction]) == {"em": 100.0, "f1": 100.0}
+    assert metrics.squad([target], [prediction]) == {"em": 100.0, "f1": 100.0,
+                                                     "em_previous": 0.0, "f1_previous": 0.0}
 
 
 def test_missing_vocabulary_fails_when_used_naming_path_and_variable(twiki, tmp_path):

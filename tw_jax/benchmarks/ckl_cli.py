@@ -309,19 +309,13 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def _epoch_examples(epochs: float, examples: int, mixreview: bool) -> float:
-    """Examples in ``epochs`` passes over the new data, Mix-Review's old share included (its
-    schedule as gin configures it: the old data shrinks every epoch)."""
+    """Examples in ``epochs`` passes over the new data, Mix-Review's old data included (its
+    schedule as gin configures it, by default CKL's preset: N·4·0.7^e old examples in epoch e)."""
     if not mixreview:
         return epochs * examples
     from tw_jax.tasks import MixReviewSchedule
 
-    schedule = MixReviewSchedule()
-    total, epoch = 0.0, 0
-    while epoch < epochs:
-        share = min(1.0, epochs - epoch)
-        total += share * (examples + schedule.old_examples(epoch, examples))
-        epoch += 1
-    return total
+    return MixReviewSchedule().resolve("ckl").mixed_examples(epochs, examples)
 
 
 def _per_phase(values: list[str | None] | None, count: int, flag: str) -> list[str | None]:

@@ -19,6 +19,16 @@ For the month pairs ``m_1 < m_2 < …`` (a chain: each pair starts where the pre
    ``OUT/checkpoints/<method>/<m_i>/`` (its MODEL_DIR). Then score the checkpoint on ``m_i``'s
    probes, or with ``eval_matrix`` on every month's probes (TemporalWiki Fig. 5).
 
+How long an update trains. By default ``TRAIN_STEPS`` steps, the same for every method. With the
+gin macro ``TRAIN_EPOCHS`` (in a gin file, or ``--gin.TRAIN_EPOCHS=1``) each monthly update is
+sized in passes over its own training data instead: ``steps = ceil(examples · epochs / batch)``,
+``examples`` counted after preprocessing at the run's feature lengths (packed GPT-2 blocks, T5
+SSM examples) and ``batch`` the ``BATCH_SIZE`` of one step. For a Mix-Review mixture an epoch is
+the new data and that epoch's old data (:meth:`MixReviewSchedule.mixed_examples`), so one pass
+covers new + old as the reference code's loader does, not DIFF's step count. TemporalWiki,
+Section 5.2: "we iterate through the training data only once" (``TRAIN_EPOCHS = 1``). INITIAL
+keeps ``TRAIN_STEPS`` (which the trainer's gin still needs set).
+
 Scores go to ``OUT/results.jsonl`` (:mod:`tw_jax.evaluate.results`): per checkpoint, evaluated
 month, category (``unchanged``, ``updated``, ``new``, ``deleted``, and ``changed`` = UPDATED and
 NEW rows together) and metric, plus ``train_seconds`` per update. ``metrics`` names groups
@@ -55,6 +65,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import math
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -184,6 +195,56 @@ def training_task(method: str, month: str, train_on: str | None = None) -> str:
         f"method {method!r}: unknown training data; name a known method "
         f"({', '.join(TRAINS_ON)}) or pass --train-on {DIFFSET}|{FULL}|{MIXREVIEW}"
     )
+
+
+EPOCHS_MACRO = "TRAIN_EPOCHS"
+
+
+def _binds_epochs(binding: str) -> bool:
+    return binding.split("=", 1)[0].strip() == EPOCHS_MACRO
+
+
+def update_epochs() -> float | None:
+    """``TRAIN_EPOCHS`` of the parsed gin configuration (None: size updates by TRAIN_STEPS)."""
+    value = gin_setup.macro(EPOCHS_MACRO)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            0 < value < float("inf")):
+        raise LifelongError(f"{EPOCHS_MACRO} must be a positive number of passes, got {value!r}")
+    return float(value)
+
+
+def training_examples(task: str, lengths: Mapping[str, int], epochs: float) -> float:
+    """Examples in ``epochs`` passes over ``task`` (a concrete task or mixture name) at the
+    feature ``lengths``; a Mix-Review mixture's passes include each epoch's old examples."""
+    import seqio
+
+    provider = seqio.get_mixture_or_task(task)
+    if isinstance(provider, tw_jax.tasks.MixReviewMixture):
+        return provider.examples(epochs, lengths)
+    stream = data.task_dataset(task, lengths, shuffle=False, num_epochs=1)
+    count = int(stream.reduce(0, lambda n, _: n + 1))
+    if count == 0:
+        raise LifelongError(f"{task}: no training examples, so TRAIN_EPOCHS gives no steps")
+    return epochs * count
+
+
+def update_steps(task: str, lengths: Mapping[str, int], batch_size: int, epochs: float) -> int:
+    """Steps of one update that passes ``epochs`` times over ``task``:
+    ``ceil(examples · epochs / batch_size)``."""
+    return max(1, math.ceil(training_examples(task, lengths, epochs) / batch_size))
+
+
+def _sized(run: TrainConfig, task: str) -> TrainConfig:
+    """``run`` with TRAIN_STEPS replaced by ``TRAIN_EPOCHS`` passes over ``task``, when set."""
+    epochs = update_epochs()
+    if epochs is None:
+        return run
+    concrete = data.task_name(task, run.model_config)
+    steps = update_steps(concrete, run.task_feature_lengths, run.batch_size, epochs)
+    log.info("%s: %g pass(es) at batch %d = %d steps", concrete, epochs, run.batch_size, steps)
+    return run.replace(train_steps=steps)
 
 
 def default_initial_gin_files(gin_files: Sequence[str]) -> list[str]:
@@ -437,7 +498,13 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
     options.out_dir = paths.resolve(options.out_dir)
     summary = LifelongSummary(method, results_path(options.out_dir))
 
-    gin_setup.parse(options.gin_files, options.gin_bindings, options.gin_search_paths)
+    # No gin binding refers to TRAIN_EPOCHS (the runner reads it), so gin's check of unused
+    # macros skips it; the second parse reads and checks its value before anything trains.
+    gin_setup.parse(options.gin_files, [b for b in options.gin_bindings if not _binds_epochs(b)],
+                    options.gin_search_paths)
+    gin_setup.parse(options.gin_files, options.gin_bindings, options.gin_search_paths,
+                    strict_macros=False)
+    update_epochs()
     data_dir = _data_dir(options)
     options.data_dir = data_dir
     _register_tasks(data_dir)
@@ -454,7 +521,8 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
         state = _read_state(state_path)
         if state is None:
             model_dir = paths.join(options.out_dir, "checkpoints", method, month)
-            state = _train(_gin_run(options, options.gin_files), model_dir, tasks[month], previous)
+            run = _sized(_gin_run(options, options.gin_files), tasks[month])
+            state = _train(run, model_dir, tasks[month], previous)
             summary.trained.append(month)
             write_json(state_path, state)
         targets = months if options.eval_matrix else [month]

@@ -18,7 +18,7 @@ from pathlib import Path
 from .articles import write_article
 from .check import check_paragraphs
 from .dumps import atomic_path, write_json_dump, write_jsonl, write_mediawiki_xml
-from .evolve import evolve
+from .evolve import Evolution
 from .infobox import build_render_index
 from .pages import PageStore
 from .populate import populate
@@ -100,8 +100,14 @@ def cross_check(w: World, month: int, prev: MonthTruth, records: list[dict]) -> 
 
 
 def build_sample_world(out_dir: str | Path, seed: int = 0, n_entities: int = DEFAULT_ENTITIES,
-                       *, check: bool = True) -> dict:
-    """Write the sample world under ``out_dir`` and return the content of its ``world.json``."""
+                       *, check: bool = True, change_rounds: int = 1) -> dict:
+    """Write the sample world under ``out_dir`` and return the content of its ``world.json``.
+
+    ``change_rounds`` applies each month's set of changes that many times (one ``busy`` set, so
+    no article changes twice in a month): more DiffSet text and CHANGED facts per month, for a
+    demo that trains on more than a few blocks. 1 is the world the tests pin down."""
+    if change_rounds < 1:
+        raise ValueError(f"change_rounds must be at least 1, got {change_rounds}")
     out = Path(out_dir)
     w, store = initial_world(seed, n_entities)
     clock = RevisionClock(w)
@@ -114,7 +120,9 @@ def build_sample_world(out_dir: str | Path, seed: int = 0, n_entities: int = DEF
         log: list[dict] = []
         if m:
             w.month = m
-            log = evolve(w, store)
+            evolution = Evolution(w, store)
+            for _ in range(change_rounds):
+                log = evolution.run()
         store.sync(m)
         truth = snapshot(w, store)
         texts.append({p.page_id: p.text for p in store.pages if p.ns == 0 and p.target is None})
@@ -152,7 +160,8 @@ def build_sample_world(out_dir: str | Path, seed: int = 0, n_entities: int = DEF
                 1 for pid, text in new_text.items() if pid in old_text and old_text[pid] != text)
         truths.append(truth)
     world = {
-        "seed": seed, "n_entities": n_entities, "months": list(MONTHS), "pairs": list(PAIRS),
+        "seed": seed, "n_entities": n_entities, "change_rounds": change_rounds,
+        "months": list(MONTHS), "pairs": list(PAIRS),
         "files": files, "counts": counts, "pair_counts": pair_counts,
     }
     with atomic_path(out / "world.json") as tmp:
