@@ -1,19 +1,24 @@
 """EvolvingQA evaluation: EM/F1 against updated and outdated answers, the teacher-forced
-multiple choice (Appendix D), the results mapping, and train → eval end to end on CPU."""
+multiple choice (Appendix D), the results mapping, train → eval end to end on CPU, and open-book
+eval (BM25 and DPR retrieval on the sample world) beside closed book in `tw-jax report`."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from eqa_world import build_eqa_world
 from eval_helpers import set_unigram
 
 from tw_jax.benchmarks import evolvingqa_cli
+from tw_jax.cli import main
 from tw_jax.cli_parser import OneLineErrorParser
 from tw_jax.evaluate import evolvingqa as eqa
 from tw_jax.evaluate.rank import RankItem
+from tw_jax.evaluate.retrieval.recall import first_hit, has_answer
 from tw_jax.models import scoring
 
 
@@ -149,3 +154,132 @@ def test_continual_training_needs_the_months_ssm_corpus(tmp_path, capsys):
     assert _cli(["evolvingqa", "train", "--stage", "continual", "--data", str(tmp_path),
                  "--month", "0809", "--model-dir", str(tmp_path / "m"), *TINY]) == 2
     assert "no SSM corpus for 0809 (run tw-jax evolvingqa build)" in capsys.readouterr().err
+
+
+# --- open book ------------------------------------------------------------------------------
+OPEN_BOOK = ["--month", "0809", "--max-questions", "4", "--max-answer-tokens", "4",
+             "--batch-size", "4", *MODEL]
+
+
+@pytest.fixture(scope="module")
+def world_reader(sample_world, tmp_path_factory, t5_vocab) -> tuple[Path, Path, str]:
+    """(the world's build folder with its QA sets, a tiny T5 reader QA fine-tuned 2 steps on its
+    Unchanged training questions, the vocabulary file)."""
+    out = build_eqa_world(sample_world, tmp_path_factory.mktemp("eqa_world"))
+    vocab = t5_vocab.sentencepiece_model_file
+    reader = out / "reader"
+    assert _cli(["evolvingqa", "train", "--stage", "qa", "--data", str(out), "--model-dir",
+                 str(reader), "--t5-vocab", vocab, *TINY, "--gin.TRAIN_STEPS=2"]) == 0
+    return out, reader, vocab
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_open_book_eval_with_bm25_beside_closed_book(world_reader, tmp_path, capsys):
+    data, reader, vocab = world_reader
+    out = tmp_path / "results"
+    common = ["evolvingqa", "eval", "--data", str(data), "--checkpoint", str(reader), "--out",
+              str(out), "--t5-vocab", vocab, *OPEN_BOOK]
+    assert _cli([*common, "--method", "initial"]) == 0  # closed book, the QA sets of DATA/qa
+    capsys.readouterr()
+    assert _cli([*common, "--method", "bm25", "--k", "2", "--input-length", "2048"]) == 0
+    printed = capsys.readouterr().out
+    assert "open book: reader initial, top 2 bm25 passages of 0809's index, input cut to " \
+           "2048 tokens" in printed
+    assert "EvolvingQA bm25 trained through base, time step 0809:" in printed
+    assert "multiple choice (" in printed and "inputs cut 0.000 (4 questions)" in printed
+
+    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    metrics = ["em", "f1", "em", "f1", "em", "f1", "em_previous", "f1_previous", "rank_acc",
+               "rank_acc_norm"]
+    for method in ("initial", "bm25"):
+        mine = [r for r in lines if r["method"] == method]
+        assert [r["metric"] for r in mine] == metrics, method
+        assert {(r["trained_through"], r["eval_month"]) for r in mine} == {("base", "0809")}
+
+    # The index is the one `retrieve` builds, reused: the same passages for every question.
+    index_folder = data / "0809" / "evolvingqa" / "index" / "bm25"
+    texts = {p["id"]: p["text"] for p in _jsonl(index_folder / "passages.jsonl")}
+    assert main(["evolvingqa", "retrieve", "--data", str(data), "--month", "0809", "--k", "2",
+                 "--max-questions", "4", "--out", str(tmp_path / "retrieved")]) == 0
+    assert "reused" in capsys.readouterr().out.splitlines()[0]
+    hits = 0
+    for name, column in (("unchanged", "answer"), ("new", "answer"), ("edited", "answer2")):
+        given = _jsonl(out / "predictions" / "bm25.base.0809" / f"{name}.jsonl")
+        retrieved = _jsonl(tmp_path / "retrieved" / f"retrieved_{name}.jsonl")
+        assert [g["passage_ids"] for g in given] == [r["passage_ids"] for r in retrieved]
+        for row in given:
+            assert row["input"].startswith(f"question: {' '.join(row['question'].split())} ")
+            assert 1 <= len(row["passage_ids"]) <= 2 and "prediction" in row
+            passages = [texts[i] for i in row["passage_ids"]]
+            if first_hit(passages, [row[column]]) is not None:  # recall@2 hits: the reader sees it
+                hits += 1
+                gold = next(p for p in passages if has_answer(p, [row[column]]))
+                assert " ".join(gold.split()) in row["input"]
+                assert has_answer(row["input"].split(" context: ", 1)[1], [row[column]])
+    assert hits >= 4  # the check above ran
+    figures = json.loads((out / "predictions" / "bm25.base.0809" / "open_book.json").read_text())
+    assert figures["k"] == 2 and figures["index"]["folder"] == str(index_folder)
+    for name, values in figures["sets"].items():
+        assert values["answer_in_input"] == values["answer_recall@2"], name  # nothing was cut
+
+    # The report puts the open-book row beside the closed-book one.
+    assert main(["report", str(out), "--out", str(tmp_path / "report")]) == 0
+    table = (tmp_path / "report" / "table_em.csv").read_text().splitlines()
+    assert table[0].startswith("Method,Time,0809 Un,0809 Up,0809 New")
+    assert [row.split(",")[0] for row in table[1:]] == ["INITIAL", "BM25"]
+    ranks = (tmp_path / "report" / "table_rank_acc.md").read_text()
+    assert "| INITIAL |" in ranks and "| BM25 |" in ranks
+
+
+def test_open_book_eval_with_dpr_encoders(world_reader, tmp_path, capsys):
+    from tw_jax.evaluate.retrieval.base import Passage
+    from tw_jax.evaluate.retrieval.dense import DenseRetriever
+    from tw_jax.models.bert import BertConfig
+
+    data, reader, vocab = world_reader
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "what", "is", "the", "of",
+             "population", "capital", "spouse", "?", "."]
+    config = BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=256,
+                        dropout_rate=0.0, attention_dropout=0.0)
+    encoders = tmp_path / "encoders"
+    dense = DenseRetriever.random(0, config, words)  # max_length 256, as `retrieve` builds it
+    dense.build([Passage("0", "t", "what is the capital ?")])
+    dense.save(str(encoders))  # the in-memory encoders as Hugging Face DPR folders
+    out = tmp_path / "results"
+    assert _cli(["evolvingqa", "eval", "--data", str(data), "--checkpoint", str(reader), "--out",
+                 str(out), "--t5-vocab", vocab, *OPEN_BOOK, "--method", "dpr", "--reader",
+                 "full", "--question-encoder", str(encoders / "question_encoder"),
+                 "--ctx-encoder", str(encoders / "ctx_encoder"), "--sets", "new"]) == 0
+    printed = capsys.readouterr().out
+    assert "dpr index of 0809:" in printed and "built" in printed
+    assert "EvolvingQA full-dpr trained through 0809, time step 0809:" in printed
+    lines = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [(r["method"], r["trained_through"], r["category"], r["metric"]) for r in lines] == [
+        ("full-dpr", "0809", "new", "em"), ("full-dpr", "0809", "new", "f1")]
+    given = _jsonl(out / "predictions" / "full-dpr.0809.0809" / "new.jsonl")
+    assert len(given) == 4 and all(len(g["passage_ids"]) == 5 for g in given)
+    assert (data / "0809" / "evolvingqa" / "index" / "dpr" / "index.json").is_file()
+
+
+def test_open_book_eval_refuses_bad_requests_in_one_line(world_reader, tmp_path, capsys):
+    data, reader, vocab = world_reader
+    common = ["evolvingqa", "eval", "--checkpoint", str(reader), "--month", "0809", "--out",
+              str(tmp_path / "o"), "--t5-vocab", vocab, *MODEL]
+    cases = [
+        (["--method", "bm25"], "--method bm25 (open book) needs --data DATA"),
+        (["--method", "bm25", "--data", str(data), "--k", "0"], "--k and --input-length must"),
+        (["--method", "dpr", "--data", str(data)],
+         "--retriever dpr needs --question-encoder DIR and --ctx-encoder DIR"),
+        (["--method", "bm25", "--data", str(tmp_path)], "no QA folder"),
+        (["--method", "initial"], "needs --qa QA (or --data DATA"),
+    ]
+    for extra, message in cases:
+        assert _cli([*common, *extra]) == 2, extra
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("tw-jax evolvingqa eval: error: ") and message in err, err
+        assert "\n" not in err
+    assert not (tmp_path / "o" / "results.jsonl").exists()

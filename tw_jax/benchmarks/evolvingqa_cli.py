@@ -11,6 +11,8 @@
         --initial-checkpoint M/full/0203 --t5-vocab t5-large-ssm/spiece.model
     tw-jax evolvingqa eval --qa DIR/qa --checkpoint M/full/0203-qa --month 0203 \\
         --method full --out RESULTS [--t5-vocab …]
+    tw-jax evolvingqa eval --data DIR --checkpoint M/initial-qa --month 0203 --method bm25|dpr \\
+        [--k 5] [--input-length 512] [--reader initial] --out RESULTS
     tw-jax evolvingqa retrieve --data DIR --month 0203 --retriever bm25|dpr \\
         [--question-encoder Q --ctx-encoder C] [--k 20] --out OUT
 
@@ -19,7 +21,11 @@ file first (``evolvingqa.gin`` or ``evolvingqa_qa.gin``: the paper's settings) a
 ``--gin_file`` files given (a method, ``models/t5_tiny.gin``, ``runs/cpu_smoke.gin`` …); TRAIN_STEPS
 is ``--epochs`` passes over the data at BATCH_SIZE unless ``--gin.TRAIN_STEPS`` is given. ``eval``
 appends ``results.jsonl`` (Unchanged → unchanged, New → new, Edited → updated) and prints the
-paper's Table 1 rows and Table 5's multiple-choice split. ``retrieve`` indexes the month's
+paper's Table 1 rows and Table 5's multiple-choice split; with ``--method bm25`` or ``dpr`` it
+answers open book (:mod:`tw_jax.evaluate.open_book`): the month's index is built or reused as
+``retrieve`` does it, each question is followed by its top ``--k`` passages, and the results are
+method ``bm25``/``dpr`` (``<reader>-bm25`` for a reader other than ``initial``), beside the
+closed-book rows in ``tw-jax report``. ``retrieve`` indexes the month's
 snapshot (:mod:`tw_jax.evaluate.retrieval.index`, reused while its inputs are unchanged),
 retrieves for the month's QA sets and reports answer recall@1/5/20 (the last line of stdout is
 one JSON object); see :mod:`tw_jax.evaluate.retrieval.run`. Bad input is an error naming the file
@@ -73,6 +79,16 @@ def _output_file(text: str) -> str:
     folder is (a bucket must exist)."""
     resolved = paths.resolve(text)
     return paths.join(output_path(paths.parent(resolved)), paths.as_path(resolved).name)
+
+
+def _retriever_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """The retrievers' own options, the same for ``retrieve`` and open-book ``eval``."""
+    parser.add_argument("--question-encoder", default=None, type=input_path, metavar="DIR",
+                        help="dpr: the question encoder (Hugging Face folder)")
+    parser.add_argument("--ctx-encoder", default=None, type=input_path, metavar="DIR",
+                        help="dpr: the passage (context) encoder (Hugging Face folder)")
+    parser.add_argument("--bm25-k1", type=float, default=1.5, help="bm25: k1 (default 1.5)")
+    parser.add_argument("--bm25-b", type=float, default=0.75, help="bm25: b (default 0.75)")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -158,25 +174,45 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
     evaluate = commands.add_parser(
         "eval", help="EM/F1 on Unchanged, New, Edited and the Edited multiple choice",
-        description="Scores a QA fine-tuned checkpoint; appends OUT/results.jsonl.")
+        description="Scores a QA fine-tuned checkpoint; appends OUT/results.jsonl. With "
+                    "--method bm25 or dpr the reader answers open book: each question is "
+                    "followed by its top --k passages of the month's index (built or reused "
+                    "as `retrieve` does), cut from the end to --input-length tokens.")
     _gin_arguments(evaluate)
-    evaluate.add_argument("--qa", required=True, type=input_path,
-                          help="QA folder or zip (released or generated)")
+    evaluate.add_argument("--qa", default=None, type=input_path,
+                          help="QA folder or zip, released or generated (default DATA/qa)")
     evaluate.add_argument("--checkpoint", required=True, type=input_path,
                           help="MODEL_DIR, step or HF folder")
     evaluate.add_argument("--month", required=True, metavar="MMMM",
                           help="the time step (results' eval_month)")
     evaluate.add_argument("--label", default=None,
                           help="the sets' file label, new_<LABEL>.csv (default --month)")
-    evaluate.add_argument("--method", default="initial", help="method name in the results")
+    evaluate.add_argument("--method", default="initial",
+                          help="method name in the results; bm25 or dpr: open book with that "
+                               "retriever")
     evaluate.add_argument("--trained-through", default=None, metavar="base|MMMM",
-                          help="default: base for --method initial, else --month")
+                          help="default: base for --method initial (open book: --reader "
+                               "initial), else --month")
     evaluate.add_argument("--out", required=True, type=output_path,
                           help="results.jsonl goes here")
     evaluate.add_argument("--sets", default="unchanged,new,edited", help="sets to score")
     evaluate.add_argument("--max-questions", type=int, default=None, metavar="N")
     evaluate.add_argument("--batch-size", type=int, default=32)
     evaluate.add_argument("--max-answer-tokens", type=int, default=25)
+    book = evaluate.add_argument_group("open book (--method bm25|dpr)")
+    book.add_argument("--data", default=None, type=input_path,
+                      help="the build folder whose month index is searched "
+                           "(tw-jax evolvingqa build --out)")
+    book.add_argument("--k", type=int, default=5,
+                      help="passages retrieved per question (default 5; the paper gives none)")
+    book.add_argument("--input-length", type=int, default=512, metavar="TOKENS",
+                      help="the reader's input: question + passages, cut from the end of the "
+                           "passages (default 512)")
+    book.add_argument("--reader", default="initial", metavar="METHOD",
+                      help="the reader checkpoint's method: results name initial's run bm25 "
+                           "(dpr), another's <reader>-bm25 (default initial)")
+    _retriever_options(book)
+    book.add_argument("--rebuild-index", action="store_true", help="rebuild the month's index")
     evaluate.set_defaults(func=run_eval)
 
     retrieve = commands.add_parser(
@@ -196,12 +232,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                           help="the sets' file label, new_<LABEL>.csv (default --month)")
     retrieve.add_argument("--retriever", default="bm25", metavar="bm25|dpr",
                           help="retriever (default bm25)")
-    retrieve.add_argument("--question-encoder", default=None, type=input_path, metavar="DIR",
-                          help="dpr: the question encoder (Hugging Face folder)")
-    retrieve.add_argument("--ctx-encoder", default=None, type=input_path, metavar="DIR",
-                          help="dpr: the passage (context) encoder (Hugging Face folder)")
-    retrieve.add_argument("--bm25-k1", type=float, default=1.5, help="bm25: k1 (default 1.5)")
-    retrieve.add_argument("--bm25-b", type=float, default=0.75, help="bm25: b (default 0.75)")
+    _retriever_options(retrieve)
     retrieve.add_argument("--k", type=int, default=20,
                           help="passages kept per question in retrieved_<set>.jsonl")
     retrieve.add_argument("--sets", default="unchanged,new,edited", help="sets to retrieve for")
@@ -353,9 +384,34 @@ def run_train(args: argparse.Namespace) -> int:
 # --- eval ---------------------------------------------------------------------------------
 
 
+def _open_book(args: argparse.Namespace) -> str | None:
+    """The retriever ``--method`` names (``bm25``, ``dpr``: open book), or None (closed book)."""
+    from tw_jax.evaluate.retrieval import known_retrievers
+
+    return args.method if args.method in known_retrievers() else None
+
+
+def _retrieve_for_eval(args: argparse.Namespace, name: str,
+                       rows: dict[str, list[dict[str, str]]]) -> tuple[Any, dict[str, Any]]:
+    """(the month's index, set → retrieved passages), the index built or reused as
+    ``retrieve`` does it (same retriever settings, same folder, same fingerprint)."""
+    from tw_jax.evaluate import open_book
+    from tw_jax.evaluate.retrieval import index
+
+    retriever = _retriever(argparse.Namespace(**{**vars(args), "retriever": name}))
+    month = index.month_index(args.data, args.month, retriever, force=args.rebuild_index)
+    print(f"{name} index of {args.month}: {len(month.passages)} passages, "
+          f"{'reused' if month.reused else 'built'} in {month.seconds:.2f} s ({month.folder})")
+    return month, open_book.retrieve(month, rows, args.k)
+
+
 def run_eval(args: argparse.Namespace) -> int:
+    from tw_jax.errors import DumpError, UsageError
     from tw_jax.evaluate import evolvingqa as eqa
+    from tw_jax.evaluate import open_book
     from tw_jax.evaluate.results import append_results
+    from tw_jax.io.atomic import write_json
+    from tw_jax.preprocess.evolvingqa import layout
     from tw_jax.tasks.evolvingqa import EDITED, NEW, UNCHANGED, find_qa_files, task_name
     from tw_jax.tasks.vocab import LazyVocabulary, t5_path
     from tw_jax.train import checkpoints, gin_setup
@@ -365,36 +421,81 @@ def run_eval(args: argparse.Namespace) -> int:
     unknown = [s for s in wanted if s not in eqa.SETS]
     if unknown or not wanted:
         return _error("eval", f"unknown set(s) {unknown}; choose from {', '.join(eqa.SETS)}")
+    retriever = _open_book(args)
+    if retriever is not None:
+        if not args.data:
+            return _error("eval", f"--method {retriever} (open book) needs --data DATA, the "
+                          "build folder whose month index is searched")
+        if args.k < 1 or args.input_length < 1:
+            return _error("eval", f"--k and --input-length must be at least 1, got {args.k} "
+                          f"and {args.input_length}")
+    qa_folder = args.qa or (layout.qa_dir(args.data) if args.data else None)
+    if qa_folder is None:
+        return _error("eval", "needs --qa QA (or --data DATA, whose qa/ folder is read)")
+    if not paths.exists(qa_folder):
+        return _error("eval", f"{qa_folder}: no QA folder (run tw-jax evolvingqa generate, or "
+                      "give --qa)")
     label = args.label or args.month
-    files = {qa.task: qa for qa in find_qa_files(args.qa)}
+    files = {qa.task: qa for qa in find_qa_files(qa_folder)}
     names = {UNCHANGED: task_name(UNCHANGED), NEW: task_name(NEW, label),
              EDITED: task_name(EDITED, label)}
     missing = [names[s] for s in wanted if names[s] not in files]
     if missing:
-        return _error("eval", f"{args.qa} has no {', '.join(missing)} "
+        return _error("eval", f"{qa_folder} has no {', '.join(missing)} "
                       f"(found: {', '.join(files) or 'nothing'})")
     rows = {s: files[names[s]].load()[: args.max_questions] for s in wanted}
-    trained = args.trained_through or ("base" if args.method == "initial" else args.month)
+    # Open book: the reader's method sets trained_through, the results name the retriever.
+    reader = args.method if retriever is None else args.reader
+    method = args.method if retriever is None else open_book.result_method(retriever, reader)
+    trained = args.trained_through or ("base" if reader == "initial" else args.month)
     vocabulary = LazyVocabulary("t5", t5_path(None, args.t5_vocab))
     search = gin_search_paths(args)
+    inputs: dict[str, list[open_book.ReaderInput]] = {}
     try:
+        if retriever is not None:
+            month, retrieved = _retrieve_for_eval(args, retriever, rows)
         scored = []
         with eqa.loaded_model([STAGE_GIN["qa"], *args.gin_file], _absolute(args.checkpoint),
                               bindings=args.gin_bindings, search_paths=search) as (module, params):
+            if retriever is not None:
+                budget = open_book.input_budget(module, args.input_length, args.max_answer_tokens)
+                count = open_book.token_counter(module, vocabulary.vocabulary)
+                inputs = {name: open_book.reader_inputs(retrieved[name], count_tokens=count,
+                                                        max_tokens=budget) for name in wanted}
             for name in wanted:
                 scored.append(eqa.score_set(
                     module, params, vocabulary.vocabulary, name, rows[name],
-                    max_new_tokens=args.max_answer_tokens, batch_size=args.batch_size))
-        results = eqa.to_results(args.method, trained, args.month, scored)
+                    max_new_tokens=args.max_answer_tokens, batch_size=args.batch_size,
+                    inputs=[i.text for i in inputs[name]] if inputs else None))
+        results = eqa.to_results(method, trained, args.month, scored)
         path = append_results(args.out, results)
     except (gin_setup.GinConfigError, checkpoints.CheckpointError, FileNotFoundError,
-            ValueError) as error:
+            ValueError, DumpError, UsageError) as error:
         return _error("eval", error)
-    folder = paths.join(args.out, "predictions", f"{args.method}.{trained}.{args.month}")
+    folder = paths.join(args.out, "predictions", f"{method}.{trained}.{args.month}")
     for scores in scored:
-        eqa.write_predictions(folder, scores, rows[scores.name])
-    print(f"EvolvingQA {args.method} trained through {trained}, time step {args.month}:")
+        given = rows[scores.name]
+        eqa.write_predictions(folder, scores, open_book.prediction_rows(given, inputs[scores.name])
+                              if inputs else given)
+    if retriever is not None:
+        found = open_book.figures(retrieved, inputs, args.k)
+        write_json(paths.join(folder, "open_book.json"), {
+            "retriever": retriever, "settings": month.retriever.settings(), "k": args.k,
+            "input_length": budget, "reader": reader, "checkpoint": str(args.checkpoint),
+            "index": {"folder": month.folder, "fingerprint": month.fingerprint,
+                      "passages": len(month.passages), "reused": month.reused},
+            "sets": found})
+        print(f"open book: reader {reader}, top {args.k} {retriever} passages of "
+              f"{args.month}'s index, input cut to {budget} tokens")
+    print(f"EvolvingQA {method} trained through {trained}, time step {args.month}:")
     print(eqa.format_table(scored))
+    if retriever is not None:
+        for name, figures in found.items():
+            rate = {key: "n/a" if value is None else f"{value:.3f}"
+                    for key, value in figures.items()}
+            print(f"{name}: answer recall@{args.k} {rate[f'answer_recall@{args.k}']}, answer in "
+                  f"the reader's input {rate['answer_in_input']}, inputs cut "
+                  f"{rate['truncated']} ({figures['questions']} questions)")
     print(f"{len(results)} results appended to {path}; predictions in {folder}")
     return 0
 

@@ -13,6 +13,11 @@ For one checkpoint (QA fine-tuned, as the paper evaluates) and one time step:
   higher summed log-likelihood wins; a tie goes to the outdated answer (as the reference's
   ``>=``). Pairs whose two answers normalise to the same text are left out of the ranking.
 
+Open book (the paper's DPR row, :mod:`tw_jax.evaluate.open_book`): ``inputs=`` gives the reader
+each question followed by its retrieved passages instead of the question alone; decoding and the
+ranking both read that text, everything else is the same. Without ``inputs`` (closed book)
+nothing changes.
+
 Results (:mod:`tw_jax.evaluate.results`) map EvolvingQA's sets onto the schema's categories:
 Unchanged → ``unchanged``, New → ``new``, Edited → ``updated``, with metrics ``em``/``f1``
 (updated answer), ``em_previous``/``f1_previous`` (outdated answer), ``rank_acc`` (% of pairs
@@ -58,13 +63,25 @@ class SetScores:
     ranked: int = 0  # Edited pairs in the rank classification
 
 
-def qa_rank_items(rows: Sequence[Mapping[str, str]]) -> list[RankItem]:
-    """Updated (gold) against outdated answer for each Edited row whose answers differ."""
+def qa_rank_items(rows: Sequence[Mapping[str, str]],
+                  prompts: Sequence[str] | None = None) -> list[RankItem]:
+    """Updated (gold) against outdated answer for each Edited row whose answers differ, given
+    its question (or its prompt in ``prompts``: the open-book input)."""
+    prompts = _prompts(rows, prompts)
     return [
-        RankItem(row["question"], (row["answer2"], row["answer1"]), gold=0)
-        for row in rows
+        RankItem(prompt, (row["answer2"], row["answer1"]), gold=0)
+        for row, prompt in zip(rows, prompts, strict=True)
         if normalize_answer(row["answer1"]) != normalize_answer(row["answer2"])
     ]
+
+
+def _prompts(rows: Sequence[Mapping[str, str]], prompts: Sequence[str] | None) -> list[str]:
+    """The reader's input per row: its question (closed book) or the given prompt."""
+    if prompts is None:
+        return [row["question"] for row in rows]
+    if len(prompts) != len(rows):
+        raise ValueError(f"{len(prompts)} inputs for {len(rows)} questions")
+    return list(prompts)
 
 
 def qa_rank_classify(
@@ -100,22 +117,25 @@ def qa_rank_classify(
 def score_set(
     model: nn.Module, params: Any, vocabulary: Any, name: str,
     rows: Sequence[Mapping[str, str]], *, max_new_tokens: int = MAX_ANSWER_TOKENS,
-    batch_size: int = 32,
+    batch_size: int = 32, inputs: Sequence[str] | None = None,
 ) -> SetScores:
-    """EM/F1 (and for Edited the outdated-answer scores and the ranking) of one set's rows."""
+    """EM/F1 (and for Edited the outdated-answer scores and the ranking) of one set's rows.
+
+    The reader reads each row's question, or with ``inputs`` the text given for it (open book,
+    :mod:`tw_jax.evaluate.open_book`); decoding and the ranking read the same text."""
     if name not in SETS:
         raise ValueError(f"unknown EvolvingQA set {name!r}; known: {', '.join(SETS)}")
+    prompts = _prompts(rows, inputs)
     scores = SetScores(name, len(rows))
     if not rows:
         return scores
     scores.predictions = decode_answers(
-        model, params, vocabulary, [r["question"] for r in rows],
-        max_new_tokens=max_new_tokens, batch_size=batch_size,
+        model, params, vocabulary, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size,
     )
     if name == EDITED:
         scores.values = qa_scores(scores.predictions, [[r["answer2"]] for r in rows],
                                   [[r["answer1"]] for r in rows])
-        items = qa_rank_items(rows)
+        items = qa_rank_items(rows, prompts)
         scores.ranked = len(items)
         if items:
             ranking = qa_rank_classify(model, params, vocabulary, items, batch_size=batch_size)

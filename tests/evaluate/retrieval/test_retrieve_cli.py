@@ -9,38 +9,18 @@ import json
 from pathlib import Path
 
 import pytest
+from eqa_world import build_eqa_world
 
 from tw_jax.cli import main
 from tw_jax.evaluate.retrieval import base
-from tw_jax.preprocess.diffset.local import build_diffset
-from tw_jax.preprocess.evolvingqa.extract import build_evolvingqa
-from tw_jax.preprocess.probes.finish import ProbeOptions
-from tw_jax.preprocess.probes.local import build_probes
-from tw_jax.sample_world.build import wikidata_dump, wikipedia_dump
 
-# Every fact kept (no caps, no UNCHANGED down-sampling), so the sets are large enough to measure.
-NO_CAPS = ProbeOptions(unchanged_rate=1.0, max_subject_frac=1.0, max_object_frac=1.0,
-                       max_relation_frac=1.0)
 REPORTED = ("unchanged", "new", "edited_updated", "edited_outdated")
 RECALLS = ("answer_recall@1", "answer_recall@5", "answer_recall@20")
 
 
 @pytest.fixture(scope="module")
 def world_data(sample_world, tmp_path_factory) -> Path:
-    root, world = sample_world
-    months = world["months"]
-    out = tmp_path_factory.mktemp("eqa")
-    summary = build_evolvingqa([wikipedia_dump(root, m) for m in months], out)
-    probes = out / "twiki"  # a TemporalWiki data folder: its own DiffSets, then the Probes
-    for old, new, pair in zip(months, months[1:], summary["pairs"], strict=False):
-        build_diffset(wikipedia_dump(root, old), wikipedia_dump(root, new),
-                      probes / pair / "diffset")
-        build_probes(wikidata_dump(root, old), wikidata_dump(root, new), wikipedia_dump(root, new),
-                     probes / pair / "diffset", probes / pair / "probes", options=NO_CAPS,
-                     old_wikipedia=wikipedia_dump(root, old))
-    assert main(["evolvingqa", "generate", "--data", str(out), "--probes", str(probes),
-                 "--finetune-fraction", "0.5"]) == 0
-    return out
+    return build_eqa_world(sample_world, tmp_path_factory.mktemp("eqa"))
 
 
 def _rows(path: Path) -> list[dict]:

@@ -1,0 +1,35 @@
+"""The sample world's EvolvingQA data built offline, as the retrieval and open-book tests use it:
+the EvolvingQA build (passages), the Probes stage with every fact kept (no caps, no UNCHANGED
+down-sampling, so the sets are large enough to measure), then offline QA generation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tw_jax.cli import main
+from tw_jax.preprocess.diffset.local import build_diffset
+from tw_jax.preprocess.evolvingqa.extract import build_evolvingqa
+from tw_jax.preprocess.probes.finish import ProbeOptions
+from tw_jax.preprocess.probes.local import build_probes
+from tw_jax.sample_world.build import wikidata_dump, wikipedia_dump
+
+NO_CAPS = ProbeOptions(unchanged_rate=1.0, max_subject_frac=1.0, max_object_frac=1.0,
+                       max_relation_frac=1.0)
+
+
+def build_eqa_world(sample_world: tuple[Path, dict], out: Path) -> Path:
+    """``out`` holding the build's passages, a TemporalWiki folder ``twiki`` of its own DiffSets
+    and probes, and the QA sets generated offline from those probes."""
+    root, world = sample_world
+    months = world["months"]
+    summary = build_evolvingqa([wikipedia_dump(root, m) for m in months], out)
+    probes = out / "twiki"
+    for old, new, pair in zip(months, months[1:], summary["pairs"], strict=False):
+        build_diffset(wikipedia_dump(root, old), wikipedia_dump(root, new),
+                      probes / pair / "diffset")
+        build_probes(wikidata_dump(root, old), wikidata_dump(root, new), wikipedia_dump(root, new),
+                     probes / pair / "diffset", probes / pair / "probes", options=NO_CAPS,
+                     old_wikipedia=wikipedia_dump(root, old))
+    assert main(["evolvingqa", "generate", "--data", str(out), "--probes", str(probes),
+                 "--finetune-fraction", "0.5"]) == 0
+    return out
