@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
-from tw_jax.errors import UsageError
+from tw_jax.errors import DumpError, UsageError
+from tw_jax.io import paths
 
 # Modules that define the retrievers known by name, imported on first use (see the docstring).
 _MODULES = {
@@ -117,3 +118,19 @@ def retriever_class(name: str) -> type[Retriever]:
     if name not in _REGISTRY:
         raise UsageError(f"unknown retriever {name!r}; known: {', '.join(known_retrievers())}")
     return _REGISTRY[name]
+
+
+def read_index_settings(folder: str, settings_file: str, index_format: int, kind: str
+                        ) -> dict[str, Any]:
+    """The settings JSON a retriever's ``save`` wrote in ``folder``, checked for its format: a
+    missing, unreadable or foreign file is a :class:`DumpError` naming it."""
+    path = paths.join(folder, settings_file)
+    if not paths.exists(path):
+        raise DumpError(path, None, f"no {kind} index here (its settings file is missing)")
+    try:
+        meta = json.loads(paths.read_text(path))
+    except json.JSONDecodeError as error:
+        raise DumpError(path, f"line {error.lineno}", f"not JSON ({error.msg})") from None
+    if not isinstance(meta, dict) or meta.get("format") != index_format:
+        raise DumpError(path, None, f"not a {kind} index of format {index_format}")
+    return meta

@@ -25,7 +25,6 @@ and ``bm25.json`` (settings and vocabulary), written through :mod:`tw_jax.io.ato
 from __future__ import annotations
 
 import io
-import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -33,7 +32,12 @@ from typing import Any
 import numpy as np
 
 from tw_jax.errors import DumpError, UsageError
-from tw_jax.evaluate.retrieval.base import Passage, Retriever, register_retriever
+from tw_jax.evaluate.retrieval.base import (
+    Passage,
+    Retriever,
+    read_index_settings,
+    register_retriever,
+)
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, write_json
 
@@ -182,14 +186,7 @@ class BM25Retriever(Retriever):
     @classmethod
     def load(cls, folder: str) -> BM25Retriever:
         path = paths.join(folder, SETTINGS_FILE)
-        if not paths.exists(path):
-            raise DumpError(path, None, "no BM25 index here (its settings file is missing)")
-        try:
-            meta = json.loads(paths.read_text(path))
-        except json.JSONDecodeError as error:
-            raise DumpError(path, f"line {error.lineno}", f"not JSON ({error.msg})") from None
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise DumpError(path, None, f"not a BM25 index of format {FORMAT}")
+        meta = read_index_settings(folder, SETTINGS_FILE, FORMAT, "BM25")
         try:
             retriever = cls(**meta["settings"])
             names, vocab, count = meta["arrays"], meta["vocab"], int(meta["num_passages"])

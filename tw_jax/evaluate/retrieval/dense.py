@@ -44,7 +44,6 @@ import dataclasses
 import functools
 import hashlib
 import io
-import json
 import math
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -56,7 +55,12 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from tw_jax.errors import DumpError, UsageError
-from tw_jax.evaluate.retrieval.base import Passage, Retriever, register_retriever
+from tw_jax.evaluate.retrieval.base import (
+    Passage,
+    Retriever,
+    read_index_settings,
+    register_retriever,
+)
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, write_json
 from tw_jax.models import sharding
@@ -428,14 +432,7 @@ class DenseRetriever(Retriever):
     @classmethod
     def load(cls, folder: str, mesh: Mesh | None = None) -> DenseRetriever:
         path = paths.join(folder, SETTINGS_FILE)
-        if not paths.exists(path):
-            raise DumpError(path, None, "no DPR index here (its settings file is missing)")
-        try:
-            meta = json.loads(paths.read_text(path))
-        except json.JSONDecodeError as error:
-            raise DumpError(path, f"line {error.lineno}", f"not JSON ({error.msg})") from None
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise DumpError(path, None, f"not a DPR index of format {FORMAT}")
+        meta = read_index_settings(folder, SETTINGS_FILE, FORMAT, "DPR")
         try:
             folders = {side: (paths.join(folder, e["folder"]) if e["relative"] else e["folder"])
                        for side, e in meta["encoders"].items()}
