@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+from collections.abc import Sequence
 
 import gin
 
@@ -37,6 +38,7 @@ __all__ = [
     "MixReviewMixture",
     "MixReviewSchedule",
     "VocabularyNotFoundError",
+    "ensure_registered",
     "register_all",
     "register_published",
     "registered",
@@ -89,6 +91,17 @@ def register_published(
     registrar = Registrar("published")
     vocabularies = _vocabularies(resolve_data_dir(None), t5_vocab, gpt2_vocab)
     return register_release(registrar, folder_or_zip, vocabularies)
+
+
+def ensure_registered(data_dir: str | os.PathLike[str], names: Sequence[str] = ()) -> None:
+    """Registers ``data_dir``'s tasks unless they are the ones registered last and ``names``
+    are among them: an evaluator of a month's probes must read that folder's, and a folder
+    written since (``tw-jax probe-contexts``) is found."""
+    import seqio
+
+    known = {*seqio.TaskRegistry.names(), *seqio.MixtureRegistry.names()}
+    if resolve_data_dir(data_dir) != _last_data_dir[0] or not set(names) <= known:
+        register_all(data_dir)
 
 
 class UnknownTaskError(UsageError):

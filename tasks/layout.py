@@ -35,6 +35,8 @@ GPT2_VOCAB_ENV = "TW_JAX_GPT2_VOCAB"
 
 _PAIR = re.compile(r"^(\d{2})(\d{2})$")
 _MONTH = re.compile(r"^\d{2}$")
+_CONTEXTS = re.compile(r"^probes_([a-z0-9]+)$")
+CONTEXT_MARKER = "stats.json"
 
 
 def join(*parts: str) -> str:
@@ -67,6 +69,18 @@ class Pair:
     @property
     def ssm(self) -> str:
         return join(self.folder, "ssm")
+
+    def context_folders(self) -> dict[str, str]:
+        """``{retriever: folder}`` of the finished open-book probe folders
+        ``probes_<retriever>/`` (``tw-jax probe-contexts``: the probe CSVs with the passages
+        retrieved for each row; finished when its ``stats.json`` exists)."""
+        found = {}
+        for name in sorted(n.rstrip("/") for n in paths.listdir(self.folder)):
+            match = _CONTEXTS.match(name)
+            folder = join(self.folder, name)
+            if match and paths.isfile(join(folder, CONTEXT_MARKER)):
+                found[match.group(1)] = folder
+        return found
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""TWiki-Probes and light-tuning tasks: one example per CSV row, in four formats.
+"""TWiki-Probes and light-tuning tasks: one example per CSV row, in five formats.
 
 For probes ``DATA_DIR/<MMMM>/probes/{category}.csv`` (category unchanged, updated, new,
 deleted; ``changed`` = updated then new, the final paper's CHANGED) and light-tuning sets
@@ -13,6 +13,9 @@ task                                        model    example (``variant`` it sco
 ``twiki_probes_MMMM_{category}_object``     GPT-2    inputs EOS + ``subject relation``, targets
                                                      `` object``: the object alone is scored or
                                                      generated (``object``)
+``twiki_probes_MMMM_{category}_cloze``      GPT-2    targets: EOS + the cloze sentence, the
+                                                     object's tokens scored (rows without a
+                                                     cloze sentence: as ``_object``) (``cloze``)
 ``twiki_probes_MMMM_{category}_ssm``        T5       ``subject relation <extra_id_0>`` →
                                                      ``<extra_id_0> object``; the object's
                                                      tokens are scored (``text`` = ``object``)
@@ -25,16 +28,19 @@ task                                        model    example (``variant`` it sco
 
 One definition of probe perplexity. :func:`probe_spec` says, as text, what a probe's perplexity
 scores: the tokens of a target text overlapping the object's characters (or all of them) given a
-source text. The lifelong runner's report scores exactly that through the model
-(:mod:`tw_jax.evaluate.perplexity`, ``model.span_example``), and the tasks' token features are
-built from the same spec by :func:`probe_features`: ``targets_weights`` (1 = scored) marks the
-scored target tokens, which ``tw-jax eval`` honours, so its ``perplexity`` is the report's
-number (``docs/metrics.md``). T5 inputs and targets end with EOS, never scored; GPT-2 rows start
+source text. The tasks' token features are built from it by :func:`probe_features`:
+``targets_weights`` (1 = scored) marks the scored target tokens, which ``tw-jax eval`` and the
+lifelong runner (both through these tasks' evaluation mixtures and ``seqio.Evaluator``) honour,
+so there is one probe perplexity (``docs/metrics.md``); :mod:`tw_jax.evaluate.perplexity`
+scores the same spec row by row through ``model.span_example``. T5 inputs and targets end with EOS, never scored; GPT-2 rows start
 with EOS standing for BOS, so the first text token is scored too.
 
 Light-tuning tasks are named ``twiki_lighttuning_MMMM_{category}`` with the same suffixes, and
 ``twiki_lighttuning_MMMM_all`` holds the UNCHANGED, UPDATED and NEW sets together (what one
-light-tuning run trains on).
+light-tuning run trains on). Open-book probes (``DATA_DIR/<MMMM>/probes_<retriever>/``, the
+CSVs with a ``context`` column of retrieved passages) are tasks ``twiki_probes_MMMM_<retriever>_
+{category}`` in the same formats: the context is read first (:func:`context_prefix`), the scored
+tokens are the closed-book ones.
 Every example also carries ``subject``, ``relation``, ``object`` and ``previous_object`` (UPDATED
 probes' earlier objects, `` | ``-separated) as strings for the evaluator, and the texts as
 ``inputs_pretokenized``/``targets_pretokenized``. Metrics: perplexity from scores on every
@@ -106,23 +112,33 @@ def probe_spec(row: Mapping[str, str], variant: str, *, sentinel: bool) -> Probe
     ``subject relation object``; ``cloze`` — the object's tokens in the cloze sentence (rows
     without one fall back to ``object``). The object's span includes the space before it, the
     word-boundary mark of its first token.
+
+    A row with a ``context`` (open book: passages retrieved for it, :func:`context_prefix`)
+    reads the context first; the scored tokens are the same text's.
     """
     if variant not in VARIANTS:
         raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
-    obj = row["object"]
+    obj, context = row["object"], context_prefix(row)
     cloze = masked_cloze(row) if variant == "cloze" else None
     if sentinel:
         target = f"{SENTINEL} {obj}"
         source = cloze if cloze is not None else f"{row['subject']} {row['relation']} {SENTINEL}"
-        return ProbeSpec(source, target, ((len(SENTINEL), len(target)),))
+        return ProbeSpec(context + source, target, ((len(SENTINEL), len(target)),))
     if variant == "text":
-        return ProbeSpec("", probe_text(row), None)
+        return ProbeSpec(context, probe_text(row), None)
     if cloze is not None:
         span = object_span(row["cloze"], obj)
-        return ProbeSpec("", row["cloze"], (span,) if span is not None else ())
+        return ProbeSpec(context, row["cloze"], (span,) if span is not None else ())
     prefix = f"{row['subject']} {row['relation']}"
     text = f"{prefix} {obj}"
-    return ProbeSpec("", text, ((len(prefix), len(text)),))
+    return ProbeSpec(context, text, ((len(prefix), len(text)),))
+
+
+def context_prefix(row: Mapping[str, str]) -> str:
+    """``"<context> "`` for a row with retrieved passages in ``context``, else ``""``: what an
+    open-book reader reads before the probe (``tw-jax probe-contexts`` writes the column)."""
+    context = " ".join(str(row.get("context") or "").split())
+    return f"{context} " if context else ""
 
 
 def _real(vocabulary: Any) -> Any:
@@ -166,26 +182,31 @@ def probe_features(
     return {"inputs": row[:first], "targets": row[first:], TARGETS_WEIGHTS: weights[first:]}
 
 
-# --- the four formats ------------------------------------------------------------------------
+# --- the five formats ------------------------------------------------------------------------
 
 
 def format_lm(row: Mapping[str, str]) -> dict[str, str]:
-    return {"targets": probe_text(row), **_passthrough(row)}
+    return {"targets": context_prefix(row) + probe_text(row), **_passthrough(row)}
 
 
 def format_lm_object(row: Mapping[str, str]) -> dict[str, str]:
     # The leading space belongs to the object: byte-level BPE then splits the text exactly as
     # it splits the whole probe, so prefix + object tokens are the probe's tokens.
     return {
-        "inputs": f"{row['subject']} {row['relation']}",
+        "inputs": f"{context_prefix(row)}{row['subject']} {row['relation']}",
         "targets": f" {row['object']}",
         **_passthrough(row),
     }
 
 
+def format_lm_cloze(row: Mapping[str, str]) -> dict[str, str]:
+    spec = probe_spec(row, "cloze", sentinel=False)
+    return {"targets": spec.source + spec.target, **_passthrough(row)}
+
+
 def format_ssm(row: Mapping[str, str]) -> dict[str, str]:
     return {
-        "inputs": f"{row['subject']} {row['relation']} {SENTINEL}",
+        "inputs": f"{context_prefix(row)}{row['subject']} {row['relation']} {SENTINEL}",
         "targets": f"{SENTINEL} {row['object']}",
         **_passthrough(row),
     }
@@ -195,7 +216,7 @@ def format_ssm_cloze(row: Mapping[str, str]) -> dict[str, str]:
     example = format_ssm(row)
     cloze = masked_cloze(row)
     if cloze is not None:
-        example["inputs"] = cloze
+        example["inputs"] = context_prefix(row) + cloze
     return example
 
 
@@ -219,6 +240,7 @@ class ProbeFormat:
 FORMATS: tuple[ProbeFormat, ...] = (
     ProbeFormat("", "gpt2", format_lm, "text", False),
     ProbeFormat("_object", "gpt2", format_lm_object, "object", True),
+    ProbeFormat("_cloze", "gpt2", format_lm_cloze, "cloze", False),
     ProbeFormat("_ssm", "t5", format_ssm, "text", True),
     ProbeFormat("_ssm_cloze", "t5", format_ssm_cloze, "cloze", True),
 )
@@ -323,7 +345,7 @@ def register_row_tasks(
     vocabularies: Mapping[str, seqio.Vocabulary],
     splits: Sequence[str],
 ) -> list[str]:
-    """The four formats of one CSV (see the module docstring); returns the task names."""
+    """The five formats of one CSV (see the module docstring); returns the task names."""
     names = []
     for fmt in FORMATS:
         metric_fns = [metrics.perplexity] + ([metrics.squad] if fmt.generates else [])

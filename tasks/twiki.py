@@ -11,8 +11,9 @@ Per month pair MMMM:
   and NON-TWiki-DiffSets perplexities), each task keeping its own metrics.
 - ``twiki_mixreview_MMMM_{ssm,lm}``: the DiffSet mixed with the initial snapshot
   (:mod:`tw_jax.tasks.mixreview`).
-- probe and light-tuning tasks and their evaluation mixtures ``twiki_probes_MMMM[_object|_ssm|
-  _ssm_cloze]`` (:mod:`tw_jax.tasks.probes`).
+- probe and light-tuning tasks and their evaluation mixtures ``twiki_probes_MMMM[_object|_cloze|
+  _ssm|_ssm_cloze]`` (:mod:`tw_jax.tasks.probes`), and the open-book probes
+  ``twiki_probes_MMMM_<retriever>[...]`` of ``<MMMM>/probes_<retriever>/``.
 
 Per month MM with a full snapshot: ``twiki_full_MM_ssm`` and ``twiki_full_MM_lm`` (FULL training
 and the initial pretraining). Corpus tasks have a ``train`` and a ``validation`` split over the
@@ -130,6 +131,10 @@ def register_layout(
             )
         if layout.has(pair.probes):
             register_probe_folder(registrar, name, pair.probes, vocabularies, _lister(pair.probes))
+        for retriever, folder in pair.context_folders().items():
+            # open book: twiki_probes_<MMMM>_<retriever>[_<category>][<format>]
+            register_probe_folder(registrar, f"{name}_{retriever}", folder, vocabularies,
+                                  _lister(folder))
     for month, snapshot in layout.snapshots.items():
         if snapshot.text_pattern:
             register_lm_task(

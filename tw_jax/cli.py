@@ -35,6 +35,7 @@ _STAGES: tuple[str, ...] = (
     "tw_jax.evaluate.lifelong_cli",
     "tw_jax.train.cli",
     "tw_jax.evaluate.eval_cli",
+    "tw_jax.evaluate.probe_contexts_cli",
     "tw_jax.benchmarks.ckl_cli",
     "tw_jax.benchmarks.ecbd_cli",
     "tw_jax.benchmarks.evolvingqa_cli",
@@ -86,6 +87,8 @@ EXAMPLES: dict[str, str] = {
                        "--method full --out results/",
     "evolvingqa retrieve": "tw-jax evolvingqa retrieve --data eqa/ --month 0809 --retriever bm25 "
                            "--k 20 --out retrieval/",
+    "probe-contexts": "tw-jax probe-contexts --data demo_out/data --month 0809 --retriever bm25 "
+                      "--k 5 --context-words 100",
     "demo": "tw-jax demo --out demo_out",
 }
 

@@ -29,8 +29,10 @@ _OBJECT_ALIASES = ("object", "objective")
 def read_probe_rows(handle: IO[str], name: str) -> list[dict[str, str]]:
     """Rows of a probes CSV (ours or the published ``subject,relation,object``), validated.
 
-    Missing optional columns read as empty; a row with the wrong number of fields or an empty
-    subject, relation or object raises :class:`DumpError` naming ``name`` and the line.
+    Missing optional columns read as empty; columns beyond :data:`PROBE_FIELDS` (``subject_id``,
+    a retrieved ``context`` …) are kept after them, in the header's order; a row with the wrong
+    number of fields or an empty subject, relation or object raises :class:`DumpError` naming
+    ``name`` and the line.
     """
     reader = csv_rows(handle, name)
     try:
@@ -54,6 +56,8 @@ def read_probe_rows(handle: IO[str], name: str) -> list[dict[str, str]]:
             raise DumpError(name, f"line {line}", f"{len(fields)} fields, header has {len(header)}")
         row = {f: fields[columns[f]] if f in columns else "" for f in PROBE_FIELDS}
         row["object"] = fields[columns[object_column]]
+        row.update((c, fields[i]) for c, i in columns.items()
+                   if c and c not in row and c not in _OBJECT_ALIASES)
         empty = [f for f in ("subject", "relation", "object") if not row[f].strip()]
         if empty:
             raise DumpError(name, f"line {line}", f"empty {', '.join(empty)}")

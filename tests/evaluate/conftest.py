@@ -37,12 +37,33 @@ def _corpus() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def vocabs(tmp_path_factory) -> dict:
+def vocab_files(tmp_path_factory) -> dict:
+    """``{"gpt2": folder, "t5": spiece.model}`` of the tests' tiny vocabularies."""
     from tw_jax.data.vocab_training import write_demo_vocabularies
+
+    return write_demo_vocabularies(_corpus(), tmp_path_factory.mktemp("eval_vocabs"))
+
+
+@pytest.fixture(scope="session")
+def vocabs(vocab_files) -> dict:
     from tw_jax.data.vocabularies import gpt2_vocabulary, t5_vocabulary
 
-    paths = write_demo_vocabularies(_corpus(), tmp_path_factory.mktemp("eval_vocabs"))
-    return {"gpt2": gpt2_vocabulary(paths["gpt2"]), "t5": t5_vocabulary(paths["t5"])}
+    return {"gpt2": gpt2_vocabulary(vocab_files["gpt2"]),
+            "t5": t5_vocabulary(vocab_files["t5"])}
+
+
+@pytest.fixture()
+def register_probes(vocab_files):
+    """``register(data_dir)``: the folder's tasks with the tests' vocabularies (what
+    :func:`tw_jax.evaluate.month_eval.evaluate_month` evaluates through)."""
+    import tw_jax.tasks
+
+    def register(data_dir) -> list[str]:
+        return tw_jax.tasks.register_all(str(data_dir), t5_vocab=str(vocab_files["t5"]),
+                                         gpt2_vocab=str(vocab_files["gpt2"]))
+
+    yield register
+    tw_jax.tasks.register_all(None)
 
 
 @pytest.fixture(scope="session")

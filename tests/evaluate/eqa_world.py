@@ -33,3 +33,20 @@ def build_eqa_world(sample_world: tuple[Path, dict], out: Path) -> Path:
     assert main(["evolvingqa", "generate", "--data", str(out), "--probes", str(probes),
                  "--finetune-fraction", "0.5"]) == 0
     return out
+
+
+def tiny_dpr_encoders(folder: Path, words: list[str]) -> tuple[Path, Path]:
+    """(question encoder, ctx encoder) Hugging Face folders of tiny random DPR encoders over a
+    word-piece vocabulary of ``words`` (after the five special tokens)."""
+    from tw_jax.evaluate.retrieval.base import Passage
+    from tw_jax.evaluate.retrieval.dense import DenseRetriever
+    from tw_jax.models.bert import BertConfig
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=256,
+                        dropout_rate=0.0, attention_dropout=0.0)
+    encoders = DenseRetriever.random(0, config, vocab)
+    encoders.build([Passage("0", "", "the capital")])
+    encoders.save(str(folder))
+    return folder / "question_encoder", folder / "ctx_encoder"

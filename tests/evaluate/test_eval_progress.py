@@ -1,5 +1,6 @@
 """Evaluation says how far it is: off a terminal, a plain line per interval over the month's
-examples (every probe once per metric group), and a closing line; nothing when it is quick."""
+examples (every example of each probe mixture once per model function, the rank rows), and a
+closing line; nothing when it is quick."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def probe_data(tmp_path):
 
 
 def test_a_month_reports_its_examples_and_its_end(probe_data, random_gpt2, gpt2_vocab,
-                                                   capsys, monkeypatch):
+                                                   register_probes, capsys, monkeypatch):
+    register_probes(probe_data)
     monkeypatch.setenv("TW_JAX_PROGRESS_SECONDS", "0")  # a line at every update
     model, params = random_gpt2
     settings = EvalSettings(groups=("ppl", "rank"), batch_size=4)
@@ -40,19 +42,23 @@ def test_a_month_reports_its_examples_and_its_end(probe_data, random_gpt2, gpt2_
     assert ("changed", "ppl") in values and ("updated", "rank_acc") in values
     lines = [re.sub(r"\([\d,.]+ ", "(N ", line)
              for line in capsys.readouterr().err.splitlines()]
-    # ppl: 2 unchanged, 1 updated, 1 new; rank: every category's rows count, scored or not
+    # ppl, the mixture's tasks in name order: changed 2, new 1, unchanged 2, updated 1; rank:
+    # every category's rows count, scored or not (unchanged 2, updated 1, new 1)
     assert lines == [
         "evaluating 0809: 2 examples (N examples/s)",
         "evaluating 0809: 3 examples (N examples/s)",
-        "evaluating 0809: 4 examples (N examples/s)",
+        "evaluating 0809: 5 examples (N examples/s)",
         "evaluating 0809: 6 examples (N examples/s)",
-        "evaluating 0809: 7 examples (N examples/s)",
         "evaluating 0809: 8 examples (N examples/s)",
-        "evaluating 0809: 8 examples (N examples/s) done",
+        "evaluating 0809: 9 examples (N examples/s)",
+        "evaluating 0809: 10 examples (N examples/s)",
+        "evaluating 0809: 10 examples (N examples/s) done",
     ]
 
 
-def test_a_quick_month_prints_nothing(probe_data, random_gpt2, gpt2_vocab, capsys):
+def test_a_quick_month_prints_nothing(probe_data, random_gpt2, gpt2_vocab, register_probes,
+                                      capsys):
+    register_probes(probe_data)
     model, params = random_gpt2
     evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809",
                    EvalSettings(groups=("ppl",), batch_size=4))

@@ -73,7 +73,7 @@ EXPECTED = sorted(
     + [
         f"twiki_probes_0809_{category}{suffix}"
         for category in ("changed", "unchanged")
-        for suffix in ("", "_object", "_ssm", "_ssm_cloze")
+        for suffix in ("", "_object", "_cloze", "_ssm", "_ssm_cloze")
     ]
 )
 

@@ -15,7 +15,7 @@ from tw_jax.errors import DumpError
 from tw_jax.tasks import metrics
 
 PAIRS = ("0809", "0910", "1011")
-FORMATS = ("", "_object", "_ssm", "_ssm_cloze")
+FORMATS = ("", "_object", "_cloze", "_ssm", "_ssm_cloze")
 CATEGORIES = ("unchanged", "updated", "new", "deleted", "changed")
 
 
@@ -78,7 +78,7 @@ def test_every_task_of_the_layout_is_registered(twiki):
             lighttuning = seqio.get_mixture_or_task(f"twiki_lighttuning_{pair}{suffix}")
             assert [t.name for t in lighttuning.tasks] == sorted(
                 f"twiki_lighttuning_{pair}_{c}{suffix}" for c in tuned)
-    assert len(names) == 3 * (5 + 2 * 5 * 4 + 4 + 1 + 2 * 4) + 4 * 2
+    assert len(names) == 3 * (5 + 2 * 5 * 5 + 5 + 1 + 2 * 5) + 4 * 2
     assert set(seqio.TaskRegistry.names()) | set(seqio.MixtureRegistry.names()) >= names
     # Mix-Review replays the INITIAL snapshot (08) for every pair, found along the chain.
     for pair in PAIRS:
@@ -173,10 +173,11 @@ def test_probe_tasks_yield_one_example_per_csv_row(twiki, vocabularies, category
     else:
         rows = csv_rows(folder / f"{category}.csv")
     t5, gpt2 = vocabularies["t5"], vocabularies["gpt2"]
-    full, obj, ssm, cloze = (examples(f"twiki_probes_0809_{category}{s}") for s in FORMATS)
-    assert len(full) == len(obj) == len(ssm) == len(cloze) == len(rows)
-    for row, a, b, c, d in zip(rows, full, obj, ssm, cloze, strict=True):
-        for example in (a, b, c, d):
+    full, obj, lm_cloze, ssm, cloze = (examples(f"twiki_probes_0809_{category}{s}")
+                                       for s in FORMATS)
+    assert len(full) == len(obj) == len(lm_cloze) == len(ssm) == len(cloze) == len(rows)
+    for row, a, b, e, c, d in zip(rows, full, obj, lm_cloze, ssm, cloze, strict=True):
+        for example in (a, b, c, d, e):
             for key in ("subject", "relation", "object", "previous_object"):
                 assert example[key].decode() == row[key]
         # GPT-2: EOS as BOS, then the probe text, every text token scored.
@@ -187,6 +188,15 @@ def test_probe_tasks_yield_one_example_per_csv_row(twiki, vocabularies, category
         assert b["inputs"].tolist() + b["targets"].tolist() == a["targets"].tolist()
         assert gpt2.decode(b["targets"].tolist()) == " " + row["object"]
         assert b["targets_weights"].tolist() == [1] * len(b["targets"])
+        # GPT-2 cloze: EOS, the cloze sentence, only the object's tokens scored (no cloze
+        # sentence holding the object: the object format's row).
+        scored = [t for t, w in zip(e["targets"].tolist(), e["targets_weights"].tolist(),
+                                    strict=True) if w]
+        assert gpt2.decode(scored).strip() == row["object"]  # with its space, if any
+        if row["object"] in row["cloze"]:
+            assert e["targets"].tolist() == [gpt2.eos_id, *gpt2.encode(row["cloze"])]
+        else:
+            assert e["targets"].tolist() == a["targets"].tolist()
         # T5: the object's pieces are scored, not the sentinel, not EOS.
         for example in (c, d):
             assert example["targets_weights"].tolist() == [0] + [1] * (len(c["targets"]) - 2) + [0]

@@ -44,6 +44,7 @@ import sys
 from typing import Any
 
 from tw_jax.cli_parser import OneLineErrorParser, add_gin_flags, gin_search_paths
+from tw_jax.evaluate.retrieval.options import add_retriever_options, retriever_from_args
 from tw_jax.io import paths
 from tw_jax.io.cli_paths import input_path, output_path
 
@@ -79,16 +80,6 @@ def _output_file(text: str) -> str:
     folder is (a bucket must exist)."""
     resolved = paths.resolve(text)
     return paths.join(output_path(paths.parent(resolved)), paths.as_path(resolved).name)
-
-
-def _retriever_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """The retrievers' own options, the same for ``retrieve`` and open-book ``eval``."""
-    parser.add_argument("--question-encoder", default=None, type=input_path, metavar="DIR",
-                        help="dpr: the question encoder (Hugging Face folder)")
-    parser.add_argument("--ctx-encoder", default=None, type=input_path, metavar="DIR",
-                        help="dpr: the passage (context) encoder (Hugging Face folder)")
-    parser.add_argument("--bm25-k1", type=float, default=1.5, help="bm25: k1 (default 1.5)")
-    parser.add_argument("--bm25-b", type=float, default=0.75, help="bm25: b (default 0.75)")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -211,7 +202,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     book.add_argument("--reader", default="initial", metavar="METHOD",
                       help="the reader checkpoint's method: results name initial's run bm25 "
                            "(dpr), another's <reader>-bm25 (default initial)")
-    _retriever_options(book)
+    add_retriever_options(book)
     book.add_argument("--rebuild-index", action="store_true", help="rebuild the month's index")
     evaluate.set_defaults(func=run_eval)
 
@@ -232,7 +223,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                           help="the sets' file label, new_<LABEL>.csv (default --month)")
     retrieve.add_argument("--retriever", default="bm25", metavar="bm25|dpr",
                           help="retriever (default bm25)")
-    _retriever_options(retrieve)
+    add_retriever_options(retrieve)
     retrieve.add_argument("--k", type=int, default=20,
                           help="passages kept per question in retrieved_<set>.jsonl")
     retrieve.add_argument("--sets", default="unchanged,new,edited", help="sets to retrieve for")
@@ -398,7 +389,7 @@ def _retrieve_for_eval(args: argparse.Namespace, name: str,
     from tw_jax.evaluate import open_book
     from tw_jax.evaluate.retrieval import index
 
-    retriever = _retriever(argparse.Namespace(**{**vars(args), "retriever": name}))
+    retriever = retriever_from_args(args, name)
     month = index.month_index(args.data, args.month, retriever, force=args.rebuild_index)
     print(f"{name} index of {args.month}: {len(month.passages)} passages, "
           f"{'reused' if month.reused else 'built'} in {month.seconds:.2f} s ({month.folder})")
@@ -503,21 +494,6 @@ def run_eval(args: argparse.Namespace) -> int:
 # --- retrieve -----------------------------------------------------------------------------
 
 
-def _retriever(args: argparse.Namespace) -> Any:
-    """The retriever the flags ask for (its module imported on use: dpr needs the dense one)."""
-    from tw_jax.errors import UsageError
-    from tw_jax.evaluate.retrieval import retriever_class
-
-    cls = retriever_class(args.retriever)
-    if args.retriever == "bm25":
-        return cls(k1=args.bm25_k1, b=args.bm25_b)
-    if args.retriever == "dpr":
-        if not (args.question_encoder and args.ctx_encoder):
-            raise UsageError("--retriever dpr needs --question-encoder DIR and --ctx-encoder DIR")
-        return cls(question_encoder=args.question_encoder, ctx_encoder=args.ctx_encoder)
-    return cls()
-
-
 def _qa_sets(args: argparse.Namespace,
              wanted: list[str]) -> tuple[str, dict[str, list[dict[str, str]]]]:
     """(the QA folder, set → rows) for the month's label, as ``eval`` finds them."""
@@ -549,7 +525,7 @@ def run_retrieve(args: argparse.Namespace) -> int:
     if args.k < 1:
         return _error("retrieve", f"--k must be at least 1, got {args.k}")
     try:
-        retriever = _retriever(args)
+        retriever = retriever_from_args(args)
         qa, sets = _qa_sets(args, wanted)
         month = index.month_index(args.data, args.month, retriever, force=args.force)
         print(f"{args.retriever} index of {args.month}: {len(month.passages)} passages, "

@@ -18,6 +18,11 @@ For the month pairs ``m_1 < m_2 < …`` (a chain: each pair starts where the pre
    (full) or the Mix-Review mixture ``twiki_mixreview_<m_i>_{objective}`` (mixreview), into
    ``OUT/checkpoints/<method>/<m_i>/`` (its MODEL_DIR). Then score the checkpoint on ``m_i``'s
    probes, or with ``eval_matrix`` on every month's probes (TemporalWiki Fig. 5).
+3. Open book (methods ``bm25``, ``dpr``: a retriever's name) trains nothing: for each month,
+   INITIAL reads that month's probes with the passages the retriever found for them in that
+   month's snapshot (``DATA/<m_i>/probes_<retriever>/``, written by ``tw-jax
+   probe-contexts``), recorded as trained through ``m_i``, so the report puts "update the
+   index" next to "update the weights". Only the probe groups (``ppl*``, ``qa``) apply.
 
 How long an update trains. By default ``TRAIN_STEPS`` steps, the same for every method. With the
 gin macro ``TRAIN_EPOCHS`` (in a gin file, or ``--gin.TRAIN_EPOCHS=1``) each monthly update is
@@ -64,6 +69,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import logging
 import math
 import re
@@ -83,8 +89,11 @@ from tw_jax.evaluate.groups import (
     LIGHTTUNED_METRICS,
     METRIC_GROUPS,
     MIXREVIEW,
+    OPEN_BOOK,
+    OPEN_BOOK_GROUPS,
     TRAINS_ON,
 )
+from tw_jax.evaluate.mixture_eval import MixtureEvaluators
 from tw_jax.evaluate.month_eval import BlockCache, EvalSettings, evaluate_month
 from tw_jax.evaluate.results import BASE, NO_MONTH, Result, append_results, results_path
 from tw_jax.evaluate.runs import ModelSource, loaded_run
@@ -149,6 +158,8 @@ class LifelongSummary:
     appended: int = 0
     skipped: dict[str, str] = field(default_factory=dict)
     _blocks: BlockCache | None = None
+    # the probe mixtures' tokenised examples, for every checkpoint of the run
+    evaluators: MixtureEvaluators = field(default_factory=MixtureEvaluators)
 
     def block_cache(self, options: LifelongOptions, settings: EvalSettings) -> BlockCache:
         """One cache of proper-noun blocks per run, kept under ``OUT/propn_blocks``."""
@@ -326,6 +337,7 @@ def _score(
     options: LifelongOptions, run: TrainConfig, model_dir: str, months: Sequence[str],
     groups: Mapping[str, Sequence[str]], data_dir: str, vocabulary_task: str,
     summary: LifelongSummary, rename: Mapping[str, str] | None = None,
+    source: str | None = None,
 ) -> dict[str, list[tuple[str, str, float]]]:
     """``{month: [(category, metric, value)]}`` of one checkpoint for each month's groups."""
 
@@ -337,8 +349,10 @@ def _score(
             settings = _settings(options, groups[month])
             if not settings.groups:
                 continue
-            values, skipped = evaluate_month(loaded.module, loaded.params, vocabulary, data_dir, month,
-                                             settings, summary.block_cache(options, settings))
+            values, skipped = evaluate_month(
+                loaded.model, loaded.params, vocabulary, data_dir, month, settings,
+                summary.block_cache(options, settings), mesh=loaded.run.mesh,
+                evaluators=summary.evaluators, source=source)
             for category, reason in skipped.items():
                 summary.skipped[f"{month}/{category}"] = reason
             scored[month] = [
@@ -390,10 +404,13 @@ def _lighttune(
 def _record(
     options: LifelongOptions, files: Sequence[str], state_path: str, state: dict[str, Any],
     method: str, trained_through: str, months: Sequence[str], data_dir: str,
-    vocabulary_task: str, summary: LifelongSummary,
+    vocabulary_task: str, summary: LifelongSummary, source: str | None = None,
 ) -> None:
-    """Append the missing scores (and the training time) of one update, then its state."""
+    """Append the missing scores (and the training time) of one update, then its state;
+    ``source``: the retriever of an open-book method (its probe groups only)."""
     requested = list(options.metrics)
+    if source is not None:
+        requested = [g for g in requested if g in OPEN_BOOK_GROUPS]
     done = state.setdefault("groups", {})
     missing = {m: [g for g in requested if g not in _done_groups(state, m)] for m in months}
     pending = [m for m in months if missing[m]]
@@ -401,7 +418,7 @@ def _record(
     if pending:
         run = _gin_run(options, files)
         scored = _score(options, run, state["model_dir"], pending, missing, data_dir,
-                        vocabulary_task, summary)
+                        vocabulary_task, summary, source=source)
         for month in pending:
             if LIGHTTUNE not in missing[month]:
                 continue
@@ -482,6 +499,44 @@ def _initial_step(
     return state["model_dir"]
 
 
+def _open_book(options: LifelongOptions, method: str, months: Sequence[str], data_dir: str,
+               initial: str, summary: LifelongSummary) -> None:
+    """Retrieval instead of training: INITIAL reads each month's probes with the passages
+    ``method`` (a retriever) found for them in that month's snapshot (``tw-jax
+    probe-contexts``), recorded as trained through that month: update the index, not the
+    weights (EvolvingQA's DPR row, for TemporalWiki)."""
+    files = options.initial_gin_files or default_initial_gin_files(options.gin_files)
+    for group in options.metrics:
+        if group not in OPEN_BOOK_GROUPS:
+            summary.skipped[f"{method}/{group}"] = (
+                "open book changes the reader's input, not its weights: INITIAL's figure")
+    for month in months:
+        marker = paths.join(data_dir, month, f"probes_{method}", "stats.json")
+        if not paths.isfile(marker):
+            raise LifelongError(
+                f"{marker}: no {method} contexts for {month} (run tw-jax probe-contexts "
+                f"--data {data_dir} --month {month} --retriever {method})")
+        state_path = _state_path(options.out_dir, method, month)
+        state = _read_state(state_path) or {
+            "model_dir": initial, "reader": INITIAL, "retriever": method, "evaluated": [],
+            "train_seconds": _index_seconds(marker), "seconds_recorded": False}
+        _record(options, files, state_path, state, method, month, [month], data_dir,
+                f"twiki_diffset_{months[0]}_{{objective}}", summary, source=method)
+
+
+def _index_seconds(contexts_marker: str) -> float:
+    """What updating the index of a month cost: the build time its completion marker records
+    (the open-book methods' ``train_seconds``, the Time column next to the trained methods)."""
+    stats = json.loads(paths.read_text(contexts_marker))
+    index = stats.get("index", {})
+    if not index.get("reused", True):
+        return float(index["seconds"])
+    marker = paths.join(str(index.get("folder", "")), "index.json")
+    if index.get("folder") and paths.isfile(marker):
+        return float(json.loads(paths.read_text(marker)).get("build_seconds", 0.0))
+    return 0.0
+
+
 def run_lifelong(options: LifelongOptions) -> LifelongSummary:
     """Run (or resume) the lifelong schedule of one method; see the module docstring."""
     months = check_months(options.months)
@@ -491,7 +546,7 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
     unknown = [m for m in options.metrics if m not in METRIC_GROUPS]
     if unknown:
         raise LifelongError(f"unknown metric(s) {unknown}; known: {', '.join(METRIC_GROUPS)}")
-    tasks = {} if method == INITIAL else {
+    tasks = {} if method in (INITIAL, *OPEN_BOOK) else {
         m: training_task(method, m, options.train_on) for m in months
     }
     # Checkpoints are found by absolute path; a URL stays a URL (never pathlib: gs:// → gs:/).
@@ -515,6 +570,9 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
 
     previous = _initial_step(options, method, months, data_dir, summary)
     if method == INITIAL:
+        return summary
+    if method in OPEN_BOOK:
+        _open_book(options, method, months, data_dir, previous, summary)
         return summary
     for month in months:
         state_path = _state_path(options.out_dir, method, month)

@@ -63,7 +63,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--eval-batch-size", type=int, default=32,
                         help="probes scored per batch (default 32)")
     parser.add_argument("--max-probes", type=int, default=None, metavar="N",
-                        help="score only the first N probes of each category (smoke runs)")
+                        help="score only the first N probes of each category (smoke runs; CHANGED: "
+                        "the first N of UPDATED then NEW, seqio's num_examples)")
     parser.add_argument("--beam-size", type=int, default=1,
                         help="qa: 1 decodes greedily, more runs beam search (default 1)")
     parser.add_argument("--max-new-tokens", type=int, default=10,

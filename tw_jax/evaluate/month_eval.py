@@ -7,8 +7,8 @@ of :mod:`tw_jax.evaluate.results`:
 group          result metrics                                  categories
 =============  ==============================================  ====================================
 ``ppl``        ``ppl`` (probe text; T5: object given prompt)   unchanged, updated, new, deleted,
-``ppl_object`` ``ppl_object``                                  changed (= UPDATED + NEW rows
-``ppl_cloze``  ``ppl_cloze``                                   pooled, so its mean is exact)
+``ppl_object`` ``ppl_object``                                  changed (= UPDATED then NEW
+``ppl_cloze``  ``ppl_cloze``                                   rows)
 ``qa``         ``em``, ``f1``; ``em_previous``/``f1_previous``  same; the ``_previous`` pair only
                on rows with a previous object                  where rows have previous objects
 ``rank``       ``rank_acc``, ``rank_acc_norm``: new object vs  categories with previous objects
@@ -16,14 +16,19 @@ group          result metrics                                  categories
 ``propn``      ``propn_ppl_diffset``, ``propn_ppl_nondiff``    ``diffset``, ``nondiff``
 =============  ==============================================  ====================================
 
-Probe rows come from ``DATA/<MMMM>/probes/<category>.csv``; proper-noun perplexity from the
-month's DiffSet (``diffset.jsonl``) and NON-DiffSet (``unchanged.jsonl``) articles cut into
-``propn_instances`` blocks of ``propn_length`` tokens (:mod:`tw_jax.evaluate.propn`). Tagging a
-corpus with spaCy costs far more than scoring it, so :class:`BlockCache` tags each (month,
-corpus) once per vocabulary and keeps the sampled blocks in its folder (local or in a bucket,
-beside the run's results) for every later checkpoint and rerun. The data folder may be local or
-in a bucket too: every file here is read through :mod:`tw_jax.io.paths`. A category without rows
-is skipped and named; nothing is silently dropped.
+The probe groups (``ppl*`` and ``qa``) are measured as any seqio user measures them:
+``seqio.Evaluator`` on the month's probe mixtures with tw_jax's model functions
+(:mod:`tw_jax.evaluate.mixture_eval`), so the numbers are the probe tasks' metric functions,
+``tw-jax eval``'s. ``changed`` is its own task (UPDATED then NEW rows), so its mean is exact.
+Rank classification reads the probe rows of ``DATA/<MMMM>/probes/<category>.csv``; proper-noun
+perplexity the month's DiffSet (``diffset.jsonl``) and NON-DiffSet (``unchanged.jsonl``)
+articles cut into ``propn_instances`` blocks of ``propn_length`` tokens
+(:mod:`tw_jax.evaluate.propn`). Tagging a corpus with spaCy costs far more than scoring it, so
+:class:`BlockCache` tags each (month, corpus) once per vocabulary and keeps the sampled blocks in
+its folder (local or in a bucket, beside the run's results) for every later checkpoint and rerun.
+The data folder may be local or in a bucket too: every file here is read through
+:mod:`tw_jax.io.paths`. A category without rows is skipped and named; nothing is silently
+dropped.
 """
 
 from __future__ import annotations
@@ -31,19 +36,29 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+import tw_jax.tasks
 from tw_jax.errors import DumpError
 from tw_jax.evaluate import propn
-from tw_jax.evaluate.groups import GROUPS, PPL_VARIANTS
-from tw_jax.evaluate.perplexity import mean_perplexity, probe_perplexities
+from tw_jax.evaluate.groups import GROUPS
+from tw_jax.evaluate.mixture_eval import (
+    FormRun,
+    MixtureEvaluators,
+    mixture_name,
+    plan_forms,
+    probe_forms,
+    run_forms,
+    task_category,
+)
 from tw_jax.evaluate.propn import propn_perplexity
-from tw_jax.evaluate.qa import PROTOCOLS, previous_answers, probe_answers, qa_scores
+from tw_jax.evaluate.qa import PROTOCOLS
 from tw_jax.evaluate.rank import probe_rank_items, rank_classify
+from tw_jax.evaluate.seqio_eval import SeqioModel
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 from tw_jax.io.progress import progress
@@ -104,38 +119,6 @@ def _with_changed(per_category: Mapping[str, list]) -> dict[str, list]:
     if pooled:
         out[CHANGED] = pooled
     return out
-
-
-def _perplexities(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
-                  group: str, settings: EvalSettings, bar: Any) -> Values:
-    per_row = {}
-    for c, r in rows.items():
-        if r:
-            per_row[c] = list(probe_perplexities(module, params, vocabulary, r,
-                                                 PPL_VARIANTS[group],
-                                                 batch_size=settings.batch_size))
-            bar.update(len(r))
-    return {(c, group): mean_perplexity(v) for c, v in _with_changed(per_row).items()}
-
-
-def _qa(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
-        settings: EvalSettings, bar: Any) -> Values:
-    predicted = {}
-    for category, category_rows in rows.items():
-        if category_rows:
-            answers = probe_answers(module, params, vocabulary, category_rows,
-                                    protocol=settings.qa_protocol,
-                                    max_new_tokens=settings.max_new_tokens,
-                                    beam_size=settings.beam_size,
-                                    batch_size=settings.batch_size)
-            predicted[category] = list(zip(category_rows, answers, strict=True))
-            bar.update(len(category_rows))
-    values: Values = {}
-    for category, pairs in _with_changed(predicted).items():
-        scores = qa_scores([p for _, p in pairs], [[r["object"]] for r, _ in pairs],
-                           [previous_answers(r) for r, _ in pairs])
-        values.update({(category, metric): value for metric, value in scores.items()})
-    return values
 
 
 def _rank(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
@@ -230,55 +213,94 @@ def _propn(module: Any, params: Any, vocabulary: Any, data_dir: str, month: str,
 
 
 def evaluate_month(
-    module: Any, params: Any, vocabulary: Any, data_dir: str, month: str,
-    settings: EvalSettings, cache: BlockCache | None = None,
+    model: Any, params: Any, vocabulary: Any, data_dir: str, month: str,
+    settings: EvalSettings, cache: BlockCache | None = None, *, mesh: Any = None,
+    evaluators: MixtureEvaluators | None = None, source: str | None = None,
 ) -> tuple[Values, dict[str, str]]:
     """``{(category, metric): value}`` of one checkpoint on ``month``, and what was skipped
-    (``{category: reason}``)."""
+    (``{category: reason}``).
+
+    ``model`` (a model object, config or module) with ``params`` on ``mesh`` (None: one
+    device). The probe groups go through the month's probe mixtures (registered for
+    ``data_dir`` here when they are not); ``evaluators`` keeps their tokenised examples for the
+    next checkpoint; ``source`` names a retriever whose open-book probes to read instead.
+    """
     skipped: dict[str, str] = {}
     values: Values = {}
     probe_groups = [g for g in settings.groups if g != "propn"]
     rows: dict[str, list] = {}
+    plan: list[FormRun] = []
     if probe_groups:
         rows = {c: read_probes(data_dir, month, c, settings.max_probes) for c in CATEGORIES}
         skipped.update({c: "no probe rows" for c, r in rows.items() if not r})
         if not any(rows.get(c) for c in CHANGED_PARTS):
             skipped[CHANGED] = "no updated or new probe rows"
-    with _month_progress(month, settings, rows) as bar:
+        plan = _plan(model, data_dir, month, probe_groups, settings, evaluators, source, rows)
+    fns = SeqioModel(model, params, mesh, vocabulary=vocabulary,
+                     qa_protocol=settings.qa_protocol, batch_size=settings.batch_size,
+                     max_new_tokens=settings.max_new_tokens, beam_size=settings.beam_size)
+    with _month_progress(month, settings, rows, plan) as bar:
+        fns.on_examples = bar.update
+        try:
+            values.update(run_forms(fns, month, plan, source))
+        except ValueError as error:
+            raise ValueError(f"{data_dir}/{month}: {error}") from None
         for group in settings.groups:
-            try:
-                values.update(_group(group, module, params, vocabulary, data_dir, month, rows,
-                                     settings, cache, skipped, bar))
-            except ValueError as error:
-                raise ValueError(f"{data_dir}/{month} {group}: {error}") from None
+            if group in ("rank", "propn"):
+                try:
+                    values.update(_group(group, model, params, vocabulary, data_dir, month,
+                                         rows, settings, cache, skipped, bar))
+                except ValueError as error:
+                    raise ValueError(f"{data_dir}/{month} {group}: {error}") from None
     for (category, metric), value in values.items():
         if not np.isfinite(value):
             raise ValueError(f"{data_dir}/{month} {category} {metric}: not finite ({value})")
     return values, skipped
 
 
-def _month_progress(month: str, settings: EvalSettings, rows: Mapping[str, list]) -> Any:
-    """A bar (a terminal) or a plain line a minute (a log) over the month's examples: every
-    probe once per probe group, and the proper-noun blocks."""
-    probes = sum(len(r) for r in rows.values())
-    groups = [g for g in settings.groups if g != "propn"]
-    blocks = settings.propn_instances * len(PROPN_CORPORA) if "propn" in settings.groups else 0
-    return progress(total=probes * len(groups) + blocks, desc=f"evaluating {month}",
-                    unit="examples", leave=False)
+def _plan(model: Any, data_dir: str, month: str, groups: Sequence[str], settings: EvalSettings,
+          evaluators: MixtureEvaluators | None, source: str | None,
+          rows: Mapping[str, list]) -> list[FormRun]:
+    """The month's probe mixtures for ``groups``, checked to hold the categories the data
+    folder has rows for (a registry of another folder would silently score other probes)."""
+    needed = [mixture_name(month, suffix, source) for suffix in probe_forms(model, groups)]
+    tw_jax.tasks.ensure_registered(data_dir, needed)
+    plan = plan_forms(model, month, groups, evaluators or MixtureEvaluators(),
+                      max_probes=settings.max_probes, source=source)
+    expected = {c for c, r in rows.items() if r}
+    if any(rows.get(c) for c in CHANGED_PARTS) and set(CHANGED_PARTS) <= set(rows):
+        expected.add(CHANGED)
+    for form in plan:
+        found = {task_category(t.name, month, form.suffix, source)
+                 for t in form.evaluator.eval_tasks}
+        if found != expected:
+            raise ValueError(
+                f"{data_dir}/{month}: the registered probe tasks hold {sorted(found)}, the "
+                f"probe files {sorted(expected)} (re-register: tw_jax.tasks.register_all)")
+    return plan
 
 
-def _group(group: str, module: Any, params: Any, vocabulary: Any, data_dir: str, month: str,
+def _month_progress(month: str, settings: EvalSettings, rows: Mapping[str, list],
+                    plan: Sequence[FormRun]) -> Any:
+    """A bar (a terminal) or a plain line a minute (a log) over the month's model calls: every
+    example of each probe mixture once per model function, the rank rows and the proper-noun
+    blocks."""
+    calls = sum(form.calls for form in plan)
+    if "rank" in settings.groups:
+        calls += sum(len(r) for r in rows.values())
+    if "propn" in settings.groups:
+        calls += settings.propn_instances * len(PROPN_CORPORA)
+    return progress(total=calls, desc=f"evaluating {month}", unit="examples", leave=False)
+
+
+def _group(group: str, model: Any, params: Any, vocabulary: Any, data_dir: str, month: str,
            rows: Mapping[str, list], settings: EvalSettings, cache: BlockCache | None,
            skipped: dict[str, str], bar: Any) -> Values:
-    """One metric group's values (see the module docstring)."""
-    if group in PPL_VARIANTS:
-        return _perplexities(module, params, vocabulary, rows, group, settings, bar)
-    if group == "qa":
-        return _qa(module, params, vocabulary, rows, settings, bar)
+    """Rank classification or proper-noun perplexity (see the module docstring)."""
     if group == "rank":
-        ranked = _rank(module, params, vocabulary, rows, settings, bar)
+        ranked = _rank(model, params, vocabulary, rows, settings, bar)
         if not ranked:
             skipped["rank"] = "no probe row has a previous object"
         return ranked
-    return _propn(module, params, vocabulary, data_dir, month, settings,
+    return _propn(model, params, vocabulary, data_dir, month, settings,
                   cache or BlockCache(None, settings), skipped, bar)

@@ -32,6 +32,7 @@ from tw_jax.evaluate.fuar import (
     stability_plasticity_final,
     stability_plasticity_preprint,
 )
+from tw_jax.evaluate.groups import OPEN_BOOK
 from tw_jax.evaluate.results import BASE, METHODS, METRICS, NO_MONTH, Result
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
@@ -175,6 +176,11 @@ def probe_table(index: ResultIndex, metric: str) -> Table:
     if with_avg:
         notes.append("Avg = mean of Un and Chg when CHANGED was scored (final TemporalWiki), "
                      "else 0.5 Un + 0.25 Up + 0.25 New (preprint).")
+    book = [m.upper() for m in index.methods() if m in OPEN_BOOK]
+    if book and any(row[0] in book for row in rows):
+        notes.append(f"{', '.join(book)}: open book, INITIAL reading each probe after the "
+                     "passages that retriever found for it in that month's snapshot; its Time "
+                     "is building that month's index.")
     title = TABLE_TITLES.get(metric, f"{metric} on TWiki-Probes")
     return Table(f"table_{metric}", title, headers, rows, notes)
 

@@ -50,6 +50,7 @@ NO_MONTH = "-"
 
 METHODS: tuple[str, ...] = (
     "initial", "full", "diff", "recadam", "mixreview", "lora", "kadapter", "modular",
+    "bm25", "dpr",  # open book: INITIAL with passages retrieved from the month's snapshot
 )
 PROBE_CATEGORIES: tuple[str, ...] = ("unchanged", "updated", "new", "deleted", "changed")
 CKL_CATEGORIES: tuple[str, ...] = ("unchanged", "updated", "new", "new_easy")

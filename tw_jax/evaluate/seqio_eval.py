@@ -24,19 +24,23 @@ the scored tokens exactly as ``tw-jax eval`` and the lifelong report score them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import functools
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import seqio
 import tensorflow as tf
+from jax.sharding import Mesh
 
+from tw_jax.evaluate.qa import TEACHER_FORCED, resolve_protocol, until_first_period
 from tw_jax.evaluate.runs import LoadedRun, ModelSource, load_params, source_config
 from tw_jax.io.progress import progress
 from tw_jax.models import model_for
-from tw_jax.models.sharding import activate, global_batch, replicated
+from tw_jax.models.sharding import activate, global_batch, make_mesh, replicated
 from tw_jax.tasks.metrics import TARGETS_WEIGHTS
 from tw_jax.train import checkpoints
 from tw_jax.train.state import build_run_model
@@ -140,49 +144,95 @@ def padded_batches(
         yield pad_rows(batch, batch_size), len(next(iter(batch.values())))
 
 
-def _indexed_batches(dataset: tf.data.Dataset, batch_size: int, desc: str
+def _indexed_batches(dataset: tf.data.Dataset, batch_size: int, desc: str,
+                     on_examples: Callable[[int], Any] | None = None
                      ) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray], int]]:
-    """``(indices, padded batch, real rows)`` of an enumerated model-feature dataset."""
+    """``(indices, padded batch, real rows)`` of an enumerated model-feature dataset; progress
+    goes to ``on_examples`` (examples done) when given, else to a bar of its own."""
     stream = dataset.batch(batch_size).as_numpy_iterator()
-    for indices, features in progress(stream, desc=desc, unit="batches", leave=False):
+    if on_examples is None:
+        stream = progress(stream, desc=desc, unit="batches", leave=False)
+    for indices, features in stream:
         yield indices, pad_rows(features, batch_size), len(indices)
+        if on_examples is not None:
+            on_examples(len(indices))
+
+
+@functools.lru_cache(maxsize=16)
+def _score_step(model: Any, mesh: Mesh) -> Callable[..., Any]:
+    """One jitted scorer per (model, mesh): every checkpoint of a model shares its compilation."""
+    with activate(mesh):
+        return jax.jit(make_score_step(model), out_shardings=replicated(mesh))
+
+
+@functools.lru_cache(maxsize=16)
+def _argmax_step(model: Any, mesh: Mesh) -> Callable[..., Any]:
+    def argmax(params: Any, batch: Mapping[str, jax.Array]) -> jax.Array:
+        return jnp.argmax(model.logits(params, batch, deterministic=True, rng=None), axis=-1)
+
+    with activate(mesh):
+        return jax.jit(argmax, out_shardings=replicated(mesh))
+
+
+def one_device_mesh() -> Mesh:
+    """The mesh of parameters that were never placed on one: the first device alone."""
+    return make_mesh((1, 1, 1), devices=jax.devices()[:1])
 
 
 @dataclass
 class SeqioModel:
     """What ``seqio.Evaluator`` needs from a model: its feature converter, ``score_fn`` and
     ``predict_fn`` (signatures of :class:`seqio.evaluation.ScoreFnCallable` and
-    ``PredictFnCallable``), with the loaded run they use."""
+    ``PredictFnCallable``).
 
-    loaded: LoadedRun
+    ``model`` is a model object (or its config or Flax module), ``params`` its parameters on
+    ``mesh`` (None: one device). Answers follow ``qa_protocol``
+    (:data:`tw_jax.evaluate.qa.PROTOCOLS`; None: the model's default, teacher-forced for a
+    decoder-only model as TemporalWiki's reference scores GPT-2, free decoding otherwise).
+    Teacher-forced answers need the ``vocabulary``: the answer is cut after its first "." as
+    text, and handed back to seqio as the tokens of that text.
+    """
+
+    model: Any
+    params: Any
+    mesh: Mesh | None = None
+    vocabulary: Any = None
+    qa_protocol: str | None = None
     batch_size: int = 32
     max_new_tokens: int = 32
     beam_size: int = 1
+    step: int | None = None
+    # examples done, per batch (a caller's progress bar); None: a bar per call
+    on_examples: Callable[[int], Any] | None = None
 
     def __post_init__(self) -> None:
-        run = self.loaded.run
-        self.feature_converter = ModelFeatureConverter(run.model)
-        with activate(run.mesh):
-            self._score = jax.jit(make_score_step(run.model), out_shardings=replicated(run.mesh))
+        self.model = model_for(self.model)
+        self.mesh = self.mesh if self.mesh is not None else one_device_mesh()
+        self.qa_protocol = resolve_protocol(self.model, self.qa_protocol)
+        self.feature_converter = ModelFeatureConverter(self.model)
 
-    @property
-    def model(self) -> Any:
-        return self.loaded.model
+    @classmethod
+    def from_loaded(cls, loaded: LoadedRun, **options: Any) -> SeqioModel:
+        """The model functions of a loaded run (its model, mesh, parameters and step)."""
+        return cls(loaded.model, loaded.params, loaded.run.mesh, step=loaded.step, **options)
 
-    def _model_rows(self, batch: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return {k: v for k, v in batch.items() if k != PROMPT_LENGTH}
+    def _model_rows(self, batch: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
+        rows = {k: v for k, v in batch.items() if k != PROMPT_LENGTH}
+        return global_batch(rows, self.mesh)
+
+    def _batches(self, dataset: tf.data.Dataset, desc: str
+                 ) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray], int]]:
+        return _indexed_batches(dataset, self.batch_size, desc, self.on_examples)
 
     def score_fn(self, dataset: tf.data.Dataset,
                  model_feature_shapes: Mapping[str, int] | None = None
                  ) -> list[tuple[int, np.ndarray]]:
         """``[(index, [log-likelihood, scored tokens])]`` for every example of ``dataset``."""
         del model_feature_shapes
-        run, out = self.loaded.run, []
-        with activate(run.mesh):
-            for indices, batch, rows in _indexed_batches(dataset, self.batch_size, "scoring"):
-                scored = jax.device_get(self._score(self.loaded.params,
-                                                    global_batch(self._model_rows(batch),
-                                                                 run.mesh)))
+        score, out = _score_step(self.model, self.mesh), []
+        with activate(self.mesh):
+            for indices, batch, rows in self._batches(dataset, "scoring"):
+                scored = jax.device_get(score(self.params, self._model_rows(batch)))
                 for i in range(rows):
                     pair = np.asarray([scored["log_likelihood"][i], scored["tokens"][i]],
                                       np.float64)
@@ -199,22 +249,57 @@ class SeqioModel:
     def predict_fn(self, dataset: tf.data.Dataset,
                    model_feature_shapes: Mapping[str, int] | None = None
                    ) -> list[tuple[int, list[int]]]:
-        """``[(index, new token ids up to EOS)]``: greedy (or beam) decoding from each example's
-        prompt (T5: the encoder input; GPT-2: ``inputs``)."""
+        """``[(index, answer token ids)]`` under the QA protocol: free decoding (greedy or beam,
+        up to EOS) from each example's prompt (T5: the encoder input; GPT-2: ``inputs``), or
+        the teacher-forced answer at the scored target tokens."""
         del model_feature_shapes
-        run, model, out = self.loaded.run, self.loaded.model, []
+        if self.qa_protocol == TEACHER_FORCED:
+            return self._teacher_forced(dataset)
+        model, out = self.model, []
         eos = model.eos_id
-        with activate(run.mesh):
-            for indices, batch, rows in _indexed_batches(dataset, self.batch_size, "decoding"):
+        with activate(self.mesh):
+            for indices, batch, rows in self._batches(dataset, "decoding"):
                 prompts = self._prompts(batch, rows)
                 if any(len(p) == 0 for p in prompts):
                     raise ValueError("an example without a prompt (inputs) cannot be decoded")
                 ids, mask = model.prompt_rows(prompts, self.batch_size)
                 tokens = np.asarray(model.decode(
-                    self.loaded.params, ids, mask, max_new_tokens=self.max_new_tokens,
+                    self.params, ids, mask, max_new_tokens=self.max_new_tokens,
                     eos_id=eos, beam_size=self.beam_size, pad_id=0))
                 out += [(int(indices[i]), until_eos(tokens[i], eos)) for i in range(rows)]
-        return out
+        return fixed_width(out, eos)
+
+    def _teacher_forced(self, dataset: tf.data.Dataset) -> list[tuple[int, list[int]]]:
+        """The reference's GPT-2 answers (:func:`tw_jax.evaluate.qa.teacher_forced_answers`):
+        the argmax at every position that predicts a scored target token, EOS dropped,
+        detokenised and cut after the first "."; returned as the tokens of that text with line
+        breaks as spaces (the task's postprocessor keeps a GPT-2 answer's first line; SQuAD
+        normalisation reads both as one space), so the task's EM/F1 are the reference's."""
+        vocabulary = self.vocabulary
+        if vocabulary is None:
+            raise ValueError("teacher-forced answers need the vocabulary: pass vocabulary= "
+                             "(or qa_protocol='free')")
+        argmax, out = _argmax_step(self.model, self.mesh), []
+        eos = vocabulary.eos_id
+        with activate(self.mesh):
+            for indices, batch, rows in self._batches(dataset, "answering"):
+                best = np.asarray(jax.device_get(argmax(self.params, self._model_rows(batch))))
+                scored = batch["decoder_loss_weights"] > 0
+                for i in range(rows):
+                    predicted = [int(t) for t in best[i][scored[i]] if int(t) != eos]
+                    text = until_first_period(vocabulary.decode(predicted).strip())
+                    out.append((int(indices[i]),
+                                [int(t) for t in vocabulary.encode(text.replace("\n", " "))]))
+        return fixed_width(out, eos)
+
+
+def fixed_width(rows: Sequence[tuple[int, list[int]]], eos: int
+                ) -> list[tuple[int, list[int]]]:
+    """Answers padded with EOS to one width, as T5X's ``predict_batch`` returns them: seqio
+    stacks every example's tokens into one array, and its vocabularies decode up to the first
+    EOS, so the padding never reaches an answer's text."""
+    width = max((len(tokens) for _, tokens in rows), default=0) + 1
+    return [(index, [*tokens] + [eos] * (width - len(tokens))) for index, tokens in rows]
 
 
 def until_eos(row: Sequence[int], eos: int | None) -> list[int]:
@@ -232,10 +317,14 @@ def seqio_model(
     batch_size: int = 32,
     max_new_tokens: int = 32,
     beam_size: int = 1,
+    vocabulary: Any = None,
+    qa_protocol: str | None = None,
     mesh_shape: Sequence[int] | None = None,
 ) -> SeqioModel:
     """A run as seqio model functions: ``run`` is a MODEL_DIR (or step folder) with the gin
-    files that built its model, or a Hugging Face folder (no gin files); local or ``gs://``."""
+    files that built its model, or a Hugging Face folder (no gin files); local or ``gs://``.
+    ``vocabulary`` (a task's, e.g. ``seqio.get_mixture_or_task(name).output_features[
+    "targets"].vocabulary``) is needed for GPT-2's teacher-forced EM/F1 only."""
     hf = not gin_files and checkpoints.is_hf_folder(run)
     source = ModelSource(hf_dir=run if hf else None, model_dir=None if hf else run,
                          gin_files=list(gin_files), gin_bindings=list(gin_bindings), step=step)
@@ -243,5 +332,6 @@ def seqio_model(
     built = build_run_model(config, tuple(mesh_shape or gin_mesh or (-1, 1, 1)))
     with activate(built.mesh):
         params, found_step = load_params(built, run, step=step)
-    return SeqioModel(LoadedRun(built, params, found_step), batch_size=batch_size,
-                      max_new_tokens=max_new_tokens, beam_size=beam_size)
+    return SeqioModel.from_loaded(LoadedRun(built, params, found_step), batch_size=batch_size,
+                                  max_new_tokens=max_new_tokens, beam_size=beam_size,
+                                  vocabulary=vocabulary, qa_protocol=qa_protocol)

@@ -4,9 +4,10 @@
   each with its own metrics), with the model functions of
   :mod:`tw_jax.evaluate.seqio_eval`: ``score_fn`` scores each example with teacher forcing (no
   dropout) on the target tokens its ``targets_weights`` marks when its task gives them (the
-  probe tasks: their perplexity's tokens, :mod:`tw_jax.tasks.probes`), ``predict_fn`` decodes
-  from the prompt for the tasks that score generated answers (EM/F1). The numbers are the
-  tasks' metric functions (``docs/metrics.md``): ``perplexity``, the mean over examples of each
+  probe tasks: their perplexity's tokens, :mod:`tw_jax.tasks.probes`), ``predict_fn`` gives
+  the answers of the tasks that score them (EM/F1) under the model's QA protocol (GPT-2:
+  teacher-forced, T5: decoded from the prompt; ``qa_protocol`` picks another), as the lifelong
+  runner reads them. The numbers are the tasks' metric functions (``docs/metrics.md``): ``perplexity``, the mean over examples of each
   example's perplexity (TemporalWiki's per-instance probe perplexity, the lifelong report's
   ``ppl``), ``token_perplexity`` (the token-level one), ``examples`` and ``tokens``; ``em`` and
   ``f1`` where the task has them. As T5X, results go to ``MODEL_DIR/inference_eval``:
@@ -74,6 +75,7 @@ def evaluate(
     max_examples: int | None = None,
     max_new_tokens: int | None = None,
     beam_size: int = 1,
+    qa_protocol: str | None = None,
     mesh_shape: Sequence[int] = (-1, 1, 1),
 ) -> dict[str, Any]:
     """Every task of ``mixture_or_task_name`` through ``seqio.Evaluator``: its own metrics per
@@ -90,9 +92,10 @@ def evaluate(
         data.check_task_features(task.name, run.model)
     with activate(run.mesh):
         params, step = load_params(run, model_dir, checkpoint_path)
-    fns = SeqioModel(LoadedRun(run, params, step), batch_size=batch_size,
-                     max_new_tokens=int(max_new_tokens or task_feature_lengths["targets"]),
-                     beam_size=beam_size)
+    fns = SeqioModel.from_loaded(
+        LoadedRun(run, params, step), batch_size=batch_size, beam_size=beam_size,
+        max_new_tokens=int(max_new_tokens or task_feature_lengths["targets"]),
+        vocabulary=data.vocabulary(name), qa_protocol=qa_protocol)
     out_dir = paths.join(model_dir, INFERENCE_EVAL)
     writer = jax.process_index() == 0
     evaluator = seqio.Evaluator(

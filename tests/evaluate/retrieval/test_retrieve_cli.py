@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from eqa_world import build_eqa_world
+from eqa_world import build_eqa_world, tiny_dpr_encoders
 
 from tw_jax.cli import main
 from tw_jax.evaluate.retrieval import base
@@ -103,23 +103,13 @@ def test_retrieve_refuses_bad_requests_in_one_line(world_data, tmp_path, capsys,
 def test_dense_retrieval_runs_end_to_end_with_tiny_random_encoders(world_data, tmp_path, capsys):
     """`--retriever dpr` with DPR encoder folders (tiny random ones, saved as Hugging Face DPR
     folders): the month's index is built with them and every set gets its recall line."""
-    from tw_jax.evaluate.retrieval.base import Passage
-    from tw_jax.evaluate.retrieval.dense import DenseRetriever
-    from tw_jax.models.bert import BertConfig
-
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "of", "is", "was", "in",
-             "who", "what", "which", "born", "capital", "city", "?", ".", ","]
-    config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=256,
-                        dropout_rate=0.0, attention_dropout=0.0)
-    encoders = DenseRetriever.random(0, config, vocab)
-    encoders.build([Passage("0", "", "the capital")])
-    encoders.save(str(tmp_path / "encoders"))
+    question, ctx = tiny_dpr_encoders(tmp_path / "encoders", [
+        "the", "of", "is", "was", "in", "who", "what", "which", "born", "capital", "city", "?",
+        ".", ","])
     out = tmp_path / "dense"
     assert main(["evolvingqa", "retrieve", "--data", str(world_data), "--month", "0809",
-                 "--retriever", "dpr", "--question-encoder",
-                 str(tmp_path / "encoders" / "question_encoder"), "--ctx-encoder",
-                 str(tmp_path / "encoders" / "ctx_encoder"), "--k", "5", "--out", str(out)]) == 0
+                 "--retriever", "dpr", "--question-encoder", str(question), "--ctx-encoder",
+                 str(ctx), "--k", "5", "--out", str(out)]) == 0
     line = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert list(line) == [*REPORTED, "questions_per_second"]
     for name in REPORTED:

@@ -18,6 +18,12 @@ file's size and SHA-256) and of the retriever's settings (:meth:`Retriever.finge
 later call with the same fingerprint loads the stored index, any change rebuilds it. Every file
 is written atomically and the old marker removed before a rebuild starts, so an interrupted
 build is never taken for a finished one. ``DATA`` may be local or ``gs://``.
+
+The machinery (fingerprint, marker, reuse, rebuild) is the same for any :class:`PassageSource`:
+what files the passages come from, how they are read and cut, and where the index lives.
+:func:`evolvingqa_source` is the one above; :mod:`tw_jax.evaluate.retrieval.snapshot` makes the
+TemporalWiki one (every article of a month's snapshot, cut into passages) and
+:func:`source_index` serves both.
 """
 
 from __future__ import annotations
@@ -25,8 +31,8 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from tw_jax.errors import DumpError
@@ -59,6 +65,26 @@ class MonthIndex:
     seconds: float  # building (or loading) it
 
 
+@dataclass(frozen=True)
+class PassageSource:
+    """Where a month's passages come from and where their index is stored.
+
+    ``files`` (kind → file) are fingerprinted by size and SHA-256, ``settings`` (how the files
+    are cut into passages, JSON values) with them, so a change of either rebuilds the index;
+    ``read`` returns the passages in index order; the index of retriever ``name`` lives in
+    ``root/<name>``; the marker counts the passages of each of ``kinds`` (ids ``<kind>/…``)."""
+
+    pair: str
+    root: str
+    files: Mapping[str, str]
+    read: Callable[[], list[Passage]]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    kinds: tuple[str, ...] = ()
+
+    def folder(self, name: str) -> str:
+        return paths.join(self.root, name)
+
+
 def index_dir(data: str, pair: str, name: str) -> str:
     """``DATA/MMMM/evolvingqa/index/<retriever name>``."""
     return paths.join(layout.extraction_dir(data, pair), INDEX, name)
@@ -88,12 +114,18 @@ def file_digest(path: str) -> dict[str, Any]:
     return {"size": size, "sha256": digest.hexdigest()}
 
 
-def input_fingerprint(files: dict[str, str], retriever: Retriever) -> tuple[str, dict[str, Any]]:
+def input_fingerprint(files: Mapping[str, str], retriever: Retriever,
+                      settings: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
     """(fingerprint, what it hashes): the passage files' sizes and hashes (by kind, so a moved
-    data folder keeps its index) and the retriever's own fingerprint."""
-    inputs = {"format": FORMAT, "retriever": retriever.name,
-              "retriever_fingerprint": retriever.fingerprint(),
-              "files": {kind: file_digest(path) for kind, path in sorted(files.items())}}
+    data folder keeps its index), the retriever's own fingerprint and, when given, the settings
+    that cut the files into passages (absent for EvolvingQA, whose fingerprints stay as
+    before)."""
+    inputs: dict[str, Any] = {
+        "format": FORMAT, "retriever": retriever.name,
+        "retriever_fingerprint": retriever.fingerprint(),
+        "files": {kind: file_digest(path) for kind, path in sorted(files.items())}}
+    if settings:
+        inputs["passage_settings"] = dict(settings)
     text = json.dumps(inputs, sort_keys=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest(), inputs
 
@@ -142,13 +174,20 @@ def load_passages(folder: str) -> list[Passage]:
             for r in iter_jsonl(path, ("id", "title", "text"))]
 
 
-def month_index(data: str, pair: str, retriever: Retriever, *, force: bool = False) -> MonthIndex:
-    """The index of month pair ``pair`` for ``retriever``'s kind and settings: loaded when the
+def evolvingqa_source(data: str, pair: str) -> PassageSource:
+    """EvolvingQA's passages of month pair ``pair`` (see the module docstring)."""
+    files = passage_files(data, pair)
+    return PassageSource(pair, paths.join(layout.extraction_dir(data, pair), INDEX), files,
+                         lambda: read_passages(files), kinds=(UNCHANGED, NEW, EDITED))
+
+
+def source_index(source: PassageSource, retriever: Retriever, *,
+                 force: bool = False) -> MonthIndex:
+    """The index of ``source``'s passages for ``retriever``'s kind and settings: loaded when the
     stored one was built from the same inputs, else built from the passages and stored."""
     start = time.perf_counter()
-    files = passage_files(data, pair)
-    fingerprint, inputs = input_fingerprint(files, retriever)
-    folder = index_dir(data, pair, retriever.name)
+    fingerprint, inputs = input_fingerprint(source.files, retriever, source.settings)
+    folder = source.folder(retriever.name)
     stored = None if force else _stored(folder, fingerprint)
     if stored is not None:
         loaded = type(retriever).load(folder)
@@ -156,17 +195,25 @@ def month_index(data: str, pair: str, retriever: Retriever, *, force: bool = Fal
         if len(passages) != stored.get("passages"):
             raise DumpError(paths.join(folder, PASSAGES), None,
                             f"{len(passages)} passages, the marker says {stored.get('passages')}")
-        return MonthIndex(pair, folder, loaded, passages, fingerprint, True,
+        return MonthIndex(source.pair, folder, loaded, passages, fingerprint, True,
                           time.perf_counter() - start)
     discard(paths.join(folder, MARKER))  # from here on the folder is not a finished index
-    passages = read_passages(files)
+    passages = source.read()
     retriever.build(passages)
     retriever.save(folder)
     _write_passages(folder, passages)
     seconds = time.perf_counter() - start
-    write_json(paths.join(folder, MARKER), {
-        "fingerprint": fingerprint, "inputs": inputs, "pair": pair, "passages": len(passages),
-        "kinds": {kind: sum(p.id.startswith(f"{kind}/") for p in passages)
-                  for kind in (UNCHANGED, NEW, EDITED)},
-        "build_seconds": round(seconds, 3)})
-    return MonthIndex(pair, folder, retriever, passages, fingerprint, False, seconds)
+    marker: dict[str, Any] = {"fingerprint": fingerprint, "inputs": inputs, "pair": source.pair,
+                              "passages": len(passages)}
+    if source.kinds:
+        marker["kinds"] = {kind: sum(p.id.startswith(f"{kind}/") for p in passages)
+                           for kind in source.kinds}
+    marker["build_seconds"] = round(seconds, 3)
+    write_json(paths.join(folder, MARKER), marker)
+    return MonthIndex(source.pair, folder, retriever, passages, fingerprint, False, seconds)
+
+
+def month_index(data: str, pair: str, retriever: Retriever, *, force: bool = False) -> MonthIndex:
+    """The EvolvingQA index of month pair ``pair`` (:func:`evolvingqa_source`,
+    :func:`source_index`)."""
+    return source_index(evolvingqa_source(data, pair), retriever, force=force)

@@ -1,0 +1,189 @@
+"""A month's probe metric groups through the probe tasks' evaluation mixtures, as seqio users
+evaluate: ``seqio.Evaluator`` on ``twiki_probes_MMMM<form>`` (:mod:`tw_jax.tasks.probes`) with
+tw_jax's model functions (:mod:`tw_jax.evaluate.seqio_eval`). The numbers are the tasks' own
+metric functions (:func:`tw_jax.tasks.metrics.perplexity`, :func:`~tw_jax.tasks.metrics.squad`),
+so the lifelong runner, its report and ``tw-jax eval`` share one code path.
+
+Which mixture gives a metric group, by the model's training objective:
+
+==============  ====================  =====================
+group           ``lm`` (GPT-2)        ``ssm`` (T5)
+==============  ====================  =====================
+``ppl``         ``twiki_probes_MMMM``  ``…_ssm``
+``ppl_object``  ``…_object``          ``…_ssm``
+``ppl_cloze``   ``…_cloze``           ``…_ssm_cloze``
+``qa``          ``…_object``          ``…_ssm``
+==============  ====================  =====================
+
+Each task of a mixture is a category (``changed`` is its own task: UPDATED then NEW), so its
+metrics are that category's. ``max_probes`` is seqio's ``num_examples``: the first N examples of
+every task (CHANGED: the first N of UPDATED then NEW). Open-book probes (``source``, a retriever
+name) are the mixtures ``twiki_probes_MMMM_<source><form>``: the same rows with retrieved
+passages read first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import seqio
+import tensorflow as tf
+
+from tw_jax.evaluate.groups import PPL_VARIANTS
+from tw_jax.evaluate.seqio_eval import ModelFeatureConverter, SeqioModel
+from tw_jax.models import model_for
+
+Values = dict[tuple[str, str], float]
+
+# objective -> metric group -> the probe format (task-name suffix) whose metrics give it
+PROBE_FORMS: dict[str, dict[str, str]] = {
+    "lm": {"ppl": "", "ppl_object": "_object", "ppl_cloze": "_cloze", "qa": "_object"},
+    "ssm": {"ppl": "_ssm", "ppl_object": "_ssm", "ppl_cloze": "_ssm_cloze", "qa": "_ssm"},
+}
+QA = "qa"
+
+
+def probe_forms(model: Any, groups: Sequence[str]) -> dict[str, list[str]]:
+    """``{format suffix: [groups it gives]}`` for the probe groups among ``groups``."""
+    objective = model_for(model).objective
+    forms = PROBE_FORMS.get(objective)
+    if forms is None:
+        raise ValueError(f"no probe task format for a model of objective {objective!r} "
+                         f"(known: {', '.join(PROBE_FORMS)})")
+    found: dict[str, list[str]] = {}
+    for group in groups:
+        if group in forms:
+            found.setdefault(forms[group], []).append(group)
+    return found
+
+
+def mixture_name(month: str, suffix: str, source: str | None = None) -> str:
+    """``twiki_probes_<month>[_<source>]<suffix>``."""
+    return f"twiki_probes_{month}{f'_{source}' if source else ''}{suffix}"
+
+
+def task_category(task: str, month: str, suffix: str, source: str | None = None) -> str:
+    """The category of one of a mixture's tasks (``twiki_probes_0809_updated_object`` →
+    ``updated``)."""
+    head = mixture_name(month, "", source) + "_"
+    if not task.startswith(head) or not task.endswith(suffix):
+        raise ValueError(f"{task} is not a probe task of {mixture_name(month, suffix, source)}")
+    return task[len(head) : len(task) - len(suffix)] if suffix else task[len(head) :]
+
+
+class MixtureEvaluators:
+    """One ``seqio.Evaluator`` per (mixture, examples limit, model family), built when first
+    asked for: an Evaluator tokenises and caches its tasks' examples once, and every later
+    checkpoint evaluated on that mixture reuses them."""
+
+    def __init__(self) -> None:
+        self._built: dict[tuple[Any, ...], seqio.Evaluator] = {}
+        self._examples: dict[int, int] = {}
+
+    def get(self, mixture: str, model: Any, num_examples: int | None) -> seqio.Evaluator:
+        model = model_for(model)
+        key = (mixture, num_examples, type(model).__name__, model.max_length)
+        if key not in self._built:
+            if mixture not in seqio.MixtureRegistry.names():
+                raise ValueError(f"no mixture {mixture} is registered (register the data "
+                                 "folder's tasks: tw_jax.tasks.register_all(DATA))")
+            with _without_absl_warnings():  # "logger_cls is empty": results go elsewhere
+                evaluator = seqio.Evaluator(mixture, ModelFeatureConverter(model),
+                                            eval_split="validation", num_examples=num_examples,
+                                            async_compute_metrics=False)
+            _check_length(mixture, evaluator, model)
+            self._built[key] = evaluator
+            self._examples[id(evaluator)] = sum(
+                sum(1 for _ in ds) for ds in evaluator.cached_task_datasets.values())
+        return self._built[key]
+
+    def examples(self, evaluator: seqio.Evaluator) -> int:
+        """How many examples an evaluator's tasks hold together."""
+        return self._examples[id(evaluator)]
+
+
+@contextlib.contextmanager
+def _without_absl_warnings() -> Iterator[None]:
+    logger = logging.getLogger("absl")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _check_length(mixture: str, evaluator: seqio.Evaluator, model: Any) -> None:
+    """A probe longer than the model's positions would be scored on wrapped positions."""
+    limit = model.max_length
+    shapes = evaluator.model_feature_shapes
+    longest = max((shape[0] for shape in shapes.values() if shape), default=0)
+    if limit is not None and longest > limit:
+        raise ValueError(f"{mixture}: its longest example has {longest} tokens, more than the "
+                         f"model's {limit} positions (open book: fewer --context-words)")
+
+
+def _unasked(dataset: tf.data.Dataset) -> list[tuple[int, list[int]]]:
+    """Empty answers for a mixture whose EM/F1 nobody asked for: seqio computes every metric of
+    a task, and decoding only to drop its scores would cost more than the perplexity itself."""
+    return [(int(index), []) for index, _ in dataset.as_numpy_iterator()]
+
+
+@dataclass(frozen=True)
+class FormRun:
+    """One mixture to evaluate: its evaluator, the groups it gives, and how many model calls it
+    makes (one per example and model function: a progress bar's share)."""
+
+    evaluator: seqio.Evaluator
+    suffix: str
+    groups: tuple[str, ...]
+    calls: int
+
+    @property
+    def asks_qa(self) -> bool:
+        return QA in self.groups
+
+
+def plan_forms(
+    model: Any, month: str, groups: Sequence[str], evaluators: MixtureEvaluators, *,
+    max_probes: int | None = None, source: str | None = None,
+) -> list[FormRun]:
+    """The mixtures that give the probe groups among ``groups``, their evaluators built."""
+    plan = []
+    for suffix, wanted in probe_forms(model, groups).items():
+        evaluator = evaluators.get(mixture_name(month, suffix, source), model, max_probes)
+        calls = evaluators.examples(evaluator) * (2 if QA in wanted else 1)
+        plan.append(FormRun(evaluator, suffix, tuple(wanted), calls))
+    return plan
+
+
+def run_forms(fns: SeqioModel, month: str, plan: Sequence[FormRun],
+              source: str | None = None) -> Values:
+    """``{(category, metric): value}`` of a plan: a ``ppl*`` group is its tasks'
+    ``perplexity``, ``qa`` their ``em``/``f1`` (and ``em_previous``/``f1_previous`` where a
+    category has previous objects)."""
+    values: Values = {}
+    for form in plan:
+        future, _ = form.evaluator.evaluate(
+            compute_metrics=True, score_fn=fns.score_fn,
+            predict_fn=fns.predict_fn if form.asks_qa else _unasked)
+        for task, metrics in future.result().items():
+            category = task_category(task, month, form.suffix, source)
+            values.update(_group_values(category, metrics, form.groups))
+    return values
+
+
+def _group_values(category: str, metrics: Mapping[str, Any], groups: Sequence[str]) -> Values:
+    values: Values = {}
+    for group in groups:
+        if group in PPL_VARIANTS:
+            values[(category, group)] = float(metrics["perplexity"])
+        elif group == QA:
+            values.update({(category, key): float(metrics[key])
+                           for key in ("em", "f1", "em_previous", "f1_previous")
+                           if key in metrics})
+    return values
