@@ -93,7 +93,6 @@ from tw_jax.evaluate.groups import (
     OPEN_BOOK_GROUPS,
     TRAINS_ON,
 )
-from tw_jax.evaluate.mixture_eval import MixtureEvaluators
 from tw_jax.evaluate.month_eval import BlockCache, EvalSettings, evaluate_month
 from tw_jax.evaluate.results import BASE, NO_MONTH, Result, append_results, results_path
 from tw_jax.evaluate.runs import ModelSource, loaded_run
@@ -158,8 +157,6 @@ class LifelongSummary:
     appended: int = 0
     skipped: dict[str, str] = field(default_factory=dict)
     _blocks: BlockCache | None = None
-    # the probe mixtures' tokenised examples, for every checkpoint of the run
-    evaluators: MixtureEvaluators = field(default_factory=MixtureEvaluators)
 
     def block_cache(self, options: LifelongOptions, settings: EvalSettings) -> BlockCache:
         """One cache of proper-noun blocks per run, kept under ``OUT/propn_blocks``."""
@@ -351,8 +348,7 @@ def _score(
                 continue
             values, skipped = evaluate_month(
                 loaded.model, loaded.params, vocabulary, data_dir, month, settings,
-                summary.block_cache(options, settings), mesh=loaded.run.mesh,
-                evaluators=summary.evaluators, source=source)
+                summary.block_cache(options, settings), mesh=loaded.run.mesh, source=source)
             for category, reason in skipped.items():
                 summary.skipped[f"{month}/{category}"] = reason
             scored[month] = [

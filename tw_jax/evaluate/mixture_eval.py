@@ -25,16 +25,19 @@ passages read first.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import seqio
 import tensorflow as tf
 
 from tw_jax.evaluate.groups import PPL_VARIANTS
 from tw_jax.evaluate.seqio_eval import ModelFeatureConverter, SeqioModel
+from tw_jax.io import paths
 from tw_jax.models import model_for
 
 Values = dict[tuple[str, str], float]
@@ -76,18 +79,26 @@ def task_category(task: str, month: str, suffix: str, source: str | None = None)
 
 
 class MixtureEvaluators:
-    """One ``seqio.Evaluator`` per (mixture, examples limit, model family), built when first
-    asked for: an Evaluator tokenises and caches its tasks' examples once, and every later
-    checkpoint evaluated on that mixture reuses them."""
+    """One ``seqio.Evaluator`` per (mixture, examples limit, model family, data), built when
+    first asked for: an Evaluator tokenises and caches its tasks' examples once, and every later
+    checkpoint evaluated on that mixture reuses them. ``data`` is a fingerprint of the files the
+    mixture reads (:func:`probe_fingerprint`), so rewritten probes are read anew."""
 
-    def __init__(self) -> None:
+    def __init__(self, capacity: int = 16) -> None:
+        self.capacity = capacity
         self._built: dict[tuple[Any, ...], seqio.Evaluator] = {}
         self._examples: dict[int, int] = {}
 
-    def get(self, mixture: str, model: Any, num_examples: int | None) -> seqio.Evaluator:
+    def get(self, mixture: str, model: Any, num_examples: int | None,
+            data: str = "") -> seqio.Evaluator:
         model = model_for(model)
-        key = (mixture, num_examples, type(model).__name__, model.max_length)
+        key = (mixture, num_examples, type(model).__name__, model.max_length, data)
         if key not in self._built:
+            while len(self._built) >= self.capacity:  # the oldest goes first
+                old = self._built.pop(next(iter(self._built)))
+                self._examples.pop(id(old), None)
+                for dataset in old.cached_model_datasets.values():
+                    _EXAMPLES.pop(id(dataset), None)
             if mixture not in seqio.MixtureRegistry.names():
                 raise ValueError(f"no mixture {mixture} is registered (register the data "
                                  "folder's tasks: tw_jax.tasks.register_all(DATA))")
@@ -97,13 +108,32 @@ class MixtureEvaluators:
                                             async_compute_metrics=False)
             _check_length(mixture, evaluator, model)
             self._built[key] = evaluator
-            self._examples[id(evaluator)] = sum(
-                sum(1 for _ in ds) for ds in evaluator.cached_task_datasets.values())
+            counts = {task: sum(1 for _ in ds)
+                      for task, ds in evaluator.cached_task_datasets.items()}
+            self._examples[id(evaluator)] = sum(counts.values())
+            for task, dataset in evaluator.cached_model_datasets.items():
+                _EXAMPLES[id(dataset)] = counts[task]
         return self._built[key]
 
     def examples(self, evaluator: seqio.Evaluator) -> int:
         """How many examples an evaluator's tasks hold together."""
         return self._examples[id(evaluator)]
+
+
+# Every run of this process shares them (the demo's and a sweep's methods read the same probes).
+SHARED = MixtureEvaluators()
+
+
+def probe_fingerprint(folder: str, names: Sequence[str]) -> str:
+    """SHA-1 of the probe files ``names`` of ``folder`` that exist (local or ``gs://``), and of
+    which exist: what a mixture over them reads."""
+    digest = hashlib.sha1()
+    for name in names:
+        path = paths.join(folder, name)
+        digest.update(f"{name}:".encode())
+        if paths.isfile(path):
+            digest.update(hashlib.sha1(paths.read_bytes(path)).digest())
+    return digest.hexdigest()
 
 
 @contextlib.contextmanager
@@ -130,7 +160,25 @@ def _check_length(mixture: str, evaluator: seqio.Evaluator, model: Any) -> None:
 def _unasked(dataset: tf.data.Dataset) -> list[tuple[int, list[int]]]:
     """Empty answers for a mixture whose EM/F1 nobody asked for: seqio computes every metric of
     a task, and decoding only to drop its scores would cost more than the perplexity itself."""
-    return [(int(index), []) for index, _ in dataset.as_numpy_iterator()]
+    return [(index, []) for index in _indices(dataset)]
+
+
+def _unscored(dataset: tf.data.Dataset) -> list[tuple[int, np.ndarray]]:
+    """Log-likelihood 0 over 1 token for a mixture whose perplexity nobody asked for (EM/F1 of
+    ``_object`` alone), dropped with the rest of what seqio computes unasked."""
+    return [(index, np.asarray([0.0, 1.0])) for index in _indices(dataset)]
+
+
+# id of an evaluator's cached model dataset -> its examples (enumerated 0..n-1)
+_EXAMPLES: dict[int, int] = {}
+
+
+def _indices(dataset: tf.data.Dataset) -> list[int]:
+    """The example indices of an evaluator's enumerated dataset: 0..n-1, as seqio numbers them."""
+    if id(dataset) in _EXAMPLES:
+        return list(range(_EXAMPLES[id(dataset)]))
+    return [int(i) for batch in dataset.map(lambda index, _: index).batch(4096)
+            .as_numpy_iterator() for i in batch]
 
 
 @dataclass(frozen=True)
@@ -147,16 +195,22 @@ class FormRun:
     def asks_qa(self) -> bool:
         return QA in self.groups
 
+    @property
+    def asks_perplexity(self) -> bool:
+        return any(g in PPL_VARIANTS for g in self.groups)
+
 
 def plan_forms(
     model: Any, month: str, groups: Sequence[str], evaluators: MixtureEvaluators, *,
-    max_probes: int | None = None, source: str | None = None,
+    max_probes: int | None = None, source: str | None = None, data: str = "",
 ) -> list[FormRun]:
-    """The mixtures that give the probe groups among ``groups``, their evaluators built."""
+    """The mixtures that give the probe groups among ``groups``, their evaluators built
+    (``data``: the fingerprint of the files they read)."""
     plan = []
     for suffix, wanted in probe_forms(model, groups).items():
-        evaluator = evaluators.get(mixture_name(month, suffix, source), model, max_probes)
-        calls = evaluators.examples(evaluator) * (2 if QA in wanted else 1)
+        evaluator = evaluators.get(mixture_name(month, suffix, source), model, max_probes, data)
+        calls_per_example = int(QA in wanted) + int(any(g in PPL_VARIANTS for g in wanted))
+        calls = evaluators.examples(evaluator) * calls_per_example
         plan.append(FormRun(evaluator, suffix, tuple(wanted), calls))
     return plan
 
@@ -169,7 +223,8 @@ def run_forms(fns: SeqioModel, month: str, plan: Sequence[FormRun],
     values: Values = {}
     for form in plan:
         future, _ = form.evaluator.evaluate(
-            compute_metrics=True, score_fn=fns.score_fn,
+            compute_metrics=True,
+            score_fn=fns.score_fn if form.asks_perplexity else _unscored,
             predict_fn=fns.predict_fn if form.asks_qa else _unasked)
         for task, metrics in future.result().items():
             category = task_category(task, month, form.suffix, source)

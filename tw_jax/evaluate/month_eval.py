@@ -41,16 +41,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import seqio
 
 import tw_jax.tasks
 from tw_jax.errors import DumpError
 from tw_jax.evaluate import propn
 from tw_jax.evaluate.groups import GROUPS
 from tw_jax.evaluate.mixture_eval import (
+    SHARED,
     FormRun,
     MixtureEvaluators,
     mixture_name,
     plan_forms,
+    probe_fingerprint,
     probe_forms,
     run_forms,
     task_category,
@@ -265,8 +268,11 @@ def _plan(model: Any, data_dir: str, month: str, groups: Sequence[str], settings
     folder has rows for (a registry of another folder would silently score other probes)."""
     needed = [mixture_name(month, suffix, source) for suffix in probe_forms(model, groups)]
     tw_jax.tasks.ensure_registered(data_dir, needed)
-    plan = plan_forms(model, month, groups, evaluators or MixtureEvaluators(),
-                      max_probes=settings.max_probes, source=source)
+    folder = paths.join(data_dir, month, f"probes_{source}" if source else "probes")
+    data = probe_fingerprint(folder, [f"{c}.csv" for c in CATEGORIES])
+    data += "|" + "|".join(sorted({_vocabulary_path(name) for name in needed}))
+    plan = plan_forms(model, month, groups, evaluators or SHARED,
+                      max_probes=settings.max_probes, source=source, data=data)
     expected = {c for c, r in rows.items() if r}
     if any(rows.get(c) for c in CHANGED_PARTS) and set(CHANGED_PARTS) <= set(rows):
         expected.add(CHANGED)
@@ -278,6 +284,12 @@ def _plan(model: Any, data_dir: str, month: str, groups: Sequence[str], settings
                 f"{data_dir}/{month}: the registered probe tasks hold {sorted(found)}, the "
                 f"probe files {sorted(expected)} (re-register: tw_jax.tasks.register_all)")
     return plan
+
+
+def _vocabulary_path(mixture: str) -> str:
+    """Where a registered mixture's vocabulary comes from (part of what its evaluator caches)."""
+    vocabulary = seqio.get_mixture_or_task(mixture).output_features["targets"].vocabulary
+    return str(getattr(vocabulary, "path", type(vocabulary).__name__))
 
 
 def _month_progress(month: str, settings: EvalSettings, rows: Mapping[str, list],

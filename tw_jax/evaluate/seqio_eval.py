@@ -24,7 +24,6 @@ the scored tokens exactly as ``tw-jax eval`` and the lifelong report score them.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +40,7 @@ from tw_jax.evaluate.runs import LoadedRun, ModelSource, load_params, source_con
 from tw_jax.io.progress import progress
 from tw_jax.models import model_for
 from tw_jax.models.sharding import activate, global_batch, make_mesh, replicated
+from tw_jax.models.token_scores import bucket_length
 from tw_jax.tasks.metrics import TARGETS_WEIGHTS
 from tw_jax.train import checkpoints
 from tw_jax.train.state import build_run_model
@@ -144,34 +144,81 @@ def padded_batches(
         yield pad_rows(batch, batch_size), len(next(iter(batch.values())))
 
 
+# feature group -> the mask that marks its real positions (right-padded)
+_GROUP_MASKS = {"decoder_": "decoder_mask", "encoder_": "encoder_mask"}
+
+
+def trim_padding(batch: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``batch`` with each feature group's right padding cut to a bucketed length
+    (:func:`~tw_jax.models.token_scores.bucket_length`) of its longest real row: seqio pads
+    every example of an evaluation to the longest of all its tasks, and the positions past a
+    row's mask change none of its scores, so short batches run short (a few compilations, one
+    per bucket)."""
+    out = dict(batch)
+    for prefix, mask_key in _GROUP_MASKS.items():
+        if mask_key not in batch or np.ndim(batch[mask_key]) != 2:
+            continue
+        used = np.flatnonzero(np.asarray(batch[mask_key]).any(axis=0))
+        width = batch[mask_key].shape[1]
+        length = min(bucket_length(int(used[-1]) + 1 if used.size else 1), width)
+        for key, value in batch.items():
+            if key.startswith(prefix) and np.ndim(value) == 2 and value.shape[1] == width:
+                out[key] = value[:, :length]
+    return out
+
+
 def _indexed_batches(dataset: tf.data.Dataset, batch_size: int, desc: str,
                      on_examples: Callable[[int], Any] | None = None
                      ) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray], int]]:
-    """``(indices, padded batch, real rows)`` of an enumerated model-feature dataset; progress
-    goes to ``on_examples`` (examples done) when given, else to a bar of its own."""
+    """``(indices, padded and trimmed batch, real rows)`` of an enumerated model-feature
+    dataset; progress goes to ``on_examples`` (examples done) when given, else to a bar of its
+    own."""
     stream = dataset.batch(batch_size).as_numpy_iterator()
     if on_examples is None:
         stream = progress(stream, desc=desc, unit="batches", leave=False)
     for indices, features in stream:
-        yield indices, pad_rows(features, batch_size), len(indices)
+        yield indices, trim_padding(pad_rows(features, batch_size)), len(indices)
         if on_examples is not None:
             on_examples(len(indices))
 
 
-@functools.lru_cache(maxsize=16)
+def _model_key(model: Any) -> Any:
+    """What a model's compiled steps depend on: its class and config (a new model object per
+    checkpoint of the same run reuses the first one's compilation)."""
+    try:
+        return (type(model), hash(model.config), model.config)
+    except TypeError:  # an unhashable config: the object itself
+        return (type(model), id(model), None)
+
+
+_STEPS: dict[tuple[Any, ...], Callable[..., Any]] = {}
+
+
+def _cached_step(kind: str, model: Any, mesh: Mesh,
+                 make: Callable[[Any], Callable[..., Any]]) -> Callable[..., Any]:
+    key = (kind, _model_key(model), mesh)
+    if key not in _STEPS:
+        if len(_STEPS) >= 32:
+            _STEPS.clear()
+        with activate(mesh):
+            _STEPS[key] = jax.jit(make(model), out_shardings=replicated(mesh))
+    return _STEPS[key]
+
+
 def _score_step(model: Any, mesh: Mesh) -> Callable[..., Any]:
-    """One jitted scorer per (model, mesh): every checkpoint of a model shares its compilation."""
-    with activate(mesh):
-        return jax.jit(make_score_step(model), out_shardings=replicated(mesh))
+    """One jitted scorer per (model class and config, mesh)."""
+    return _cached_step("score", model, mesh, make_score_step)
 
 
-@functools.lru_cache(maxsize=16)
 def _argmax_step(model: Any, mesh: Mesh) -> Callable[..., Any]:
-    def argmax(params: Any, batch: Mapping[str, jax.Array]) -> jax.Array:
-        return jnp.argmax(model.logits(params, batch, deterministic=True, rng=None), axis=-1)
+    def make(model: Any) -> Callable[..., Any]:
+        def argmax(params: Any, batch: Mapping[str, jax.Array]) -> jax.Array:
+            logits = model.logits(params, batch, deterministic=True, rng=None)
+            return jnp.argmax(logits, axis=-1)
 
-    with activate(mesh):
-        return jax.jit(argmax, out_shardings=replicated(mesh))
+        return argmax
+
+    return _cached_step("argmax", model, mesh, make)
 
 
 def one_device_mesh() -> Mesh:
@@ -233,10 +280,9 @@ class SeqioModel:
         with activate(self.mesh):
             for indices, batch, rows in self._batches(dataset, "scoring"):
                 scored = jax.device_get(score(self.params, self._model_rows(batch)))
-                for i in range(rows):
-                    pair = np.asarray([scored["log_likelihood"][i], scored["tokens"][i]],
-                                      np.float64)
-                    out.append((int(indices[i]), pair))
+                pairs = np.stack([np.asarray(scored["log_likelihood"], np.float64),
+                                  np.asarray(scored["tokens"], np.float64)], axis=1)
+                out += zip(indices[:rows].tolist(), pairs[:rows], strict=True)
         return out
 
     def _prompts(self, batch: Mapping[str, np.ndarray], rows: int) -> list[np.ndarray]:
