@@ -232,6 +232,7 @@ def test_open_book_eval_with_bm25_beside_closed_book(world_reader, tmp_path, cap
     assert [row.split(",")[0] for row in table[1:]] == ["INITIAL", "BM25"]
     ranks = (tmp_path / "report" / "table_rank_acc.md").read_text()
     assert "| INITIAL |" in ranks and "| BM25 |" in ranks
+    assert ranks.startswith("### rank_acc on EvolvingQA\n")  # the run folder says which set
 
 
 def test_open_book_eval_with_dpr_encoders(world_reader, tmp_path, capsys):

@@ -311,3 +311,13 @@ def test_a_data_folder_in_a_bucket_works_as_a_local_one(twiki, tmp_path, gcs_buc
     code, again, _ = _cli("--data", remote, "--month", MONTH)
     assert code == 0 and "reused" in again[0]
     assert again[1:5] == printed[1:5]  # the category lines: figures and files
+
+
+def test_every_retriever_is_an_open_book_method():
+    """``tw-jax lifelong --method <retriever>`` knows every registered retriever."""
+    from tw_jax.evaluate.groups import OPEN_BOOK
+    from tw_jax.evaluate.results import METHODS
+    from tw_jax.evaluate.retrieval import known_retrievers
+
+    assert sorted(OPEN_BOOK) == sorted(known_retrievers())
+    assert set(OPEN_BOOK) <= set(METHODS)

@@ -400,7 +400,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from tw_jax.errors import DumpError, UsageError
     from tw_jax.evaluate import evolvingqa as eqa
     from tw_jax.evaluate import open_book
-    from tw_jax.evaluate.results import append_results
+    from tw_jax.evaluate.results import append_results, mark_benchmark
     from tw_jax.io.atomic import write_json
     from tw_jax.preprocess.evolvingqa import layout
     from tw_jax.tasks.evolvingqa import EDITED, NEW, UNCHANGED, find_qa_files, task_name
@@ -460,6 +460,7 @@ def run_eval(args: argparse.Namespace) -> int:
                     inputs=[i.text for i in inputs[name]] if inputs else None))
         results = eqa.to_results(method, trained, args.month, scored)
         path = append_results(args.out, results)
+        mark_benchmark(args.out, "EvolvingQA")
     except (gin_setup.GinConfigError, checkpoints.CheckpointError, FileNotFoundError,
             ValueError, DumpError, UsageError) as error:
         return _error("eval", error)

@@ -47,7 +47,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--eval-matrix", action="store_true",
                         help="score every checkpoint on every month's probes (Fig. 5)")
     parser.add_argument("--method", default=None,
-                        help="method name in the results (default: the first gin file's stem)")
+                        help="method name in the results (default: the first gin file's stem); "
+                             "bm25 or dpr: open book, INITIAL reading the passages tw-jax "
+                             "probe-contexts retrieved for each month's probes")
     parser.add_argument("--train-on", choices=sorted(set(TRAINS_ON.values())), default=None,
                         help="training data of a method the runner does not know by name")
     parser.add_argument("--initial-checkpoint", default=None, metavar="PATH", type=input_path,

@@ -33,7 +33,7 @@ from tw_jax.evaluate.fuar import (
     stability_plasticity_preprint,
 )
 from tw_jax.evaluate.groups import OPEN_BOOK
-from tw_jax.evaluate.results import BASE, METHODS, METRICS, NO_MONTH, Result
+from tw_jax.evaluate.results import BASE, METHODS, METRICS, NO_MONTH, TWIKI_PROBES, Result
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 
@@ -147,7 +147,7 @@ def probe_average(index: ResultIndex, method: str, month: str, metric: str) -> f
     return stability_plasticity_preprint(un, up, new)
 
 
-def probe_table(index: ResultIndex, metric: str) -> Table:
+def probe_table(index: ResultIndex, metric: str, probe_set: str = TWIKI_PROBES) -> Table:
     """Methods × months × categories of one probe metric, with training time."""
     months = index.eval_months(metric)
     present = index.categories(metric)
@@ -181,7 +181,9 @@ def probe_table(index: ResultIndex, metric: str) -> Table:
         notes.append(f"{', '.join(book)}: open book, INITIAL reading each probe after the "
                      "passages that retriever found for it in that month's snapshot; its Time "
                      "is building that month's index.")
-    title = TABLE_TITLES.get(metric, f"{metric} on TWiki-Probes")
+    title = f"{metric} on {probe_set}"
+    if probe_set == TWIKI_PROBES:
+        title = TABLE_TITLES.get(metric, title)
     return Table(f"table_{metric}", title, headers, rows, notes)
 
 
@@ -259,13 +261,14 @@ def ckl_table(index: ResultIndex, metric: str = "em") -> Table:
                  notes)
 
 
-def all_tables(index: ResultIndex) -> list[Table]:
-    """Every table the results support: one per probe metric present, and CKL's for EM."""
+def all_tables(index: ResultIndex, probe_set: str = TWIKI_PROBES) -> list[Table]:
+    """Every table the results support: one per probe metric present (titled by the probe
+    sets they are on), and CKL's for EM."""
     present = index.metrics()
     tables = []
     for metric in METRICS:
         if metric in present and not metric.startswith("propn") and metric != "train_seconds":
-            tables.append(probe_table(index, metric))
+            tables.append(probe_table(index, metric, probe_set))
     if "em" in present:
         tables.append(ckl_table(index, "em"))
     return tables

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from tw_jax.evaluate.results import read_results, results_path
+from tw_jax.evaluate.results import read_benchmark, read_results, results_path
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 from tw_jax.io.cli_paths import input_path, output_path
@@ -33,7 +33,8 @@ def build_report(
     out = os.fspath(out)
     paths.makedirs(out)
     index = ResultIndex(results)
-    tables = all_tables(index)
+    sets = sorted({read_benchmark(d) for d in run_dirs})
+    tables = all_tables(index, " and ".join(sets))
     summary = summary_table(index)
     table_paths = write_tables([*([summary] if summary else []), *tables], out)
     figures = write_plots(index, out)

@@ -168,6 +168,27 @@ def results_path(out_dir: str | os.PathLike[str]) -> paths.Path:
     return path if path.suffix == ".jsonl" else path / RESULTS_FILE
 
 
+BENCHMARK_FILE = "benchmark.txt"
+TWIKI_PROBES = "TWiki-Probes"
+
+
+def mark_benchmark(out_dir: str | os.PathLike[str], name: str) -> None:
+    """Name the probe sets a run folder's results are on (``OUT_DIR/benchmark.txt``), for the
+    report's titles: the lines themselves look alike for TemporalWiki and EvolvingQA."""
+    path = os.fspath(results_path(out_dir).parent / BENCHMARK_FILE)
+    if read_benchmark(out_dir) != name:
+        with atomic_open(path, "w", encoding="utf-8") as handle:
+            handle.write(name + "\n")
+
+
+def read_benchmark(out_dir: str | os.PathLike[str]) -> str:
+    """The name :func:`mark_benchmark` wrote, else TemporalWiki's probes (the lifelong runner's)."""
+    path = os.fspath(results_path(out_dir).parent / BENCHMARK_FILE)
+    if not paths.isfile(path):
+        return TWIKI_PROBES
+    return paths.read_text(path).strip() or TWIKI_PROBES
+
+
 def append_results(out_dir: str | os.PathLike[str], results: Iterable[Result]) -> paths.Path:
     """Validate, then append ``results`` to ``OUT_DIR/results.jsonl`` in one write (in a bucket:
     rewrite it whole, atomically); returns the file. Nothing is written when any result is

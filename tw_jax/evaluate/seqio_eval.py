@@ -20,6 +20,12 @@ Scores are ``(log-likelihood, scored tokens)`` per example: the tokens the model
 :func:`tw_jax.tasks.metrics.perplexity` prefers over the count a postprocessor can infer from
 the target alone. A task's ``targets_weights`` (the probe tasks' object or text tokens) limit
 the scored tokens exactly as ``tw-jax eval`` and the lifelong report score them.
+
+Answers follow the model's QA protocol (:mod:`tw_jax.evaluate.qa`): GPT-2's is TemporalWiki's
+teacher-forced one (pass the task's vocabulary), T5's free decoding; they are returned padded with
+EOS to one width, as T5X's ``predict_batch`` returns them. Each batch runs at a bucketed length of
+its longest row (seqio pads every example to the longest of the evaluation), and the compiled
+steps are kept per model class and config, so every checkpoint of a run reuses them.
 """
 
 from __future__ import annotations
