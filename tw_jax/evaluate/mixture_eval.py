@@ -78,6 +78,10 @@ def task_category(task: str, month: str, suffix: str, source: str | None = None)
     return task[len(head) : len(task) - len(suffix)] if suffix else task[len(head) :]
 
 
+# id of an evaluator's cached model dataset -> its examples (enumerated 0..n-1)
+_EXAMPLES: dict[int, int] = {}
+
+
 class MixtureEvaluators:
     """One ``seqio.Evaluator`` per (mixture, examples limit, model family, data), built when
     first asked for: an Evaluator tokenises and caches its tasks' examples once, and every later
@@ -87,7 +91,6 @@ class MixtureEvaluators:
     def __init__(self, capacity: int = 16) -> None:
         self.capacity = capacity
         self._built: dict[tuple[Any, ...], seqio.Evaluator] = {}
-        self._examples: dict[int, int] = {}
 
     def get(self, mixture: str, model: Any, num_examples: int | None,
             data: str = "") -> seqio.Evaluator:
@@ -96,7 +99,6 @@ class MixtureEvaluators:
         if key not in self._built:
             while len(self._built) >= self.capacity:  # the oldest goes first
                 old = self._built.pop(next(iter(self._built)))
-                self._examples.pop(id(old), None)
                 for dataset in old.cached_model_datasets.values():
                     _EXAMPLES.pop(id(dataset), None)
             if mixture not in seqio.MixtureRegistry.names():
@@ -108,16 +110,14 @@ class MixtureEvaluators:
                                             async_compute_metrics=False)
             _check_length(mixture, evaluator, model)
             self._built[key] = evaluator
-            counts = {task: sum(1 for _ in ds)
-                      for task, ds in evaluator.cached_task_datasets.items()}
-            self._examples[id(evaluator)] = sum(counts.values())
             for task, dataset in evaluator.cached_model_datasets.items():
-                _EXAMPLES[id(dataset)] = counts[task]
+                _EXAMPLES[id(dataset)] = sum(1 for _ in evaluator.cached_task_datasets[task])
         return self._built[key]
 
-    def examples(self, evaluator: seqio.Evaluator) -> int:
+    @staticmethod
+    def examples(evaluator: seqio.Evaluator) -> int:
         """How many examples an evaluator's tasks hold together."""
-        return self._examples[id(evaluator)]
+        return sum(_EXAMPLES[id(ds)] for ds in evaluator.cached_model_datasets.values())
 
 
 # Every run of this process shares them (the demo's and a sweep's methods read the same probes).
@@ -169,10 +169,6 @@ def _unscored(dataset: tf.data.Dataset) -> list[tuple[int, np.ndarray]]:
     return [(index, np.asarray([0.0, 1.0])) for index in _indices(dataset)]
 
 
-# id of an evaluator's cached model dataset -> its examples (enumerated 0..n-1)
-_EXAMPLES: dict[int, int] = {}
-
-
 def _indices(dataset: tf.data.Dataset) -> list[int]:
     """The example indices of an evaluator's enumerated dataset: 0..n-1, as seqio numbers them."""
     if id(dataset) in _EXAMPLES:
@@ -183,13 +179,12 @@ def _indices(dataset: tf.data.Dataset) -> list[int]:
 
 @dataclass(frozen=True)
 class FormRun:
-    """One mixture to evaluate: its evaluator, the groups it gives, and how many model calls it
-    makes (one per example and model function: a progress bar's share)."""
+    """One mixture to evaluate: its evaluator, the groups it gives, and its examples."""
 
     evaluator: seqio.Evaluator
     suffix: str
     groups: tuple[str, ...]
-    calls: int
+    examples: int
 
     @property
     def asks_qa(self) -> bool:
@@ -198,6 +193,11 @@ class FormRun:
     @property
     def asks_perplexity(self) -> bool:
         return any(g in PPL_VARIANTS for g in self.groups)
+
+    @property
+    def calls(self) -> int:
+        """Model calls: one per example and model function asked for (a progress bar's share)."""
+        return self.examples * (int(self.asks_qa) + int(self.asks_perplexity))
 
 
 def plan_forms(
@@ -209,9 +209,7 @@ def plan_forms(
     plan = []
     for suffix, wanted in probe_forms(model, groups).items():
         evaluator = evaluators.get(mixture_name(month, suffix, source), model, max_probes, data)
-        calls_per_example = int(QA in wanted) + int(any(g in PPL_VARIANTS for g in wanted))
-        calls = evaluators.examples(evaluator) * calls_per_example
-        plan.append(FormRun(evaluator, suffix, tuple(wanted), calls))
+        plan.append(FormRun(evaluator, suffix, tuple(wanted), evaluators.examples(evaluator)))
     return plan
 
 

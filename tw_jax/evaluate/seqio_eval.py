@@ -254,7 +254,7 @@ class SeqioModel:
     batch_size: int = 32
     max_new_tokens: int = 32
     beam_size: int = 1
-    step: int | None = None
+    step: int | None = None  # the checkpoint's, for ``Evaluator.evaluate(step=...)``'s logs
     # examples done, per batch (a caller's progress bar); None: a bar per call
     on_examples: Callable[[int], Any] | None = None
 
