@@ -10,7 +10,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from eqa_world import build_eqa_world
+from eqa_world import build_eqa_world, tiny_dpr_encoders
 from eval_helpers import set_unigram
 
 from tw_jax.benchmarks import evolvingqa_cli
@@ -236,25 +236,14 @@ def test_open_book_eval_with_bm25_beside_closed_book(world_reader, tmp_path, cap
 
 
 def test_open_book_eval_with_dpr_encoders(world_reader, tmp_path, capsys):
-    from tw_jax.evaluate.retrieval.base import Passage
-    from tw_jax.evaluate.retrieval.dense import DenseRetriever
-    from tw_jax.models.bert import BertConfig
-
     data, reader, vocab = world_reader
-    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "who", "what", "is", "the", "of",
-             "population", "capital", "spouse", "?", "."]
-    config = BertConfig(vocab_size=len(words), hidden_size=16, num_hidden_layers=1,
-                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=256,
-                        dropout_rate=0.0, attention_dropout=0.0)
-    encoders = tmp_path / "encoders"
-    dense = DenseRetriever.random(0, config, words)  # max_length 256, as `retrieve` builds it
-    dense.build([Passage("0", "t", "what is the capital ?")])
-    dense.save(str(encoders))  # the in-memory encoders as Hugging Face DPR folders
+    question, ctx = tiny_dpr_encoders(tmp_path / "encoders", [
+        "who", "what", "is", "the", "of", "population", "capital", "spouse", "?", "."])
     out = tmp_path / "results"
     assert _cli(["evolvingqa", "eval", "--data", str(data), "--checkpoint", str(reader), "--out",
                  str(out), "--t5-vocab", vocab, *OPEN_BOOK, "--method", "dpr", "--reader",
-                 "full", "--question-encoder", str(encoders / "question_encoder"),
-                 "--ctx-encoder", str(encoders / "ctx_encoder"), "--sets", "new"]) == 0
+                 "full", "--question-encoder", str(question), "--ctx-encoder", str(ctx),
+                 "--sets", "new"]) == 0
     printed = capsys.readouterr().out
     assert "dpr index of 0809:" in printed and "built" in printed
     assert "EvolvingQA full-dpr trained through 0809, time step 0809:" in printed
