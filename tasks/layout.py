@@ -28,6 +28,7 @@ import os
 import re
 
 from tw_jax.io import paths
+from tw_jax.preprocess.accounting import STATS_FILE
 
 DATA_DIR_ENV = "TW_JAX_DATA_DIR"
 T5_VOCAB_ENV = "TW_JAX_T5_VOCAB"
@@ -36,7 +37,6 @@ GPT2_VOCAB_ENV = "TW_JAX_GPT2_VOCAB"
 _PAIR = re.compile(r"^(\d{2})(\d{2})$")
 _MONTH = re.compile(r"^\d{2}$")
 _CONTEXTS = re.compile(r"^probes_([a-z0-9]+)$")
-CONTEXT_MARKER = "stats.json"
 
 
 def join(*parts: str) -> str:
@@ -78,7 +78,7 @@ class Pair:
         for name in sorted(n.rstrip("/") for n in paths.listdir(self.folder)):
             match = _CONTEXTS.match(name)
             folder = join(self.folder, name)
-            if match and paths.isfile(join(folder, CONTEXT_MARKER)):
+            if match and paths.isfile(join(folder, STATS_FILE)):
                 found[match.group(1)] = folder
         return found
 

@@ -94,11 +94,13 @@ from tw_jax.evaluate.groups import (
     TRAINS_ON,
 )
 from tw_jax.evaluate.month_eval import BlockCache, EvalSettings, evaluate_month
+from tw_jax.evaluate.probe_contexts import output_dir as contexts_dir
 from tw_jax.evaluate.results import BASE, NO_MONTH, Result, append_results, results_path
 from tw_jax.evaluate.runs import ModelSource, loaded_run
 from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
 from tw_jax.models import model_for
+from tw_jax.preprocess.accounting import STATS_FILE
 from tw_jax.preprocess.probes.probe_csv import read_probe_csv
 from tw_jax.tasks import LazyVocabulary
 from tw_jax.tasks.layout import resolve_data_dir
@@ -507,7 +509,7 @@ def _open_book(options: LifelongOptions, method: str, months: Sequence[str], dat
             summary.skipped[f"{method}/{group}"] = (
                 "open book changes the reader's input, not its weights: INITIAL's figure")
     for month in months:
-        marker = paths.join(data_dir, month, f"probes_{method}", "stats.json")
+        marker = paths.join(contexts_dir(data_dir, month, method), STATS_FILE)
         if not paths.isfile(marker):
             raise LifelongError(
                 f"{marker}: no {method} contexts for {month} (run tw-jax probe-contexts "

@@ -58,6 +58,7 @@ from tw_jax.evaluate.mixture_eval import (
     run_forms,
     task_category,
 )
+from tw_jax.evaluate.probe_contexts import output_dir as contexts_dir
 from tw_jax.evaluate.propn import propn_perplexity
 from tw_jax.evaluate.qa import PROTOCOLS
 from tw_jax.evaluate.rank import probe_rank_items, rank_classify
@@ -259,7 +260,8 @@ def _plan(model: Any, data_dir: str, month: str, groups: Sequence[str], settings
     folder has rows for (a registry of another folder would silently score other probes)."""
     needed = [mixture_name(month, suffix, source) for suffix in probe_forms(model, groups)]
     tw_jax.tasks.ensure_registered(data_dir, needed)
-    folder = paths.join(data_dir, month, f"probes_{source}" if source else "probes")
+    folder = (contexts_dir(data_dir, month, source) if source
+              else paths.join(data_dir, month, "probes"))
     data = probe_fingerprint(folder, [f"{c}.csv" for c in CATEGORIES])
     data += "|" + "|".join(sorted({_vocabulary_path(name) for name in needed}))
     plan = plan_forms(model, month, groups, evaluators or SHARED,
