@@ -175,3 +175,31 @@ def test_quieting_is_installed_once(tmp_path):
     assert isinstance(sys.unraisablehook, checkpoints._QuietLateCallbacks)
     assert not isinstance(sys.unraisablehook.previous, checkpoints._QuietLateCallbacks)
     assert logging.getLogger("absl").filters.count(checkpoints._ORBAX_FILTER) == 1
+
+
+def test_what_late_writes_of_a_failed_save_bring_back_is_removed_too(tmp_path):
+    """Orbax raises on the first failed write while the other items' writes still run; those
+    make the temporary folder again after the first removal. Removal goes on until nothing has
+    come back for the settle time."""
+    import threading
+    import time
+
+    folder = tmp_path / "checkpoints" / "10"
+    temporary = tmp_path / "checkpoints" / "10.orbax-checkpoint-tmp-17"
+    (temporary / "params").mkdir(parents=True)
+    unsealed = folder / "meta"
+    recreated = []
+
+    def late_writer():
+        for _ in range(3):  # three late writes, 0.1 s apart
+            time.sleep(0.1)
+            (temporary / "opt_state").mkdir(parents=True, exist_ok=True)
+            unsealed.mkdir(parents=True, exist_ok=True)
+            recreated.append(True)
+
+    writer = threading.Thread(target=late_writer)
+    writer.start()
+    checkpoints.remove_failed_save(str(folder), settle=0.3)
+    writer.join()
+    assert len(recreated) == 3
+    assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == []

@@ -42,6 +42,7 @@ import logging
 import os
 import re
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -193,12 +194,42 @@ def _save_failed(mngr: Any, step: int, error: BaseException) -> CheckpointSaveEr
     else:
         lines = str(error).strip().splitlines()
         reason = lines[0][:300] if lines else type(error).__name__
-    if jax.process_count() == 1:
-        for leftover in paths.glob(f"{folder}.orbax-checkpoint-tmp*"):
-            paths.rmtree(leftover)
-        if paths.isdir(folder) and not paths.exists(paths.join(folder, MANIFEST)):
-            paths.rmtree(folder)
+    remove_failed_save(folder)
     return CheckpointSaveError(folder, f"checkpoint not saved: {reason}")
+
+
+def _remove_once(folder: str) -> bool:
+    """Removes the failed save's temporary folders and an unsealed step folder; True when there
+    was something to remove."""
+    found = False
+    for leftover in paths.glob(f"{folder}.orbax-checkpoint-tmp*"):
+        paths.rmtree(leftover)
+        found = True
+    if paths.isdir(folder) and not paths.exists(paths.join(folder, MANIFEST)):
+        paths.rmtree(folder)
+        found = True
+    return found
+
+
+def remove_failed_save(folder: str, *, settle: float = 0.5, limit: float = 10.0) -> None:
+    """Removes what a failed save of step folder ``folder`` left, until nothing has come back
+    for ``settle`` seconds (at most ``limit``). One process only: with several, the next run's
+    manager removes orbax's temporaries.
+
+    Why more than once: when one of the save's writes fails, orbax raises at once while the
+    other items' TensorStore writes are still running in native threads, and those create their
+    folders again after a first removal."""
+    if jax.process_count() != 1:
+        return
+    deadline = time.monotonic() + limit
+    quiet_since = time.monotonic()
+    while True:
+        if _remove_once(folder):
+            quiet_since = time.monotonic()
+        now = time.monotonic()
+        if now - quiet_since >= settle or now >= deadline:
+            return
+        time.sleep(0.05)
 
 
 def close(mngr: Any, *, quietly: bool = False) -> None:

@@ -225,11 +225,13 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
                         preempted = preemption.signal_name
                         break
                 saves.finish(done)
-        except BaseException:
+        except BaseException as error:
             # Stopping on an error: closing must not raise over it (a full disk fails both).
             with contextlib.suppress(OSError, OutputError):
                 logger.close()
             checkpoints.close(mngr, quietly=True)
+            if isinstance(error, checkpoints.CheckpointSaveError):
+                checkpoints.remove_failed_save(error.path)  # what late writes brought back
             raise
         logger.close()
         checkpoints.close(mngr)
