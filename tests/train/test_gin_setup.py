@@ -119,3 +119,20 @@ def test_a_misspelt_macro_is_named_with_the_closest_ones(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["tw-jax train: error: gin macro BATCH_SIZ is bound but nothing in the gin "
                    "files uses it (did you mean BATCH_SIZE?)"]
+
+
+def test_a_runs_operative_config_builds_the_model_it_trained(tmp_path):
+    """Gin records the model's parameters in the MODEL macro's scope (``MODEL/GPT2Config.n_embd
+    = 64``); loading that file for evaluation must build that model, not the default one."""
+    gin_setup.parse(["lora.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"],
+                    ["MODEL_DIR='m'", "tw_jax.models.GPT2Config.vocab_size=1257"],
+                    required_macros=gin_setup.MACROS_TRAIN)
+    trained = gin_setup.train_config().model_config  # gin calls GPT2Config inside scope MODEL
+    operative = tmp_path / "operative_config.gin"
+    operative.write_text(gin.operative_config_str())
+    assert "MODEL/GPT2Config.n_embd = 64" in operative.read_text()
+    gin.clear_config()
+    gin_setup.parse([str(operative)], [])
+    assert gin_setup.model_config() == trained
+    assert (trained.n_embd, trained.n_layer, trained.vocab_size) == (64, 3, 1257)
+    assert trained.lora is not None

@@ -265,9 +265,14 @@ def macro(name: str, default: Any = None) -> Any:
 
 
 def model_config() -> Any:
-    """The model config the parsed gin files build (their ``MODEL`` macro)."""
+    """The model config the parsed gin files build (their ``MODEL`` macro), as training builds
+    it: inside the macro's scope. Gin evaluates ``%MODEL`` in scope ``MODEL``, so a run's
+    ``operative_config.gin`` records the model's parameters as ``MODEL/GPT2Config.n_embd = …``;
+    calling the reference outside that scope would miss them and build the default model."""
     try:
-        return gin.query_parameter("%MODEL").scoped_configurable_fn()
+        reference = gin.query_parameter("%MODEL")
+        with gin.config_scope("MODEL"):
+            return reference.scoped_configurable_fn()
     except ValueError as error:
         raise GinConfigError(f"gin: {error} (add a models/*.gin file)") from None
 
