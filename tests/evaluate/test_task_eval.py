@@ -107,6 +107,13 @@ def test_a_run_loads_at_any_step(tmp_path, data_bindings):
     with (pytest.raises(checkpoints.CheckpointError, match="no checkpoint to evaluate"),
           loaded_run(source)):
         pass
+    # The run's own operative config (its model's parameters in gin's MODEL scope) loads it too.
+    operative = ModelSource(model_dir=str(model_dir),
+                            gin_files=[str(model_dir / "operative_config.gin")])
+    with loaded_run(operative) as reloaded:
+        assert reloaded.model.config == latest.model.config and reloaded.step == 4
+        for a, b in zip(leaves(reloaded.params), final, strict=True):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_feature_text_reads_past_a_leading_bos():
