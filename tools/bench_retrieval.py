@@ -3,6 +3,8 @@
     python tools/bench_retrieval.py --passages 200000 --questions 2000
     python tools/bench_retrieval.py --data eqa/ --month 0809          # a real build folder
     python tools/bench_retrieval.py --retriever dpr --question-encoder Q/ --ctx-encoder C/
+    python tools/bench_retrieval.py --retriever dpr --random-encoders base --dtype bfloat16 \
+        --batch-size 512 --passages 100000                            # a GPU, no download
 
 EvolvingQA's Unchanged set alone is drawn from 200K articles (paper, Section 2.2), so a month's
 snapshot is a few hundred thousand passages. Without ``--data`` the corpus is synthetic:
@@ -76,18 +78,55 @@ def synthetic_questions(passages: list[Any], count: int, seed: int) -> tuple[lis
     return questions, [int(s) for s in sources]
 
 
+def _bert_base() -> Any:
+    from tw_jax.models.bert import BertConfig
+
+    return BertConfig(dropout_rate=0.0, attention_dropout=0.0)  # BERT-base, as DPR's encoders
+
+
+def _bert_tiny() -> Any:
+    from tw_jax.models.bert import BertConfig
+
+    return BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                      intermediate_size=128, dropout_rate=0.0, attention_dropout=0.0)
+
+
+# Random weights of DPR's shapes: the speed of real encoders, with no download.
+RANDOM_ENCODERS = {"base": _bert_base, "tiny": _bert_tiny}
+
+
+def _wordpiece_vocabulary(seed: int) -> list[str]:
+    """BERT's 30,522 entries: the special tokens, then the synthetic corpus's words (so texts
+    tokenise to whole words, about as many tokens as English words give)."""
+    rng = np.random.default_rng(seed)  # the same draw as synthetic_passages' vocabulary
+    words = _vocabulary(50_000, rng)[: 30_522 - 5]
+    return ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+
+
 def _retriever(args: argparse.Namespace) -> Any:
     from tw_jax.evaluate.retrieval import retriever_class
 
     cls = retriever_class(args.retriever)
     if args.retriever == "dpr":
+        settings = {"dtype": args.dtype, "batch_size": args.batch_size}
+        if args.random_encoders:
+            return cls.random(args.seed, RANDOM_ENCODERS[args.random_encoders](),
+                              _wordpiece_vocabulary(args.seed), **settings)
         if not (args.question_encoder and args.ctx_encoder):
             raise SystemExit("bench_retrieval: --retriever dpr needs --question-encoder and "
-                             "--ctx-encoder (Hugging Face DPR folders)")
-        return cls(question_encoder=args.question_encoder, ctx_encoder=args.ctx_encoder)
+                             "--ctx-encoder (Hugging Face DPR folders), or --random-encoders")
+        return cls(question_encoder=args.question_encoder, ctx_encoder=args.ctx_encoder,
+                   **settings)
     if args.retriever == "bm25":
         return cls(k1=args.k1, b=args.b)
     return cls()
+
+
+def _device() -> str:
+    import jax
+
+    devices = jax.devices()
+    return f"{len(devices)} x {devices[0].device_kind}"
 
 
 def _folder_bytes(folder: str) -> int:
@@ -135,6 +174,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "questions_per_second": round(len(questions) / search_s, 1),
         "passage_hit@1": sum(r == 0 for r in ranks) / len(ranks),
         f"passage_hit@{args.k}": sum(r is not None for r in ranks) / len(ranks),
+        "device": _device() if args.retriever == "dpr" else "cpu",
         "cpus": os.cpu_count(), "machine": platform.machine(), "python": platform.python_version(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
@@ -155,6 +195,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--b", type=float, default=0.75, help="bm25: b")
     parser.add_argument("--question-encoder", default=None, help="dpr: question encoder folder")
     parser.add_argument("--ctx-encoder", default=None, help="dpr: context encoder folder")
+    parser.add_argument("--random-encoders", choices=sorted(RANDOM_ENCODERS), default=None,
+                        help="dpr: random encoders of BERT-base (or tiny) shapes, for speed")
+    parser.add_argument("--dtype", default="float32", help="dpr: compute dtype (bfloat16 on "
+                        "accelerators)")
+    parser.add_argument("--batch-size", type=int, default=64, help="dpr: texts per encoder step")
     parser.add_argument("--jsonl", default=None, help="also append the record to this file")
     args = parser.parse_args(argv)
     if args.data and not args.month:

@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tw_jax.data.vocabularies import ByteLevelBPEVocabulary
-
 Span = tuple[int, int]
 
 
@@ -24,6 +22,9 @@ def encode_with_offsets(vocabulary: Any, text: str) -> tuple[list[int], list[Spa
     ``vocabulary`` is a :class:`tw_jax.data.vocabularies.ByteLevelBPEVocabulary` (GPT-2) or a
     ``seqio.SentencePieceVocabulary`` (T5, sentinels included).
     """
+    # Imported here: the model families import this module, and the vocabularies bring seqio
+    # and TensorFlow, which a model on its own (a retriever's encoders, say) does not need.
+    from tw_jax.data.vocabularies import ByteLevelBPEVocabulary
 
     if isinstance(vocabulary, ByteLevelBPEVocabulary):
         encoding = vocabulary.tokenizer.encode(text, add_special_tokens=False)
