@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 
+import jax
 import numpy as np
 import pytest
 
@@ -57,11 +58,14 @@ def test_exact_top_k_on_hand_made_embeddings():
 
 
 @pytest.mark.parametrize("chunk_rows", [1 << 18, 7, 1])
-def test_exact_top_k_equals_a_numpy_argsort(chunk_rows):
+@pytest.mark.parametrize("resident_bytes", [None, 0], ids=["kept", "streamed"])
+def test_exact_top_k_equals_a_numpy_argsort(chunk_rows, resident_bytes):
+    """The same answer whether the chunks stay on the device or are uploaded for each search."""
     rs = np.random.RandomState(0)
     questions = rs.randint(-3, 4, (9, 8)).astype(np.float32)  # integers: exact float sums
     passages = rs.randint(-3, 4, (53, 8)).astype(np.float32)
-    scores, ids = exact_top_k(questions, passages, 11, chunk_rows=chunk_rows)
+    scores, ids = exact_top_k(questions, passages, 11, chunk_rows=chunk_rows,
+                              resident_bytes=resident_bytes)
     full = questions @ passages.T
     expected = np.argsort(-full, axis=1, kind="stable")[:, :11]
     np.testing.assert_array_equal(ids, expected)
@@ -236,3 +240,15 @@ def test_eight_device_mesh_gives_the_one_device_answers():
                             text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "OK" in result.stdout
+
+
+def test_chunks_stay_on_the_devices_within_the_budget():
+    from tw_jax.evaluate.retrieval.dense import CPU_RESIDENT_BYTES, _Searcher, resident_budget
+    from tw_jax.models.sharding import make_mesh
+
+    mesh = make_mesh(devices=jax.devices()[:1])
+    assert resident_budget(mesh) == CPU_RESIDENT_BYTES  # the CPU reports no memory limit
+    passages = np.ones((10, 4), np.float32)  # three chunks of 4 rows: 3 * 4 * 4 * 4 bytes
+    kept = _Searcher(passages, mesh, chunk_rows=4, resident_bytes=192)
+    assert kept._resident is not None and len(kept._resident) == 3
+    assert _Searcher(passages, mesh, chunk_rows=4, resident_bytes=191)._resident is None
