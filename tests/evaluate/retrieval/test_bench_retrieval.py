@@ -54,3 +54,18 @@ def test_bench_on_a_build_folder(data, capsys):
     record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert record["passages"] == 4 and record["source"] == f"{data} 0809"
     assert record["passage_hit@20"] == 1.0
+
+
+def test_dpr_bench_with_random_encoders(capsys):
+    """No encoder folders to download: random weights of DPR's shapes, BERT's vocabulary size."""
+    bench = _bench()
+    vocabulary = bench._wordpiece_vocabulary(0)
+    assert len(vocabulary) == 30_522 and vocabulary[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]",
+                                                           "[MASK]"]
+    assert bench.main(["--retriever", "dpr", "--random-encoders", "tiny", "--passages", "40",
+                       "--words", "20", "--questions", "8", "--k", "3", "--repeats", "1",
+                       "--batch-size", "16"]) == 0
+    record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert record["retriever"] == "dpr" and record["passages"] == 40
+    assert record["settings"]["dtype"] == "float32" and record["device"].startswith("1 x ")
+    assert record["questions_per_second"] > 0
