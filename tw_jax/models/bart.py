@@ -32,7 +32,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Callable
 from typing import Any
 
 import flax.linen as nn
@@ -41,29 +40,26 @@ import jax.numpy as jnp
 import numpy as np
 
 from tw_jax.errors import UsageError
+from tw_jax.models import decode_cache
 from tw_jax.models.layers import (
     EMBED_AXES,
     HEADS_AXES,
     DenseGeneral,
+    activations,
+    add_residual,
     attend,
-    cached_key_value,
+    attention_key_value,
+    dense,
+    embed,
     feed_forward,
     layer_norm,
-    normal_init,
 )
 from tw_jax.models.variants import KAdapterConfig, LoRAConfig, ModularConfig
 
 # fairseq's learned positions start at ``padding_idx + 1 = 2``; Hugging Face adds the same offset.
 POSITION_OFFSET = 2
 
-ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
-    "gelu": lambda x: jax.nn.gelu(x, approximate=False),
-    "gelu_new": lambda x: jax.nn.gelu(x, approximate=True),
-    "gelu_pytorch_tanh": lambda x: jax.nn.gelu(x, approximate=True),
-    "relu": jax.nn.relu,
-    "silu": jax.nn.silu,
-    "swish": jax.nn.silu,
-}
+ACTIVATIONS = activations("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish")
 
 # Keys of older BART config.json files that select architectures Hugging Face's BART no longer
 # builds; a value other than the one given would describe another model (mBART-style pre-LN).
@@ -229,18 +225,12 @@ def _layer_norm(config: BARTConfig, name: str) -> nn.LayerNorm:
 def _dense(config: BARTConfig, features: tuple[int, ...], axes: tuple[str, ...], name: str,
            n_axes: int = 1) -> DenseGeneral:
     """A biased projection initialised N(0, init_std); LoRA wraps it when targeted by name."""
-    lora = config.lora if config.lora is not None and config.lora.applies_to(name) else None
-    return DenseGeneral(
-        features, axes, config.init_std, n_axes=n_axes, use_bias=True,
-        dtype=jnp.dtype(config.dtype), param_dtype=jnp.dtype(config.param_dtype), lora=lora,
-        name=name,
-    )
+    return dense(config, features, axes, config.init_std, name, n_axes=n_axes, use_bias=True)
 
 
 def _positions(config: BARTConfig, name: str) -> nn.Embed:
-    return nn.Embed(config.position_rows, config.d_model, dtype=jnp.dtype(config.dtype),
-                    param_dtype=jnp.dtype(config.param_dtype),
-                    embedding_init=normal_init(config.init_std, ("position", "embed")), name=name)
+    return embed(config, config.position_rows, config.d_model, config.init_std,
+                 ("position", "embed"), name)
 
 
 def _check_length(config: BARTConfig, length: int, what: str) -> None:
@@ -270,27 +260,12 @@ class Attention(nn.Module):
         head_dim = cfg.d_model // self.num_heads
 
         def projected(name: str, source: jax.Array) -> jax.Array:
-            dense = _dense(cfg, (self.num_heads, head_dim), ("embed", "heads", "kv"), name)
-            return nn.with_logical_constraint(dense(source), HEADS_AXES)
+            projection = _dense(cfg, (self.num_heads, head_dim), ("embed", "heads", "kv"), name)
+            return nn.with_logical_constraint(projection(source), HEADS_AXES)
 
         query = projected("query", x)
-        if self.cross:
-            if kv is not None:
-                key, value = projected("key", kv), projected("value", kv)
-            if decode:
-                if kv is None:
-                    key = self.get_variable("cache", "cached_key")
-                    value = self.get_variable("cache", "cached_value")
-                else:
-                    self.put_variable("cache", "cached_key", key)
-                    self.put_variable("cache", "cached_value", value)
-            elif kv is None:
-                raise ValueError("cross-attention needs the encoder output outside decode mode")
-        else:
-            key, value = projected("key", x), projected("value", x)
-            if decode:
-                key, value = cached_key_value(self, key, value, cache_index)
-
+        key, value = attention_key_value(self, projected, x, kv, cross=self.cross,
+                                         cache_index=cache_index, decode=decode)
         out = attend(query, key, value, mask, dropout_rate=cfg.attention_dropout,
                      deterministic=deterministic, dtype=jnp.dtype(cfg.dtype),
                      divide_by=jnp.sqrt(jnp.float32(head_dim)))
@@ -318,11 +293,9 @@ class EncoderLayer(nn.Module):
         drop = nn.Dropout(cfg.dropout_rate)
         h = Attention(cfg, cfg.encoder_attention_heads, name="self_attn")(
             x, None, mask, None, False, deterministic)
-        x = _layer_norm(cfg, "self_attn_layer_norm")(x + drop(h, deterministic=deterministic))
-        x = nn.with_logical_constraint(x, EMBED_AXES)
+        x = add_residual(x, h, drop, deterministic, _layer_norm(cfg, "self_attn_layer_norm"))
         h = _feed_forward(cfg, x, cfg.encoder_ffn_dim, deterministic)
-        x = _layer_norm(cfg, "final_layer_norm")(x + drop(h, deterministic=deterministic))
-        return nn.with_logical_constraint(x, EMBED_AXES)
+        return add_residual(x, h, drop, deterministic, _layer_norm(cfg, "final_layer_norm"))
 
 
 class DecoderLayer(nn.Module):
@@ -340,15 +313,12 @@ class DecoderLayer(nn.Module):
         heads = cfg.decoder_attention_heads
         h = Attention(cfg, heads, name="self_attn")(
             x, None, self_mask, cache_index, decode, deterministic)
-        x = _layer_norm(cfg, "self_attn_layer_norm")(x + drop(h, deterministic=deterministic))
-        x = nn.with_logical_constraint(x, EMBED_AXES)
+        x = add_residual(x, h, drop, deterministic, _layer_norm(cfg, "self_attn_layer_norm"))
         h = Attention(cfg, heads, cross=True, name="encoder_attn")(
             x, encoded, cross_mask, None, decode, deterministic)
-        x = _layer_norm(cfg, "encoder_attn_layer_norm")(x + drop(h, deterministic=deterministic))
-        x = nn.with_logical_constraint(x, EMBED_AXES)
+        x = add_residual(x, h, drop, deterministic, _layer_norm(cfg, "encoder_attn_layer_norm"))
         h = _feed_forward(cfg, x, cfg.decoder_ffn_dim, deterministic)
-        x = _layer_norm(cfg, "final_layer_norm")(x + drop(h, deterministic=deterministic))
-        return nn.with_logical_constraint(x, EMBED_AXES)
+        return add_residual(x, h, drop, deterministic, _layer_norm(cfg, "final_layer_norm"))
 
 
 class Encoder(nn.Module):
@@ -387,43 +357,18 @@ class Decoder(nn.Module):
         attention_mask: jax.Array | None, decode: bool, deterministic: bool,
     ) -> jax.Array:
         cfg = self.config
-        batch, length = y.shape[:2]
-        if attention_mask is None:
-            attention_mask = jnp.ones((batch, length), bool)
-        attention_mask = attention_mask.astype(bool)
-        if encoded is not None and encoder_mask is None:
-            encoder_mask = jnp.ones(encoded.shape[:2], bool)
+        causal = decode_cache.causal_mask(self, attention_mask, y.shape[:2], decode)
+        source_mask = decode_cache.cross_mask(self, encoded, encoder_mask, decode)
+        _check_length(cfg, causal.key_pos.shape[0], "decoder")
 
-        cache_index = None
-        query_pos = jnp.arange(length)
-        if decode:
-            initialised = self.has_variable("cache", "cache_index")
-            index = self.variable("cache", "cache_index", lambda: jnp.zeros((), jnp.int32))
-            key_mask = self.variable("cache", "key_mask", jnp.zeros, (batch, length), bool)
-            if encoded is not None:
-                self.put_variable("cache", "encoder_mask", encoder_mask.astype(bool))
-            encoder_mask = self.get_variable("cache", "encoder_mask")
-            if initialised:
-                cache_index = index.value
-                key_mask.value = jax.lax.dynamic_update_slice(
-                    key_mask.value, attention_mask, (0, cache_index))
-                index.value = cache_index + length
-                attention_mask = key_mask.value
-                query_pos = query_pos + cache_index
-        key_pos = jnp.arange(attention_mask.shape[1])
-        _check_length(cfg, attention_mask.shape[1], "decoder")
-        causal = key_pos[None, :] <= query_pos[:, None]
-        self_mask = causal[None, None, :, :] & attention_mask[:, None, None, :]
-        cross_mask = encoder_mask.astype(bool)[:, None, None, :]
-
-        y = y + _positions(cfg, "embed_positions")(query_pos + POSITION_OFFSET)[None]
+        y = y + _positions(cfg, "embed_positions")(causal.query_pos + POSITION_OFFSET)[None]
         y = _layer_norm(cfg, "layernorm_embedding")(y)
         y = nn.Dropout(cfg.dropout_rate)(y, deterministic=deterministic)
         y = nn.with_logical_constraint(y, EMBED_AXES)
         layer = nn.remat(DecoderLayer, static_argnums=(6, 7)) if cfg.remat else DecoderLayer
         for i in range(cfg.decoder_layers):
             y = layer(cfg, name=f"layer_{i}")(
-                y, encoded, self_mask, cross_mask, cache_index, decode, deterministic)
+                y, encoded, causal.mask, source_mask, causal.cache_index, decode, deterministic)
         return y
 
 
@@ -440,11 +385,7 @@ class BART(nn.Module):
 
     def setup(self) -> None:
         cfg = self.config
-        self.shared = nn.Embed(
-            cfg.vocab_size, cfg.d_model, dtype=jnp.dtype(cfg.dtype),
-            param_dtype=jnp.dtype(cfg.param_dtype),
-            embedding_init=normal_init(cfg.init_std, ("vocab", "embed")),
-        )
+        self.shared = embed(cfg, cfg.vocab_size, cfg.d_model, cfg.init_std, ("vocab", "embed"))
         self.encoder = Encoder(cfg)
         self.decoder = Decoder(cfg)
         self.final_logits_bias = self.param(
@@ -504,30 +445,7 @@ class BART(nn.Module):
                            deterministic=deterministic)
 
 
-def init_cache(
-    model: BART, params: Any, batch_size: int, max_length: int, source_length: int
-) -> Any:
-    """An empty decode cache: ``max_length`` decoder positions over ``source_length`` encoder ones."""
-
-    def shapes(p: Any) -> Any:
-        cfg = model.config
-        dummy = jnp.zeros((batch_size, max_length), jnp.int32)
-        encoded = jnp.zeros((batch_size, source_length, cfg.d_model), jnp.dtype(cfg.dtype))
-        _, variables = model.apply(
-            {"params": p}, dummy, encoded, decode=True, method=BART.decode, mutable=["cache"])
-        return variables["cache"]
-
-    abstract = jax.eval_shape(shapes, params)
-    return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), abstract)
-
-
-def decode_step(
-    model: BART, params: Any, cache: Any, tokens: jax.Array, encoded: jax.Array | None = None,
-    encoder_mask: jax.Array | None = None,
-) -> tuple[jax.Array, Any]:
-    """Run decoder ``tokens`` through the cache; the first step passes the encoder output."""
-    logits, variables = model.apply(
-        {"params": params, "cache": cache}, tokens, encoded, encoder_mask, decode=True,
-        method=BART.decode, mutable=["cache"],
-    )
-    return logits, variables["cache"]
+# Step-by-step decoding (``decoding.py`` calls these by family): one implementation serves every
+# encoder-decoder, see :mod:`tw_jax.models.decode_cache`.
+init_cache = decode_cache.init_cache
+decode_step = decode_cache.decode_step

@@ -22,7 +22,14 @@ from typing import Any
 import numpy as np
 
 from tw_jax.models.bart import BARTConfig
-from tw_jax.models.hf_io import checked_tensor, read_config, read_safetensors, write_folder
+from tw_jax.models.hf_io import (
+    TensorReader,
+    TensorWriter,
+    checked_tensor,
+    read_config,
+    read_safetensors,
+    write_folder,
+)
 from tw_jax.models.variants import export_params
 
 PREFIX = "model."
@@ -51,33 +58,18 @@ def bart_params_from_hf(
     """
     source = os.fspath(source)
     prefix = _prefix(tensors, source)
-    used: set[str] = set()
-    dtype = np.dtype(config.param_dtype)
+    reader = TensorReader(tensors, source, config.param_dtype)
+    dtype = reader.dtype
     d, vocab = config.d_model, config.vocab_size
-
-    def take(name: str, shape: tuple[int, ...], *, full: bool = False) -> np.ndarray:
-        key = name if full else prefix + name
-        if key not in tensors:
-            raise KeyError(f"{source}: tensor {key!r} is missing")
-        array = checked_tensor(source, key, tensors[key], shape)
-        used.add(key)
-        return np.asarray(array, dtype=dtype)
-
-    def linear(name: str, n_in: int, n_out: int) -> dict[str, np.ndarray]:
-        return {"kernel": np.ascontiguousarray(take(f"{name}.weight", (n_out, n_in)).T),
-                "bias": take(f"{name}.bias", (n_out,))}
-
-    def norm(name: str) -> dict[str, np.ndarray]:
-        return {"scale": take(f"{name}.weight", (d,)), "bias": take(f"{name}.bias", (d,))}
 
     def attention(name: str, heads: int) -> dict[str, Any]:
         head_dim = d // heads
         out: dict[str, Any] = {}
         for ours, theirs in _ATTENTION:
-            dense = linear(f"{name}.{theirs}", d, d)
+            dense = reader.linear(f"{name}.{theirs}", d, d)
             out[ours] = {"kernel": dense["kernel"].reshape(d, heads, head_dim),
                          "bias": dense["bias"].reshape(heads, head_dim)}
-        dense = linear(f"{name}.out_proj", d, d)
+        dense = reader.linear(f"{name}.out_proj", d, d)
         out["out"] = {"kernel": dense["kernel"].reshape(heads, head_dim, d), "bias": dense["bias"]}
         return out
 
@@ -86,20 +78,21 @@ def bart_params_from_hf(
         heads = (config.encoder_attention_heads if kind == "encoder"
                  else config.decoder_attention_heads)
         ffn = config.encoder_ffn_dim if kind == "encoder" else config.decoder_ffn_dim
+        k = prefix + kind
         tree: dict[str, Any] = {
-            "embed_positions": {"embedding": take(f"{kind}.embed_positions.weight",
-                                                  (config.position_rows, d))},
-            "layernorm_embedding": norm(f"{kind}.layernorm_embedding"),
+            "embed_positions": {"embedding": reader.take(f"{k}.embed_positions.weight",
+                                                         (config.position_rows, d))},
+            "layernorm_embedding": reader.layer_norm(f"{k}.layernorm_embedding", d),
         }
         for i in range(layers):
-            p = f"{kind}.layers.{i}"
+            p = f"{k}.layers.{i}"
             layer: dict[str, Any] = {"self_attn": attention(f"{p}.self_attn", heads)}
             if kind == "decoder":
                 layer["encoder_attn"] = attention(f"{p}.encoder_attn", heads)
             for name in _NORMS[kind]:
-                layer[name] = norm(f"{p}.{name}")
-            layer["fc1"] = linear(f"{p}.fc1", d, ffn)
-            layer["fc2"] = linear(f"{p}.fc2", ffn, d)
+                layer[name] = reader.layer_norm(f"{p}.{name}", d)
+            layer["fc1"] = reader.linear(f"{p}.fc1", d, ffn)
+            layer["fc2"] = reader.linear(f"{p}.fc2", ffn, d)
             tree[f"layer_{i}"] = layer
         return tree
 
@@ -111,63 +104,46 @@ def bart_params_from_hf(
     for name in present:
         if not np.array_equal(tensors[name], shared):
             raise ValueError(f"{source}: {name} differs from {present[0]} in a tied model")
-        used.add(name)
+        reader.used.add(name)
     params: dict[str, Any] = {
         "shared": {"embedding": np.asarray(shared, dtype=dtype)},
         "encoder": stack("encoder"),
         "decoder": stack("decoder"),
     }
     if BIAS in tensors:
-        params[BIAS] = take(BIAS, (1, vocab), full=True).reshape(vocab)
+        params[BIAS] = reader.take(BIAS, (1, vocab)).reshape(vocab)
     else:  # BartModel checkpoints; Hugging Face fills the buffer with zeros as well.
         params[BIAS] = np.zeros((vocab,), dtype)
     if not config.tie_word_embeddings:
-        params["lm_head"] = {"kernel": np.ascontiguousarray(
-            take("lm_head.weight", (vocab, d), full=True).T)}
-    unused = sorted(set(tensors) - used)
-    if unused:
-        raise ValueError(f"{source}: tensors not part of a BART of this config: {unused[:5]}")
+        params["lm_head"] = {"kernel": reader.kernel("lm_head.weight", d, vocab)}
+    reader.refuse_unused("a BART")
     return params
 
 
 def bart_params_to_hf(params: dict[str, Any], config: BARTConfig) -> dict[str, np.ndarray]:
     """Hugging Face tensors (``BartForConditionalGeneration`` names, ``(out, in)``) from our tree."""
     d = config.d_model
-
-    def arr(x: Any) -> np.ndarray:
-        return np.ascontiguousarray(np.asarray(x))
-
-    out: dict[str, np.ndarray] = {
-        PREFIX + "shared.weight": arr(params["shared"]["embedding"]),
-        BIAS: arr(np.asarray(params[BIAS]).reshape(1, config.vocab_size)),
-    }
+    out = TensorWriter()
+    out.put(PREFIX + "shared.weight", params["shared"]["embedding"])
+    out.put(BIAS, params[BIAS], (1, config.vocab_size))
     if not config.tie_word_embeddings:
-        out["lm_head.weight"] = arr(np.asarray(params["lm_head"]["kernel"]).T)
-
-    def linear(tree: dict[str, Any], name: str, n_in: int) -> None:
-        out[f"{name}.weight"] = arr(np.asarray(tree["kernel"]).reshape(n_in, -1).T)
-        out[f"{name}.bias"] = arr(np.asarray(tree["bias"]).reshape(-1))
-
-    def norm(tree: dict[str, Any], name: str) -> None:
-        out[f"{name}.weight"] = arr(tree["scale"])
-        out[f"{name}.bias"] = arr(tree["bias"])
-
+        out.kernel("lm_head.weight", params["lm_head"]["kernel"], d)
     for kind in ("encoder", "decoder"):
         tree, p = params[kind], f"{PREFIX}{kind}"
-        out[f"{p}.embed_positions.weight"] = arr(tree["embed_positions"]["embedding"])
-        norm(tree["layernorm_embedding"], f"{p}.layernorm_embedding")
+        out.put(f"{p}.embed_positions.weight", tree["embed_positions"]["embedding"])
+        out.layer_norm(f"{p}.layernorm_embedding", tree["layernorm_embedding"])
         layers = config.encoder_layers if kind == "encoder" else config.decoder_layers
         for i in range(layers):
             layer, q = tree[f"layer_{i}"], f"{p}.layers.{i}"
             for attn in ("self_attn", "encoder_attn") if kind == "decoder" else ("self_attn",):
                 for ours, theirs in _ATTENTION:
-                    linear(layer[attn][ours], f"{q}.{attn}.{theirs}", d)
-                linear(layer[attn]["out"], f"{q}.{attn}.out_proj", d)
+                    out.linear(f"{q}.{attn}.{theirs}", layer[attn][ours], d)
+                out.linear(f"{q}.{attn}.out_proj", layer[attn]["out"], d)
             for name in _NORMS[kind]:
-                norm(layer[name], f"{q}.{name}")
-            linear(layer["fc1"], f"{q}.fc1", d)
-            linear(layer["fc2"], f"{q}.fc2", np.asarray(layer["fc2"]["kernel"]).shape[0])
-    return out
+                out.layer_norm(f"{q}.{name}", layer[name])
+            out.linear(f"{q}.fc1", layer["fc1"], d)
+            out.linear(f"{q}.fc2", layer["fc2"], np.asarray(layer["fc2"]["kernel"]).shape[0])
+    return out.tensors
 
 
 def load_bart(path: str | os.PathLike[str], **overrides: Any) -> tuple[BARTConfig, dict[str, Any]]:

@@ -37,20 +37,16 @@ from tw_jax.models.layers import (
     EMBED_AXES,
     HEADS_AXES,
     DenseGeneral,
+    activations,
+    add_residual,
     attend,
+    dense,
+    embed,
     feed_forward,
     layer_norm,
-    normal_init,
 )
 
-ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
-    "gelu": lambda x: jax.nn.gelu(x, approximate=False),
-    "gelu_new": lambda x: jax.nn.gelu(x, approximate=True),
-    "gelu_pytorch_tanh": lambda x: jax.nn.gelu(x, approximate=True),
-    "relu": jax.nn.relu,
-    "silu": jax.nn.silu,
-    "swish": jax.nn.silu,
-}
+ACTIVATIONS = activations("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish")
 
 # The logical axes of the pooled output ``(batch, embedding_dim)``.
 POOLED_AXES = ("batch", "activation_embed")
@@ -182,16 +178,12 @@ def _layer_norm(config: BertConfig, name: str) -> nn.LayerNorm:
 def _dense(config: BertConfig, features: tuple[int, ...], axes: tuple[str | None, ...],
            name: str, n_axes: int = 1) -> DenseGeneral:
     """A biased projection initialised N(0, initializer_range), as BERT's ``nn.Linear``s."""
-    return DenseGeneral(
-        features, axes, config.initializer_range, n_axes=n_axes, use_bias=True,
-        dtype=jnp.dtype(config.dtype), param_dtype=jnp.dtype(config.param_dtype), name=name,
-    )
+    return dense(config, features, axes, config.initializer_range, name, n_axes=n_axes,
+                 use_bias=True)
 
 
 def _embed(config: BertConfig, rows: int, axes: tuple[str | None, ...], name: str) -> nn.Embed:
-    return nn.Embed(rows, config.hidden_size, dtype=jnp.dtype(config.dtype),
-                    param_dtype=jnp.dtype(config.param_dtype),
-                    embedding_init=normal_init(config.initializer_range, axes), name=name)
+    return embed(config, rows, config.hidden_size, config.initializer_range, axes, name)
 
 
 class SelfAttention(nn.Module):
@@ -205,8 +197,8 @@ class SelfAttention(nn.Module):
         heads, head_dim = cfg.num_attention_heads, cfg.head_dim
 
         def projected(name: str) -> jax.Array:
-            dense = _dense(cfg, (heads, head_dim), ("embed", "heads", "kv"), name)
-            return nn.with_logical_constraint(dense(x), HEADS_AXES)
+            projection = _dense(cfg, (heads, head_dim), ("embed", "heads", "kv"), name)
+            return nn.with_logical_constraint(projection(x), HEADS_AXES)
 
         out = attend(projected("query"), projected("key"), projected("value"), mask,
                      dropout_rate=cfg.attention_dropout, deterministic=deterministic,
@@ -224,15 +216,13 @@ class Layer(nn.Module):
         cfg = self.config
         drop = nn.Dropout(cfg.dropout_rate)
         h = SelfAttention(cfg, name="attention")(x, mask, deterministic)
-        x = _layer_norm(cfg, "attention_norm")(x + drop(h, deterministic=deterministic))
-        x = nn.with_logical_constraint(x, EMBED_AXES)
+        x = add_residual(x, h, drop, deterministic, _layer_norm(cfg, "attention_norm"))
         h = feed_forward(
             x, [_dense(cfg, (cfg.intermediate_size,), ("embed", "mlp"), "intermediate")],
             _dense(cfg, (cfg.hidden_size,), ("mlp", "embed"), "output"),
             ACTIVATIONS[cfg.hidden_act],
         )
-        x = _layer_norm(cfg, "output_norm")(x + drop(h, deterministic=deterministic))
-        return nn.with_logical_constraint(x, EMBED_AXES)
+        return add_residual(x, h, drop, deterministic, _layer_norm(cfg, "output_norm"))
 
 
 class BertEncoder(nn.Module):

@@ -42,7 +42,13 @@ from tokenizers.implementations import BertWordPieceTokenizer
 from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
 from tw_jax.models.bert import BertConfig
-from tw_jax.models.hf_io import checked_tensor, read_config, read_safetensors, write_folder
+from tw_jax.models.hf_io import (
+    TensorReader,
+    TensorWriter,
+    read_config,
+    read_safetensors,
+    write_folder,
+)
 
 # DPR role -> (tensor prefix of the encoder, Hugging Face architecture).
 ROLES: dict[str, tuple[str, str]] = {
@@ -101,29 +107,17 @@ def bert_params_from_hf(
     """
     source = os.fspath(source)
     role, prefix, outer = _prefixes(tensors, source, role)
-    used: set[str] = set()
-    dtype = np.dtype(config.param_dtype)
+    reader = TensorReader(tensors, source, config.param_dtype)
+    linear = reader.linear
     h, heads, head_dim = config.hidden_size, config.num_attention_heads, config.head_dim
-
-    def take(key: str, shape: tuple[int, ...]) -> np.ndarray:
-        if key not in tensors:
-            raise KeyError(f"{source}: tensor {key!r} is missing")
-        array = checked_tensor(source, key, tensors[key], shape)
-        used.add(key)
-        return np.asarray(array, dtype=dtype)
-
-    def linear(name: str, n_in: int, n_out: int) -> dict[str, np.ndarray]:
-        return {"kernel": np.ascontiguousarray(take(f"{name}.weight", (n_out, n_in)).T),
-                "bias": take(f"{name}.bias", (n_out,))}
 
     def norm(name: str) -> dict[str, np.ndarray]:
         # Checkpoints converted from TensorFlow (bert-base-uncased) name them gamma/beta.
         old = f"{name}.gamma" in tensors and f"{name}.weight" not in tensors
-        scale, bias = ("gamma", "beta") if old else ("weight", "bias")
-        return {"scale": take(f"{name}.{scale}", (h,)), "bias": take(f"{name}.{bias}", (h,))}
+        return reader.layer_norm(name, h, *(("gamma", "beta") if old else ("weight", "bias")))
 
     def embedding(name: str, rows: int) -> dict[str, np.ndarray]:
-        return {"embedding": take(f"{prefix}embeddings.{name}.weight", (rows, h))}
+        return {"embedding": reader.take(f"{prefix}embeddings.{name}.weight", (rows, h))}
 
     params: dict[str, Any] = {
         "word_embeddings": embedding("word_embeddings", config.vocab_size),
@@ -152,14 +146,14 @@ def bert_params_from_hf(
         params["encode_proj"] = linear(f"{outer}encode_proj", h, config.projection_dim)
 
     skipped = []
-    for name in sorted(set(tensors) - used):
+    for name in reader.unused():
         inner = name.removeprefix(prefix) if name.startswith(prefix) else name
         if inner.startswith(_SKIPPED_PARTS) or inner in _SKIPPED_BUFFERS:
             skipped.append(name)
     if skipped:
         logging.info("%s: %d tensors an encoder does not use, skipped: %s", source, len(skipped),
                      ", ".join(skipped[:6]) + (" ..." if len(skipped) > 6 else ""))
-    unused = sorted(set(tensors) - used - set(skipped))
+    unused = [name for name in reader.unused() if name not in skipped]
     if unused:
         hint = (" (encode_proj.* present: is config.json's projection_dim 0?)"
                 if any("encode_proj" in name for name in unused) else "")
@@ -181,34 +175,22 @@ def bert_params_to_hf(params: dict[str, Any], config: BertConfig, role: str) -> 
     else:
         raise ValueError(f"unknown role {role!r}: question, ctx or bert")
     h = config.hidden_size
-    out: dict[str, np.ndarray] = {}
-
-    def arr(x: Any) -> np.ndarray:
-        return np.ascontiguousarray(np.asarray(x, dtype=np.float32))
-
-    def linear(tree: dict[str, Any], name: str, n_in: int) -> None:
-        out[f"{name}.weight"] = arr(np.asarray(tree["kernel"]).reshape(n_in, -1).T)
-        out[f"{name}.bias"] = arr(np.asarray(tree["bias"]).reshape(-1))
-
-    def norm(tree: dict[str, Any], name: str) -> None:
-        out[f"{name}.weight"] = arr(tree["scale"])
-        out[f"{name}.bias"] = arr(tree["bias"])
-
+    out = TensorWriter(np.float32)
     for name in ("word_embeddings", "position_embeddings", "token_type_embeddings"):
-        out[f"{prefix}embeddings.{name}.weight"] = arr(params[name]["embedding"])
-    norm(params["embeddings_norm"], f"{prefix}embeddings.LayerNorm")
+        out.put(f"{prefix}embeddings.{name}.weight", params[name]["embedding"])
+    out.layer_norm(f"{prefix}embeddings.LayerNorm", params["embeddings_norm"])
     for i in range(config.num_hidden_layers):
         layer, p = params[f"layer_{i}"], f"{prefix}encoder.layer.{i}"
         for name in _ATTENTION:
-            linear(layer["attention"][name], f"{p}.attention.self.{name}", h)
-        linear(layer["attention"]["out"], f"{p}.attention.output.dense", h)
-        norm(layer["attention_norm"], f"{p}.attention.output.LayerNorm")
-        linear(layer["intermediate"], f"{p}.intermediate.dense", h)
-        linear(layer["output"], f"{p}.output.dense", config.intermediate_size)
-        norm(layer["output_norm"], f"{p}.output.LayerNorm")
+            out.linear(f"{p}.attention.self.{name}", layer["attention"][name], h)
+        out.linear(f"{p}.attention.output.dense", layer["attention"]["out"], h)
+        out.layer_norm(f"{p}.attention.output.LayerNorm", layer["attention_norm"])
+        out.linear(f"{p}.intermediate.dense", layer["intermediate"], h)
+        out.linear(f"{p}.output.dense", layer["output"], config.intermediate_size)
+        out.layer_norm(f"{p}.output.LayerNorm", layer["output_norm"])
     if config.projection_dim:
-        linear(params["encode_proj"], f"{outer}encode_proj", h)
-    return out
+        out.linear(f"{outer}encode_proj", params["encode_proj"], h)
+    return out.tensors
 
 
 def load_bert_encoder(

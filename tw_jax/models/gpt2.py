@@ -13,31 +13,30 @@ Query, key and value are separate ``(embed, heads, kv)`` kernels rather than Hug
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from tw_jax.models import decode_cache
 from tw_jax.models.layers import (
+    EMBED_AXES,
     HEADS_AXES,
     DenseGeneral,
+    activations,
+    add_residual,
     attend,
-    cached_key_value,
+    attention_key_value,
+    dense,
+    embed,
     feed_forward,
     kadapter_output,
     layer_norm,
-    normal_init,
 )
 from tw_jax.models.variants import KAdapterConfig, LoRAConfig
 
-ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
-    "gelu_new": lambda x: jax.nn.gelu(x, approximate=True),
-    "gelu_pytorch_tanh": lambda x: jax.nn.gelu(x, approximate=True),
-    "gelu": lambda x: jax.nn.gelu(x, approximate=False),
-    "relu": jax.nn.relu,
-}
+ACTIVATIONS = activations("gelu_new", "gelu_pytorch_tanh", "gelu", "relu")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,11 +136,6 @@ class GPT2Config:
         }
 
 
-def _init(config: GPT2Config, axes: tuple[str, ...], scale: float = 1.0) -> Callable:
-    """Normal(0, initializer_range * scale) initialiser carrying logical axis names."""
-    return normal_init(config.initializer_range * scale, axes)
-
-
 def _layer_norm(config: GPT2Config, name: str) -> nn.LayerNorm:
     return layer_norm(
         config.layer_norm_epsilon, jnp.dtype(config.dtype), jnp.dtype(config.param_dtype), name
@@ -153,12 +147,8 @@ def _dense(
     n_axes: int = 1, init_scale: float = 1.0,
 ) -> DenseGeneral:
     """A biased projection; LoRA wraps it when the config's LoRA targets its name."""
-    lora = config.lora if config.lora is not None and config.lora.applies_to(name) else None
-    return DenseGeneral(
-        features, axes, config.initializer_range * init_scale, n_axes=n_axes, use_bias=True,
-        dtype=jnp.dtype(config.dtype), param_dtype=jnp.dtype(config.param_dtype), lora=lora,
-        name=name,
-    )
+    return dense(config, features, axes, config.initializer_range * init_scale, name,
+                 n_axes=n_axes, use_bias=True)
 
 
 class Attention(nn.Module):
@@ -179,16 +169,13 @@ class Attention(nn.Module):
         cfg = self.config
         dtype = jnp.dtype(cfg.dtype)
 
-        def projection(name: str) -> DenseGeneral:
-            return _dense(cfg, (cfg.n_head, cfg.head_dim), ("embed", "heads", "kv"), name)
+        def projected(name: str, source: jax.Array) -> jax.Array:
+            projection = _dense(cfg, (cfg.n_head, cfg.head_dim), ("embed", "heads", "kv"), name)
+            return nn.with_logical_constraint(projection(source), HEADS_AXES)
 
-        query = nn.with_logical_constraint(projection("query")(x), HEADS_AXES)
-        key = nn.with_logical_constraint(projection("key")(x), HEADS_AXES)
-        value = nn.with_logical_constraint(projection("value")(x), HEADS_AXES)
-
-        if decode:
-            key, value = cached_key_value(self, key, value, cache_index)
-
+        query = projected("query", x)
+        key, value = attention_key_value(self, projected, x, None, cross=False,
+                                         cache_index=cache_index, decode=decode)
         out = attend(query, key, value, mask, dropout_rate=cfg.dropout_rate,
                      deterministic=deterministic, dtype=dtype,
                      divide_by=jnp.sqrt(jnp.float32(cfg.head_dim)))
@@ -225,15 +212,12 @@ class Block(nn.Module):
         deterministic: bool,
     ) -> jax.Array:
         cfg = self.config
-        embed_axes = ("batch", "length", "activation_embed")
         h = Attention(cfg, name="attn")(
             _layer_norm(cfg, "ln_1")(x), mask, cache_index, decode, deterministic
         )
-        x = x + nn.Dropout(cfg.dropout_rate)(h, deterministic=deterministic)
-        x = nn.with_logical_constraint(x, embed_axes)
+        x = add_residual(x, h, nn.Dropout(cfg.dropout_rate), deterministic)
         h = MLP(cfg, name="mlp")(_layer_norm(cfg, "ln_2")(x), deterministic)
-        x = x + nn.Dropout(cfg.dropout_rate)(h, deterministic=deterministic)
-        return nn.with_logical_constraint(x, embed_axes)
+        return add_residual(x, h, nn.Dropout(cfg.dropout_rate), deterministic)
 
 
 class KAdapter(nn.Module):
@@ -282,43 +266,17 @@ class GPT2(nn.Module):
         deterministic: bool = True,
     ) -> jax.Array:
         cfg = self.config
-        batch, length = input_ids.shape
-        if attention_mask is None:
-            attention_mask = jnp.ones((batch, length), dtype=bool)
-        attention_mask = attention_mask.astype(bool)
-
-        cache_index = None
-        query_pos = jnp.arange(length)
-        if decode:
-            initialised = self.has_variable("cache", "cache_index")
-            index = self.variable("cache", "cache_index", lambda: jnp.zeros((), jnp.int32))
-            key_mask = self.variable("cache", "key_mask", jnp.zeros, (batch, length), bool)
-            if initialised:
-                cache_index = index.value
-                key_mask.value = jax.lax.dynamic_update_slice(
-                    key_mask.value, attention_mask, (0, cache_index)
-                )
-                index.value = cache_index + length
-                attention_mask = key_mask.value
-                query_pos = query_pos + cache_index
-        key_pos = jnp.arange(attention_mask.shape[1])
-        causal = key_pos[None, :] <= query_pos[:, None]
-        mask = causal[None, None, :, :] & attention_mask[:, None, None, :]
+        causal = decode_cache.causal_mask(self, attention_mask, input_ids.shape, decode)
+        mask, cache_index = causal.mask, causal.cache_index
         if positions is None:
-            positions = jnp.broadcast_to(query_pos, (batch, length))
+            positions = jnp.broadcast_to(causal.query_pos, input_ids.shape)
 
-        dtype, pdtype = jnp.dtype(cfg.dtype), jnp.dtype(cfg.param_dtype)
-        wte = nn.Embed(
-            cfg.vocab_size, cfg.n_embd, dtype=dtype, param_dtype=pdtype,
-            embedding_init=_init(cfg, ("vocab", "embed")), name="wte",
-        )
-        wpe = nn.Embed(
-            cfg.n_positions, cfg.n_embd, dtype=dtype, param_dtype=pdtype,
-            embedding_init=_init(cfg, ("position", "embed")), name="wpe",
-        )
+        std = cfg.initializer_range
+        wte = embed(cfg, cfg.vocab_size, cfg.n_embd, std, ("vocab", "embed"), "wte")
+        wpe = embed(cfg, cfg.n_positions, cfg.n_embd, std, ("position", "embed"), "wpe")
         x = wte(input_ids) + wpe(positions)
         x = nn.Dropout(cfg.dropout_rate)(x, deterministic=deterministic)
-        x = nn.with_logical_constraint(x, ("batch", "length", "activation_embed"))
+        x = nn.with_logical_constraint(x, EMBED_AXES)
 
         block = nn.remat(Block, static_argnums=(4, 5)) if cfg.remat else Block
         taps = cfg.kadapter.tap_layers(cfg.n_layer) if cfg.kadapter is not None else ()

@@ -109,32 +109,104 @@ def checked_tensor(
     return array
 
 
+class TensorReader:
+    """A checkpoint's tensors taken by name into our parameter tree, for every family: each one
+    checked (:func:`checked_tensor`), cast to the parameter dtype and remembered, so that a loader
+    can refuse what no parameter took rather than load a checkpoint of another config half-way."""
+
+    def __init__(self, tensors: dict[str, np.ndarray], source: str, dtype: Any) -> None:
+        self.tensors = tensors
+        self.source = source
+        self.dtype = np.dtype(dtype)
+        self.used: set[str] = set()
+
+    def take(
+        self, name: str, shape: tuple[int, ...], stored: tuple[int, ...] | None = None
+    ) -> np.ndarray:
+        """The tensor ``name`` as stored (``stored``, default ``shape``), reshaped to ``shape``."""
+        if name not in self.tensors:
+            raise KeyError(f"{self.source}: tensor {name!r} is missing")
+        array = checked_tensor(self.source, name, self.tensors[name], stored or shape)
+        self.used.add(name)
+        array = np.asarray(array, dtype=self.dtype)
+        return array if stored is None else array.reshape(shape)
+
+    def kernel(self, name: str, n_in: int, n_out: int) -> np.ndarray:
+        """A ``torch.nn.Linear`` weight, stored ``(out, in)``, as our ``(in, out)`` kernel."""
+        return np.ascontiguousarray(self.take(name, (n_out, n_in)).T)
+
+    def linear(self, name: str, n_in: int, n_out: int) -> dict[str, np.ndarray]:
+        """The biased ``torch.nn.Linear`` ``name`` as our ``kernel`` and ``bias``."""
+        return {"kernel": self.kernel(f"{name}.weight", n_in, n_out),
+                "bias": self.take(f"{name}.bias", (n_out,))}
+
+    def layer_norm(
+        self, name: str, size: int, scale: str = "weight", bias: str = "bias"
+    ) -> dict[str, np.ndarray]:
+        """The LayerNorm ``name`` (its tensors ``name.weight`` and ``name.bias``, unless named
+        otherwise) as our ``scale`` and ``bias``."""
+        return {"scale": self.take(f"{name}.{scale}", (size,)),
+                "bias": self.take(f"{name}.{bias}", (size,))}
+
+    def unused(self) -> list[str]:
+        """The tensors no parameter took, sorted."""
+        return sorted(set(self.tensors) - self.used)
+
+    def refuse_unused(self, model: str) -> None:
+        """Refuse a checkpoint with tensors no parameter took; ``model`` names what the tensors
+        were read for (``a GPT-2``)."""
+        unused = self.unused()
+        if unused:
+            raise ValueError(f"{self.source}: tensors not part of {model} of this config: "
+                             f"{unused[:5]}")
+
+
+class TensorWriter:
+    """Hugging Face tensors written from our parameter tree, for every family: contiguous arrays
+    (cast to ``dtype`` when given) under Hugging Face's names, projections in ``torch.nn.Linear``'s
+    ``(out, in)`` layout. ``tensors`` holds them in the order written."""
+
+    def __init__(self, dtype: Any = None) -> None:
+        self.dtype = dtype
+        self.tensors: dict[str, np.ndarray] = {}
+
+    def put(self, name: str, x: Any, shape: tuple[int, ...] | None = None) -> None:
+        """``x`` (reshaped to ``shape`` when given) as the tensor ``name``."""
+        array = np.asarray(x, dtype=self.dtype)
+        self.tensors[name] = np.ascontiguousarray(array if shape is None else array.reshape(shape))
+
+    def kernel(self, name: str, kernel: Any, n_in: int) -> None:
+        """Our kernel (``n_in`` inputs over its leading axes) as a ``torch.nn.Linear`` weight."""
+        self.put(name, np.asarray(kernel).reshape(n_in, -1).T)
+
+    def linear(self, name: str, tree: dict[str, Any], n_in: int) -> None:
+        """Our biased projection ``tree`` as the ``torch.nn.Linear`` ``name``."""
+        self.kernel(f"{name}.weight", tree["kernel"], n_in)
+        self.put(f"{name}.bias", np.asarray(tree["bias"]).reshape(-1))
+
+    def layer_norm(self, name: str, tree: dict[str, Any]) -> None:
+        """Our LayerNorm ``tree`` as Hugging Face's ``name.weight`` and ``name.bias``."""
+        self.put(f"{name}.weight", tree["scale"])
+        self.put(f"{name}.bias", tree["bias"])
+
+
 def gpt2_params_from_hf(
     tensors: dict[str, np.ndarray], config: GPT2Config, source: str | os.PathLike[str] = "<tensors>"
 ) -> dict[str, Any]:
     """Our ``params`` tree from Hugging Face GPT-2 tensors (names as saved by ``save_pretrained``)."""
     source = os.fspath(source)
-    flat = _strip(tensors, source)
-    used: set[str] = set()
-    dtype = np.dtype(config.param_dtype)
+    reader = TensorReader(_strip(tensors, source), source, config.param_dtype)
+    take = reader.take  # Conv1D weights are stored (in, out), our kernels' layout, so no transpose
     e, h, d = config.n_embd, config.n_head, config.head_dim
 
-    def take(name: str, shape: tuple[int, ...], stored: tuple[int, ...] | None = None) -> np.ndarray:
-        """The tensor as stored (``stored``, default ``shape``: Conv1D keeps (in, out)),
-        reshaped to our ``shape``."""
-        if name not in flat:
-            raise KeyError(f"{source}: tensor {name!r} is missing")
-        array = checked_tensor(source, name, flat[name], stored or shape)
-        used.add(name)
-        return np.asarray(array, dtype=dtype).reshape(shape)
-
-    def norm(prefix: str) -> dict[str, np.ndarray]:
-        return {"scale": take(f"{prefix}.weight", (e,)), "bias": take(f"{prefix}.bias", (e,))}
+    def conv1d(name: str, n_in: int, n_out: int) -> dict[str, np.ndarray]:
+        return {"kernel": take(f"{name}.weight", (n_in, n_out)),
+                "bias": take(f"{name}.bias", (n_out,))}
 
     params: dict[str, Any] = {
         "wte": {"embedding": take("wte.weight", (config.vocab_size, e))},
         "wpe": {"embedding": take("wpe.weight", (config.n_positions, e))},
-        "ln_f": norm("ln_f"),
+        "ln_f": reader.layer_norm("ln_f", e),
     }
     for i in range(config.n_layer):
         p = f"h.{i}"
@@ -148,58 +220,37 @@ def gpt2_params_from_hf(
             "kernel": take(f"{p}.attn.c_proj.weight", (h, d, e), (h * d, e)),
             "bias": take(f"{p}.attn.c_proj.bias", (e,)),
         }
-        mlp = {
-            "c_fc": {
-                "kernel": take(f"{p}.mlp.c_fc.weight", (e, config.mlp_dim)),
-                "bias": take(f"{p}.mlp.c_fc.bias", (config.mlp_dim,)),
-            },
-            "c_proj": {
-                "kernel": take(f"{p}.mlp.c_proj.weight", (config.mlp_dim, e)),
-                "bias": take(f"{p}.mlp.c_proj.bias", (e,)),
-            },
-        }
-        params[f"h_{i}"] = {"ln_1": norm(f"{p}.ln_1"), "attn": attn, "ln_2": norm(f"{p}.ln_2"), "mlp": mlp}
-    unused = sorted(set(flat) - used)
-    if unused:
-        raise ValueError(f"{source}: tensors not part of a GPT-2 of this config: {unused[:5]}")
+        mlp = {"c_fc": conv1d(f"{p}.mlp.c_fc", e, config.mlp_dim),
+               "c_proj": conv1d(f"{p}.mlp.c_proj", config.mlp_dim, e)}
+        params[f"h_{i}"] = {"ln_1": reader.layer_norm(f"{p}.ln_1", e), "attn": attn,
+                            "ln_2": reader.layer_norm(f"{p}.ln_2", e), "mlp": mlp}
+    reader.refuse_unused("a GPT-2")
     return params
 
 
 def gpt2_params_to_hf(params: dict[str, Any], config: GPT2Config) -> dict[str, np.ndarray]:
     """Hugging Face GPT-2 tensors (``GPT2LMHeadModel`` names, Conv1D layout) from our tree."""
     e = config.n_embd
-
-    def arr(x: Any, shape: tuple[int, ...] | None = None) -> np.ndarray:
-        a = np.asarray(x)
-        return np.ascontiguousarray(a if shape is None else a.reshape(shape))
-
-    out = {
-        "transformer.wte.weight": arr(params["wte"]["embedding"]),
-        "transformer.wpe.weight": arr(params["wpe"]["embedding"]),
-        "transformer.ln_f.weight": arr(params["ln_f"]["scale"]),
-        "transformer.ln_f.bias": arr(params["ln_f"]["bias"]),
-    }
+    out = TensorWriter()
+    out.put("transformer.wte.weight", params["wte"]["embedding"])
+    out.put("transformer.wpe.weight", params["wpe"]["embedding"])
+    out.layer_norm("transformer.ln_f", params["ln_f"])
     for i in range(config.n_layer):
         layer, p = params[f"h_{i}"], f"transformer.h.{i}"
         attn, mlp = layer["attn"], layer["mlp"]
         names = ("query", "key", "value")
         kernel = np.stack([np.asarray(attn[n]["kernel"]) for n in names], axis=1)
         bias = np.stack([np.asarray(attn[n]["bias"]) for n in names], axis=0)
-        out.update({
-            f"{p}.ln_1.weight": arr(layer["ln_1"]["scale"]),
-            f"{p}.ln_1.bias": arr(layer["ln_1"]["bias"]),
-            f"{p}.attn.c_attn.weight": arr(kernel, (e, 3 * e)),
-            f"{p}.attn.c_attn.bias": arr(bias, (3 * e,)),
-            f"{p}.attn.c_proj.weight": arr(attn["out"]["kernel"], (e, e)),
-            f"{p}.attn.c_proj.bias": arr(attn["out"]["bias"]),
-            f"{p}.ln_2.weight": arr(layer["ln_2"]["scale"]),
-            f"{p}.ln_2.bias": arr(layer["ln_2"]["bias"]),
-            f"{p}.mlp.c_fc.weight": arr(mlp["c_fc"]["kernel"]),
-            f"{p}.mlp.c_fc.bias": arr(mlp["c_fc"]["bias"]),
-            f"{p}.mlp.c_proj.weight": arr(mlp["c_proj"]["kernel"]),
-            f"{p}.mlp.c_proj.bias": arr(mlp["c_proj"]["bias"]),
-        })
-    return out
+        out.layer_norm(f"{p}.ln_1", layer["ln_1"])
+        out.put(f"{p}.attn.c_attn.weight", kernel, (e, 3 * e))
+        out.put(f"{p}.attn.c_attn.bias", bias, (3 * e,))
+        out.put(f"{p}.attn.c_proj.weight", attn["out"]["kernel"], (e, e))
+        out.put(f"{p}.attn.c_proj.bias", attn["out"]["bias"])
+        out.layer_norm(f"{p}.ln_2", layer["ln_2"])
+        for name in ("c_fc", "c_proj"):  # Conv1D: stored (in, out), as our kernels
+            out.put(f"{p}.mlp.{name}.weight", mlp[name]["kernel"])
+            out.put(f"{p}.mlp.{name}.bias", mlp[name]["bias"])
+    return out.tensors
 
 
 def load_gpt2(path: str | os.PathLike[str], **overrides: Any) -> tuple[GPT2Config, dict[str, Any]]:

@@ -1,5 +1,10 @@
-"""Pieces shared by the model families: the dense layer (with its optional LoRA), the KV cache,
-the attention computation, the feed-forward block and the K-Adapter chain."""
+"""Pieces shared by the model families: the activations, the dense layer (with its optional
+LoRA), embeddings and norms, the residual step, the attention keys/values with their decode
+cache, the attention computation, the feed-forward block and the K-Adapter chain.
+
+One copy each, so that a fix or a numerics decision (float32 scores, where dropout sits) reaches
+every family at once; the family files keep what differs (names, initialiser scales, pre- or
+post-LN order)."""
 
 from __future__ import annotations
 
@@ -11,6 +16,26 @@ import jax
 import jax.numpy as jnp
 
 from tw_jax.models.variants import KAdapterConfig, LoRAConfig
+
+# Hugging Face's activation names; a family accepts the subset its checkpoints use.
+_ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
+    "relu": jax.nn.relu,
+    "gelu": lambda x: jax.nn.gelu(x, approximate=False),
+    "gelu_new": lambda x: jax.nn.gelu(x, approximate=True),
+    "gelu_pytorch_tanh": lambda x: jax.nn.gelu(x, approximate=True),
+    "silu": jax.nn.silu,
+    "swish": jax.nn.silu,
+}
+
+HEADS_AXES = ("batch", "length", "activation_heads", "activation_kv")
+EMBED_AXES = ("batch", "length", "activation_embed")
+
+
+def activations(*names: str) -> dict[str, Callable[[jax.Array], jax.Array]]:
+    """The activations a family accepts, in its order. A name means the same function in every
+    family (``gelu`` the exact erf GELU, ``gelu_new`` the tanh one, as in Hugging Face), while
+    each config still refuses the names its family's checkpoints never use."""
+    return {name: _ACTIVATIONS[name] for name in names}
 
 
 def normal_init(stddev: float, axes: tuple[str | None, ...]) -> nn.initializers.Initializer:
@@ -26,6 +51,32 @@ def layer_norm(epsilon: float, dtype: Any, param_dtype: Any, name: str) -> nn.La
         bias_init=nn.with_logical_partitioning(nn.initializers.zeros, ("norm",)),
         name=name,
     )
+
+
+def embed(
+    config: Any, rows: int, features: int, stddev: float, axes: tuple[str | None, ...],
+    name: str | None = None,
+) -> nn.Embed:
+    """An embedding table in ``config``'s compute and parameter dtypes (any family's config),
+    initialised N(0, stddev), its parameter carrying the logical ``axes``; ``name`` None lets a
+    ``setup`` attribute name it."""
+    return nn.Embed(
+        rows, features, dtype=jnp.dtype(config.dtype), param_dtype=jnp.dtype(config.param_dtype),
+        embedding_init=normal_init(stddev, axes), name=name,
+    )
+
+
+def add_residual(
+    x: jax.Array, h: jax.Array, drop: nn.Dropout, deterministic: bool,
+    norm: nn.Module | None = None,
+) -> jax.Array:
+    """The residual step of every family, ``x + dropout(h)``, then ``norm`` in the post-LN ones
+    (BART, BERT), constrained to the residual stream's layout. ``drop`` is the caller's: which
+    Dropout module draws the mask decides the random numbers, so a layer keeps its own."""
+    x = x + drop(h, deterministic=deterministic)
+    if norm is not None:
+        x = norm(x)
+    return nn.with_logical_constraint(x, EMBED_AXES)
 
 
 def _contract(x: jax.Array, kernel: jax.Array, n_axes: int) -> jax.Array:
@@ -89,6 +140,21 @@ class DenseGeneral(nn.Module):
         return y
 
 
+def dense(
+    config: Any, features: tuple[int, ...], axes: tuple[str | None, ...], stddev: float, name: str,
+    *, n_axes: int = 1, use_bias: bool = False,
+) -> DenseGeneral:
+    """A family's projection named ``name``, in ``config``'s dtypes, carrying the config's LoRA
+    when that targets ``name``: LoRA wraps projections by name in every family, so the choice is
+    made here once (a config without a ``lora`` field, BERT's, gets none)."""
+    lora = getattr(config, "lora", None)
+    return DenseGeneral(
+        features, axes, stddev, n_axes=n_axes, use_bias=use_bias, dtype=jnp.dtype(config.dtype),
+        param_dtype=jnp.dtype(config.param_dtype),
+        lora=lora if lora is not None and lora.applies_to(name) else None, name=name,
+    )
+
+
 def cached_key_value(
     module: nn.Module, key: jax.Array, value: jax.Array, cache_index: jax.Array
 ) -> tuple[jax.Array, jax.Array]:
@@ -109,9 +175,31 @@ def cached_key_value(
     return cached_key.value, cached_value.value
 
 
+def attention_key_value(
+    module: nn.Module, project: Callable[[str, jax.Array], jax.Array], x: jax.Array,
+    kv: jax.Array | None, *, cross: bool, cache_index: jax.Array | None, decode: bool,
+) -> tuple[jax.Array, jax.Array]:
+    """Keys and values of an attention (``project(name, source)`` makes one of them), through the
+    ``cache`` collection in decode mode.
 
-HEADS_AXES = ("batch", "length", "activation_heads", "activation_kv")
-EMBED_AXES = ("batch", "length", "activation_embed")
+    Self-attention projects ``x`` and, decoding, appends to its cache (:func:`cached_key_value`).
+    Cross-attention projects the encoder output ``kv``; decoding, the call that passes ``kv``
+    stores the keys/values and later calls pass ``kv=None`` and reuse them, so the encoder output
+    is projected once per sequence, not once per step.
+    """
+    if not cross:
+        key, value = project("key", x), project("value", x)
+        return cached_key_value(module, key, value, cache_index) if decode else (key, value)
+    if kv is None:
+        if not decode:
+            raise ValueError("cross-attention needs the encoder output outside decode mode")
+        return (module.get_variable("cache", "cached_key"),
+                module.get_variable("cache", "cached_value"))
+    key, value = project("key", kv), project("value", kv)
+    if decode:
+        module.put_variable("cache", "cached_key", key)
+        module.put_variable("cache", "cached_value", value)
+    return key, value
 
 
 def attend(

@@ -18,33 +18,30 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
 from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from tw_jax.models import decode_cache
 from tw_jax.models.layers import (
     EMBED_AXES,
     HEADS_AXES,
     DenseGeneral,
+    activations,
+    add_residual,
     attend,
-    cached_key_value,
+    attention_key_value,
+    dense,
+    embed,
     feed_forward,
     kadapter_output,
     normal_init,
 )
 from tw_jax.models.variants import KAdapterConfig, LoRAConfig, ModularConfig
 
-ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
-    "relu": jax.nn.relu,
-    "gelu": lambda x: jax.nn.gelu(x, approximate=False),
-    "gelu_new": lambda x: jax.nn.gelu(x, approximate=True),
-    "gelu_pytorch_tanh": lambda x: jax.nn.gelu(x, approximate=True),
-    "silu": jax.nn.silu,
-}
-
+ACTIVATIONS = activations("relu", "gelu", "gelu_new", "gelu_pytorch_tanh", "silu")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,9 +175,6 @@ class T5Config:
         }
 
 
-_init = normal_init
-
-
 def _rms_norm(config: T5Config, name: str) -> nn.RMSNorm:
     """T5's layer norm: ``x / rms(x) * scale`` (statistics in float32), no bias, no mean."""
     return nn.RMSNorm(
@@ -189,18 +183,6 @@ def _rms_norm(config: T5Config, name: str) -> nn.RMSNorm:
         param_dtype=jnp.dtype(config.param_dtype),
         scale_init=nn.with_logical_partitioning(nn.initializers.ones, ("norm",)),
         name=name,
-    )
-
-
-def _dense(
-    config: T5Config, features: tuple[int, ...], axes: tuple[str, ...], stddev: float, name: str,
-    n_axes: int = 1,
-) -> DenseGeneral:
-    """A bias-free projection; LoRA wraps it when the config's LoRA targets its name."""
-    lora = config.lora if config.lora is not None and config.lora.applies_to(name) else None
-    return DenseGeneral(
-        features, axes, stddev, n_axes=n_axes, dtype=jnp.dtype(config.dtype),
-        param_dtype=jnp.dtype(config.param_dtype), lora=lora, name=name,
     )
 
 
@@ -238,8 +220,9 @@ class RelativePositionBias(nn.Module):
     @nn.compact
     def __call__(self, query_pos: jax.Array, key_pos: jax.Array) -> jax.Array:
         cfg = self.config
+        stddev = cfg.initializer_factor * cfg.d_model**-0.5
         table = self.param(
-            "embedding", _init(cfg.initializer_factor * cfg.d_model**-0.5, ("position", "heads")),
+            "embedding", normal_init(stddev, ("position", "heads")),
             (cfg.relative_attention_num_buckets, cfg.num_heads), jnp.dtype(cfg.param_dtype),
         )
         bucket = relative_position_bucket(
@@ -270,37 +253,18 @@ class Attention(nn.Module):
         cfg = self.config
         dtype = jnp.dtype(cfg.dtype)
         f, h, dk = cfg.initializer_factor, cfg.num_heads, cfg.d_kv
+        kv_stddev = f * cfg.d_model**-0.5  # keys and values; the query's also folds in d_kv
 
-        def projection(name: str, stddev: float) -> DenseGeneral:
-            return _dense(cfg, (h, dk), ("embed", "heads", "kv"), stddev, name)
+        def projected(name: str, source: jax.Array, stddev: float = kv_stddev) -> jax.Array:
+            projection = dense(cfg, (h, dk), ("embed", "heads", "kv"), stddev, name)
+            return nn.with_logical_constraint(projection(source), HEADS_AXES)
 
-        query = nn.with_logical_constraint(
-            projection("query", f * (cfg.d_model * dk) ** -0.5)(x), HEADS_AXES
-        )
-        if self.cross:
-            if kv is not None:
-                key = nn.with_logical_constraint(projection("key", f * cfg.d_model**-0.5)(kv), HEADS_AXES)
-                value = nn.with_logical_constraint(
-                    projection("value", f * cfg.d_model**-0.5)(kv), HEADS_AXES
-                )
-            if decode:
-                if kv is None:
-                    key = self.get_variable("cache", "cached_key")
-                    value = self.get_variable("cache", "cached_value")
-                else:
-                    self.put_variable("cache", "cached_key", key)
-                    self.put_variable("cache", "cached_value", value)
-            elif kv is None:
-                raise ValueError("cross-attention needs the encoder output outside decode mode")
-        else:
-            key = nn.with_logical_constraint(projection("key", f * cfg.d_model**-0.5)(x), HEADS_AXES)
-            value = nn.with_logical_constraint(projection("value", f * cfg.d_model**-0.5)(x), HEADS_AXES)
-            if decode:
-                key, value = cached_key_value(self, key, value, cache_index)
-
+        query = projected("query", x, f * (cfg.d_model * dk) ** -0.5)
+        key, value = attention_key_value(self, projected, x, kv, cross=self.cross,
+                                         cache_index=cache_index, decode=decode)
         out = attend(query, key, value, mask, dropout_rate=cfg.dropout_rate,
                      deterministic=deterministic, dtype=dtype, bias=bias)
-        return _dense(
+        return dense(
             cfg, (cfg.d_model,), ("heads", "kv", "embed"), f * (h * dk) ** -0.5, "out", n_axes=2
         )(out)
 
@@ -317,11 +281,11 @@ class MLP(nn.Module):
         act = ACTIVATIONS[cfg.activation]
 
         def dense_in(name: str) -> DenseGeneral:
-            return _dense(cfg, (cfg.d_ff,), ("embed", "mlp"), f * cfg.d_model**-0.5, name)
+            return dense(cfg, (cfg.d_ff,), ("embed", "mlp"), f * cfg.d_model**-0.5, name)
 
         inputs = [dense_in("wi_0"), dense_in("wi_1")] if cfg.is_gated else [dense_in("wi")]
         return feed_forward(
-            x, inputs, _dense(cfg, (cfg.d_model,), ("mlp", "embed"), f * cfg.d_ff**-0.5, "wo"),
+            x, inputs, dense(cfg, (cfg.d_model,), ("mlp", "embed"), f * cfg.d_ff**-0.5, "wo"),
             act, dropout_rate=cfg.dropout_rate, deterministic=deterministic,
         )
 
@@ -340,9 +304,9 @@ class EncoderBlock(nn.Module):
         h = Attention(cfg, name="self_attn")(
             _rms_norm(cfg, "self_attn_norm")(x), None, mask, bias, None, False, deterministic
         )
-        x = nn.with_logical_constraint(x + drop(h, deterministic=deterministic), EMBED_AXES)
+        x = add_residual(x, h, drop, deterministic)
         h = MLP(cfg, name="mlp")(_rms_norm(cfg, "mlp_norm")(x), deterministic)
-        return nn.with_logical_constraint(x + drop(h, deterministic=deterministic), EMBED_AXES)
+        return add_residual(x, h, drop, deterministic)
 
 
 class DecoderBlock(nn.Module):
@@ -361,14 +325,14 @@ class DecoderBlock(nn.Module):
             _rms_norm(cfg, "self_attn_norm")(x), None, self_mask, bias, cache_index, decode,
             deterministic,
         )
-        x = nn.with_logical_constraint(x + drop(h, deterministic=deterministic), EMBED_AXES)
+        x = add_residual(x, h, drop, deterministic)
         h = Attention(cfg, cross=True, name="cross_attn")(
             _rms_norm(cfg, "cross_attn_norm")(x), encoded, cross_mask, None, None, decode,
             deterministic,
         )
-        x = nn.with_logical_constraint(x + drop(h, deterministic=deterministic), EMBED_AXES)
+        x = add_residual(x, h, drop, deterministic)
         h = MLP(cfg, name="mlp")(_rms_norm(cfg, "mlp_norm")(x), deterministic)
-        return nn.with_logical_constraint(x + drop(h, deterministic=deterministic), EMBED_AXES)
+        return add_residual(x, h, drop, deterministic)
 
 
 class Encoder(nn.Module):
@@ -439,12 +403,9 @@ class ModularEncoder(nn.Module):
     ) -> jax.Array:
         cfg = self.config
         small = cfg.modular_encoder_config
-        embed = nn.Embed(
-            cfg.vocab_size, small.d_model, dtype=jnp.dtype(cfg.dtype),
-            param_dtype=jnp.dtype(cfg.param_dtype),
-            embedding_init=_init(cfg.initializer_factor, ("vocab", "embed")), name="shared",
-        )
-        encoded = Encoder(small, name="encoder")(embed(input_ids), attention_mask, deterministic)
+        shared = embed(cfg, cfg.vocab_size, small.d_model, cfg.initializer_factor,
+                       ("vocab", "embed"), "shared")
+        encoded = Encoder(small, name="encoder")(shared(input_ids), attention_mask, deterministic)
         projected = DenseGeneral(
             (cfg.d_model,), ("modular_embed", "embed"), cfg.initializer_factor * small.d_model**-0.5,
             use_bias=True, dtype=jnp.dtype(cfg.dtype), param_dtype=jnp.dtype(cfg.param_dtype),
@@ -469,36 +430,10 @@ class Decoder(nn.Module):
         attention_mask: jax.Array | None, decode: bool, deterministic: bool,
     ) -> jax.Array:
         cfg = self.config
-        batch, length = y.shape[:2]
-        if attention_mask is None:
-            attention_mask = jnp.ones((batch, length), bool)
-        attention_mask = attention_mask.astype(bool)
-        if encoded is not None and encoder_mask is None:
-            encoder_mask = jnp.ones(encoded.shape[:2], bool)
-
-        cache_index = None
-        query_pos = jnp.arange(length)
-        if decode:
-            initialised = self.has_variable("cache", "cache_index")
-            index = self.variable("cache", "cache_index", lambda: jnp.zeros((), jnp.int32))
-            key_mask = self.variable("cache", "key_mask", jnp.zeros, (batch, length), bool)
-            if encoded is not None:
-                self.put_variable("cache", "encoder_mask", encoder_mask.astype(bool))
-            encoder_mask = self.get_variable("cache", "encoder_mask")
-            if initialised:
-                cache_index = index.value
-                key_mask.value = jax.lax.dynamic_update_slice(
-                    key_mask.value, attention_mask, (0, cache_index)
-                )
-                index.value = cache_index + length
-                attention_mask = key_mask.value
-                query_pos = query_pos + cache_index
-        key_pos = jnp.arange(attention_mask.shape[1])
-        causal = key_pos[None, :] <= query_pos[:, None]
-        self_mask = causal[None, None, :, :] & attention_mask[:, None, None, :]
-        cross_mask = encoder_mask.astype(bool)[:, None, None, :]
+        causal = decode_cache.causal_mask(self, attention_mask, y.shape[:2], decode)
+        source_mask = decode_cache.cross_mask(self, encoded, encoder_mask, decode)
         bias = RelativePositionBias(cfg, bidirectional=False, name="relative_attention_bias")(
-            query_pos, key_pos
+            causal.query_pos, causal.key_pos
         )
 
         y = nn.Dropout(cfg.dropout_rate)(y, deterministic=deterministic)
@@ -506,7 +441,8 @@ class Decoder(nn.Module):
         block = nn.remat(DecoderBlock, static_argnums=(7, 8)) if cfg.remat else DecoderBlock
         for i in range(cfg.decoder_layers):
             y = block(cfg, name=f"block_{i}")(
-                y, encoded, self_mask, bias, cross_mask, cache_index, decode, deterministic
+                y, encoded, causal.mask, bias, source_mask, causal.cache_index, decode,
+                deterministic,
             )
         y = _rms_norm(cfg, "final_norm")(y)
         return nn.Dropout(cfg.dropout_rate)(y, deterministic=deterministic)
@@ -524,11 +460,8 @@ class T5(nn.Module):
 
     def setup(self) -> None:
         cfg = self.config
-        self.shared = nn.Embed(
-            cfg.vocab_size, cfg.d_model, dtype=jnp.dtype(cfg.dtype),
-            param_dtype=jnp.dtype(cfg.param_dtype),
-            embedding_init=_init(cfg.initializer_factor, ("vocab", "embed")),
-        )
+        self.shared = embed(cfg, cfg.vocab_size, cfg.d_model, cfg.initializer_factor,
+                            ("vocab", "embed"))
         self.encoder = Encoder(cfg)
         self.decoder = Decoder(cfg)
         if cfg.modular is not None:
@@ -591,31 +524,7 @@ class T5(nn.Module):
         )
 
 
-def init_cache(
-    model: T5, params: Any, batch_size: int, max_length: int, source_length: int
-) -> Any:
-    """An empty decode cache: ``max_length`` decoder positions over ``source_length`` encoder ones."""
-
-    def shapes(p: Any) -> Any:
-        cfg = model.config
-        dummy = jnp.zeros((batch_size, max_length), jnp.int32)
-        encoded = jnp.zeros((batch_size, source_length, cfg.d_model), jnp.dtype(cfg.dtype))
-        _, variables = model.apply(
-            {"params": p}, dummy, encoded, decode=True, method=T5.decode, mutable=["cache"]
-        )
-        return variables["cache"]
-
-    abstract = jax.eval_shape(shapes, params)
-    return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), abstract)
-
-
-def decode_step(
-    model: T5, params: Any, cache: Any, tokens: jax.Array, encoded: jax.Array | None = None,
-    encoder_mask: jax.Array | None = None,
-) -> tuple[jax.Array, Any]:
-    """Run decoder ``tokens`` through the cache; the first step passes the encoder output."""
-    logits, variables = model.apply(
-        {"params": params, "cache": cache}, tokens, encoded, encoder_mask, decode=True,
-        method=T5.decode, mutable=["cache"],
-    )
-    return logits, variables["cache"]
+# Step-by-step decoding (``decoding.py`` calls these by family): one implementation serves every
+# encoder-decoder, see :mod:`tw_jax.models.decode_cache`.
+init_cache = decode_cache.init_cache
+decode_step = decode_cache.decode_step

@@ -14,7 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from tw_jax.models.hf_io import checked_tensor, read_config, read_safetensors, write_folder
+from tw_jax.models.hf_io import (
+    TensorReader,
+    TensorWriter,
+    read_config,
+    read_safetensors,
+    write_folder,
+)
 from tw_jax.models.t5 import T5Config
 from tw_jax.models.variants import export_params
 
@@ -26,6 +32,19 @@ def _mlp_names(config: T5Config) -> tuple[str, ...]:
     return ("wi_0", "wi_1", "wo") if config.is_gated else ("wi", "wo")
 
 
+def _stacks(config: T5Config) -> tuple[tuple[str, int, tuple[str, ...]], ...]:
+    """``(stack, layers, sublayers)``: our ``{sublayer}`` and ``{sublayer}_norm`` of block ``i``
+    are Hugging Face's ``{stack}.block.{i}.layer.{j}``, the ``j``-th sublayer; one table for
+    import and export, so the two cannot disagree."""
+    return (("encoder", config.num_layers, ("self_attn", "mlp")),
+            ("decoder", config.decoder_layers, ("self_attn", "cross_attn", "mlp")))
+
+
+# Hugging Face's module name of each of our sublayers.
+_SUBLAYERS = {"self_attn": "SelfAttention", "cross_attn": "EncDecAttention",
+              "mlp": "DenseReluDense"}
+
+
 def t5_params_from_hf(
     tensors: dict[str, np.ndarray], config: T5Config, source: str | os.PathLike[str] = "<tensors>"
 ) -> dict[str, Any]:
@@ -34,19 +53,9 @@ def t5_params_from_hf(
     Refuses missing tensors and tensors this config has no place for.
     """
     source = os.fspath(source)
-    used: set[str] = set()
-    dtype = np.dtype(config.param_dtype)
+    reader = TensorReader(tensors, source, config.param_dtype)
+    take, linear = reader.take, reader.kernel
     d, h, dk, ff = config.d_model, config.num_heads, config.d_kv, config.d_ff
-
-    def take(name: str, shape: tuple[int, ...]) -> np.ndarray:
-        if name not in tensors:
-            raise KeyError(f"{source}: tensor {name!r} is missing")
-        array = checked_tensor(source, name, tensors[name], shape)
-        used.add(name)
-        return np.asarray(array, dtype=dtype)
-
-    def linear(name: str, n_in: int, n_out: int) -> np.ndarray:
-        return np.ascontiguousarray(take(name, (n_out, n_in)).T)
 
     def attention(prefix: str) -> dict[str, Any]:
         out = {
@@ -73,85 +82,58 @@ def t5_params_from_hf(
         if name in tensors:
             if not np.array_equal(tensors[name], tensors["shared.weight"]):
                 raise ValueError(f"{source}: {name} differs from shared.weight in a tied model")
-            used.add(name)
+            reader.used.add(name)
 
-    encoder: dict[str, Any] = {"relative_attention_bias": bias("encoder")}
-    for i in range(config.num_layers):
-        p = f"encoder.block.{i}.layer"
-        encoder[f"block_{i}"] = {
-            "self_attn_norm": norm(f"{p}.0.layer_norm.weight"),
-            "self_attn": attention(f"{p}.0.SelfAttention"),
-            "mlp_norm": norm(f"{p}.1.layer_norm.weight"),
-            "mlp": mlp(f"{p}.1.DenseReluDense"),
-        }
-    encoder["final_norm"] = norm("encoder.final_layer_norm.weight")
-
-    decoder: dict[str, Any] = {"relative_attention_bias": bias("decoder")}
-    for i in range(config.decoder_layers):
-        p = f"decoder.block.{i}.layer"
-        decoder[f"block_{i}"] = {
-            "self_attn_norm": norm(f"{p}.0.layer_norm.weight"),
-            "self_attn": attention(f"{p}.0.SelfAttention"),
-            "cross_attn_norm": norm(f"{p}.1.layer_norm.weight"),
-            "cross_attn": attention(f"{p}.1.EncDecAttention"),
-            "mlp_norm": norm(f"{p}.2.layer_norm.weight"),
-            "mlp": mlp(f"{p}.2.DenseReluDense"),
-        }
-    decoder["final_norm"] = norm("decoder.final_layer_norm.weight")
-
-    params: dict[str, Any] = {"shared": {"embedding": shared}, "encoder": encoder, "decoder": decoder}
+    params: dict[str, Any] = {"shared": {"embedding": shared}}
+    for stack, n_layers, sublayers in _stacks(config):
+        tree: dict[str, Any] = {"relative_attention_bias": bias(stack)}
+        for i in range(n_layers):
+            block: dict[str, Any] = {}
+            for j, name in enumerate(sublayers):
+                p = f"{stack}.block.{i}.layer.{j}"
+                block[f"{name}_norm"] = norm(f"{p}.layer_norm.weight")
+                read = mlp if name == "mlp" else attention
+                block[name] = read(f"{p}.{_SUBLAYERS[name]}")
+            tree[f"block_{i}"] = block
+        tree["final_norm"] = norm(f"{stack}.final_layer_norm.weight")
+        params[stack] = tree
     if not config.tie_word_embeddings:
         params["lm_head"] = {"kernel": linear("lm_head.weight", d, config.vocab_size)}
-    unused = sorted(set(tensors) - used)
-    if unused:
-        raise ValueError(f"{source}: tensors not part of a T5 of this config: {unused[:5]}")
+    reader.refuse_unused("a T5")
     return params
 
 
 def t5_params_to_hf(params: dict[str, Any], config: T5Config) -> dict[str, np.ndarray]:
     """Hugging Face T5 tensors (``T5ForConditionalGeneration`` names, ``(out, in)``) from our tree."""
     d, h, dk = config.d_model, config.num_heads, config.d_kv
-
-    def arr(x: Any) -> np.ndarray:
-        return np.ascontiguousarray(np.asarray(x))
-
-    def linear(kernel: Any, n_in: int) -> np.ndarray:
-        return arr(np.asarray(kernel).reshape(n_in, -1).T)
-
-    out: dict[str, np.ndarray] = {"shared.weight": arr(params["shared"]["embedding"])}
+    out = TensorWriter()
+    out.put("shared.weight", params["shared"]["embedding"])
     if not config.tie_word_embeddings:
-        out["lm_head.weight"] = linear(params["lm_head"]["kernel"], d)
+        out.kernel("lm_head.weight", params["lm_head"]["kernel"], d)
 
     def attention(tree: dict[str, Any], prefix: str) -> None:
         for ours, theirs in (("query", "q"), ("key", "k"), ("value", "v")):
-            out[f"{prefix}.{theirs}.weight"] = linear(tree[ours]["kernel"], d)
-        out[f"{prefix}.o.weight"] = linear(tree["out"]["kernel"], h * dk)
+            out.kernel(f"{prefix}.{theirs}.weight", tree[ours]["kernel"], d)
+        out.kernel(f"{prefix}.o.weight", tree["out"]["kernel"], h * dk)
 
     def mlp(tree: dict[str, Any], prefix: str) -> None:
         for name in _mlp_names(config)[:-1]:
-            out[f"{prefix}.{name}.weight"] = linear(tree[name]["kernel"], d)
-        out[f"{prefix}.wo.weight"] = linear(tree["wo"]["kernel"], config.d_ff)
+            out.kernel(f"{prefix}.{name}.weight", tree[name]["kernel"], d)
+        out.kernel(f"{prefix}.wo.weight", tree["wo"]["kernel"], config.d_ff)
 
-    for stack, n_layers, layer_names in (
-        ("encoder", config.num_layers, ("self_attn", "mlp")),
-        ("decoder", config.decoder_layers, ("self_attn", "cross_attn", "mlp")),
-    ):
+    for stack, n_layers, sublayers in _stacks(config):
         tree = params[stack]
-        out[f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight"] = arr(
-            tree["relative_attention_bias"]["embedding"]
-        )
+        out.put(f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+                tree["relative_attention_bias"]["embedding"])
         for i in range(n_layers):
             block = tree[f"block_{i}"]
-            for j, name in enumerate(layer_names):
+            for j, name in enumerate(sublayers):
                 p = f"{stack}.block.{i}.layer.{j}"
-                out[f"{p}.layer_norm.weight"] = arr(block[f"{name}_norm"]["scale"])
-                if name == "mlp":
-                    mlp(block["mlp"], f"{p}.DenseReluDense")
-                else:
-                    kind = "SelfAttention" if name == "self_attn" else "EncDecAttention"
-                    attention(block[name], f"{p}.{kind}")
-        out[f"{stack}.final_layer_norm.weight"] = arr(tree["final_norm"]["scale"])
-    return out
+                out.put(f"{p}.layer_norm.weight", block[f"{name}_norm"]["scale"])
+                write = mlp if name == "mlp" else attention
+                write(block[name], f"{p}.{_SUBLAYERS[name]}")
+        out.put(f"{stack}.final_layer_norm.weight", tree["final_norm"]["scale"])
+    return out.tensors
 
 
 def load_t5(path: str | os.PathLike[str], **overrides: Any) -> tuple[T5Config, dict[str, Any]]:

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from tw_jax.models import DecoderOnlyModel, LoRAConfig, register_family
+from tw_jax.models.decode_cache import causal_mask
 from tw_jax.models.flop_layout import DECODER, Part
 from tw_jax.models.layers import (
     DenseGeneral,
@@ -116,23 +117,9 @@ class RopeGPT(nn.Module):
                  deterministic=True):
         cfg = self.config
         batch, length = input_ids.shape
-        if attention_mask is None:
-            attention_mask = jnp.ones((batch, length), bool)
-        attention_mask = attention_mask.astype(bool)
-        cache_index, query_pos = None, jnp.arange(length)
-        if decode:
-            initialised = self.has_variable("cache", "cache_index")
-            index = self.variable("cache", "cache_index", lambda: jnp.zeros((), jnp.int32))
-            key_mask = self.variable("cache", "key_mask", jnp.zeros, (batch, length), bool)
-            if initialised:
-                cache_index = index.value
-                key_mask.value = jax.lax.dynamic_update_slice(
-                    key_mask.value, attention_mask, (0, cache_index))
-                index.value = cache_index + length
-                attention_mask = key_mask.value
-                query_pos = query_pos + cache_index
-        key_pos = jnp.arange(attention_mask.shape[1])
-        mask = (key_pos[None, :] <= query_pos[:, None])[None, None] & attention_mask[:, None, None]
+        # the decode cache's bookkeeping, as GPT-2's: a new family reuses it
+        mask, query_pos, _, cache_index = causal_mask(self, attention_mask, (batch, length),
+                                                      decode)
         if positions is None:
             positions = jnp.broadcast_to(query_pos, (batch, length))
         embed = nn.Embed(cfg.vocab_size, cfg.d_model, dtype=jnp.dtype(cfg.dtype),
