@@ -6,6 +6,12 @@
 #                                # against Hugging Face (extra "parity")
 #   bash tools/setup.sh tpu      # on a Cloud TPU VM: jax[tpu] (libtpu); what tools/tpu_vm.sh setup
 #                                # runs on every worker. No PyTorch (see below)
+#   bash tools/setup.sh t5x      # plus the real T5X (python -m t5x.train ...; docs/t5x.md), from
+#                                # GitHub at the commits of requirements/t5x.txt; "test" adds it too.
+#   TW_JAX_T5X_WHEELS=DIR bash tools/setup.sh t5x
+#                                # the same from a folder of wheels built from those commits
+#                                # (t5x-*.whl, airio-*.whl, jestimator-*.whl), for machines that
+#                                # reach PyPI but not GitHub
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-}"
@@ -41,3 +47,24 @@ spec="."
 if [ -n "$extras" ]; then spec=".[$extras]"; fi
 .venv/bin/uv pip install --quiet --python .venv/bin/python \
   --constraint requirements/constraints.txt --editable "$spec"
+# The real T5X (docs/t5x.md): not on PyPI, so from GitHub at pinned commits or from a wheel folder,
+# without their dependency metadata (git URLs that would move the locked set), then what they
+# import beyond it.
+if [[ ",$extras," == *",t5x,"* || ",$extras," == *",test,"* ]]; then
+  if [ -n "${TW_JAX_T5X_WHEELS:-}" ]; then
+    wheels=()
+    for name in t5x airio jestimator; do
+      found=("$TW_JAX_T5X_WHEELS"/"$name"-*.whl)
+      if [ ! -e "${found[0]}" ]; then
+        echo "setup.sh: no $name-*.whl in TW_JAX_T5X_WHEELS=$TW_JAX_T5X_WHEELS" >&2
+        exit 1
+      fi
+      wheels+=("${found[0]}")
+    done
+    .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps "${wheels[@]}"
+  else
+    .venv/bin/uv pip install --quiet --python .venv/bin/python --no-deps -r requirements/t5x.txt
+  fi
+  .venv/bin/uv pip install --quiet --python .venv/bin/python \
+    --constraint requirements/constraints.txt -r requirements/t5x-deps.txt
+fi

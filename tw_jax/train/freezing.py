@@ -70,13 +70,14 @@ def freeze(tx: optax.GradientTransformation, labels: Any) -> optax.GradientTrans
     """``tx`` on the ``"trainable"`` leaves, zero updates and no state for the ``"frozen"`` ones.
 
     ``labels`` must have the params' structure (or be a prefix of it); a mismatch is reported at
-    ``init`` with both structures named.
+    ``init`` with both structures named. It may also be a function of the params (or updates)
+    that returns such a tree, for optimizers built before the params exist (T5X's
+    ``OptaxWrapper``, whose params are FrozenDicts).
     """
-    found = set(jax.tree.leaves(labels))
-    unknown = found - set(LABELS)
-    if unknown:
-        raise ValueError(f"labels must be {LABELS}; found {sorted(map(repr, unknown))}")
-    inner = optax.transforms.partition({TRAINABLE: tx, FROZEN: optax.set_to_zero()}, labels)
+    if not callable(labels):
+        _check_labels(labels)
+    inner = optax.transforms.partition({TRAINABLE: tx, FROZEN: optax.set_to_zero()},
+                                       _checked(labels) if callable(labels) else labels)
 
     def init_fn(params: Any) -> Any:
         # Checked only on failure: ``optax.tree_map_params`` calls ``init`` with a placeholder
@@ -84,10 +85,26 @@ def freeze(tx: optax.GradientTransformation, labels: Any) -> optax.GradientTrans
         try:
             return inner.init(params)
         except (ValueError, TypeError):
-            _check_prefix(labels, params)
+            if not callable(labels):
+                _check_prefix(labels, params)
             raise
 
     return optax.GradientTransformationExtraArgs(init_fn, inner.update)
+
+
+def _check_labels(labels: Any) -> None:
+    unknown = set(jax.tree.leaves(labels)) - set(LABELS)
+    if unknown:
+        raise ValueError(f"labels must be {LABELS}; found {sorted(map(repr, unknown))}")
+
+
+def _checked(labels_fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def labels(tree: Any) -> Any:
+        found = labels_fn(tree)
+        _check_labels(found)
+        return found
+
+    return labels
 
 
 def trainable_mask(labels: Any) -> Any:
