@@ -39,6 +39,7 @@ _STAGES: tuple[str, ...] = (
     "tw_jax.benchmarks.ckl_cli",
     "tw_jax.benchmarks.ecbd_cli",
     "tw_jax.benchmarks.evolvingqa_cli",
+    "tw_jax.t5x.cli",
     "tw_jax.demo",
 )
 
@@ -89,6 +90,9 @@ EXAMPLES: dict[str, str] = {
                            "--k 20 --out retrieval/",
     "probe-contexts": "tw-jax probe-contexts --data demo_out/data --month 0809 --retriever bm25 "
                       "--k 5 --context-words 100",
+    "t5x-checkpoint to-t5x": "tw-jax t5x-checkpoint to-t5x --from runs/t5 --out t5x_runs/start",
+    "t5x-checkpoint from-t5x": "tw-jax t5x-checkpoint from-t5x --from "
+                               "t5x_runs/kadapter/checkpoint_4 --out runs/kadapter",
     "demo": "tw-jax demo --out demo_out",
 }
 

@@ -1,87 +1,37 @@
 """The real T5X runs tw_jax's models on tw_jax's tasks (``python -m t5x.train``, ``t5x.eval``,
 ``t5x.infer``, ``t5x.main``); see ``docs/t5x.md``.
 
-Importing this package imports T5X (install it with ``bash tools/setup.sh t5x``), so nothing in
-the plain ``tw-jax`` commands imports it. It makes tw_jax's gin names known (the model configs
-and variants, ``tw_jax.train.make_optimizer`` and ``make_schedule``, ``tw_jax.tasks``) and
-gives the gin files under ``gin/t5x/`` what they bind T5X's scripts to:
+T5X is imported only when one of the names below is first used (``bash tools/setup.sh t5x``
+installs it), so ``tw-jax``'s own commands, ``tw-jax t5x-checkpoint`` included, never load it.
+``gin/t5x/*.gin`` import :mod:`tw_jax.t5x.configurables`, which registers these names with gin
+(``tw_jax.t5x.model`` ...) and tw_jax's own (model configs and variants,
+``tw_jax.train.make_optimizer`` / ``make_schedule``, ``tw_jax.tasks``):
 
 - :func:`model` — T5X's ``EncoderDecoderModel`` / ``DecoderOnlyModel`` of a tw_jax config
   (:mod:`tw_jax.t5x.models`);
 - :func:`logical_axis_rules` — our sharding table on T5X's mesh (:mod:`tw_jax.t5x.partitioning`);
 - :func:`optax_optimizer`, :func:`learning_rate_fn`, :func:`adafactor`, :func:`factor_rules` —
   optimizers and freezing (:mod:`tw_jax.t5x.optimizers`);
-- :func:`task_vocabulary` — the vocabulary of a task, registering the data folder's tasks.
+- :func:`task_name`, :func:`task_vocabulary` — a task's name with ``{objective}`` resolved, and
+  its vocabulary, registering the data folder's tasks;
+- :mod:`tw_jax.t5x.checkpoints` — checkpoints both ways (``tw-jax t5x-checkpoint``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tw_jax.t5x.models import DecoderOnlyModel, EncoderDecoderModel, FeatureConverter, model
-from tw_jax.t5x.optimizers import (
-    adafactor,
-    factor_rules,
-    learning_rate_fn,
-    optax_optimizer,
-    trainable_traversal,
-)
-from tw_jax.t5x.partitioning import logical_axis_rules
-from tw_jax.train.gin_setup import register_configurables
-
-register_configurables()
+_LAZY = ("DecoderOnlyModel", "EncoderDecoderModel", "FeatureConverter", "adafactor",
+         "factor_rules", "learning_rate_fn", "logical_axis_rules", "model", "optax_optimizer",
+         "task_name", "task_vocabulary", "trainable_traversal")
 
 
-def task_name(name: str, model_config: Any) -> str:
-    """``name`` with ``{objective}`` made the model's (``ssm`` for T5, ``lm`` for GPT-2), as
-    ``tw-jax train`` reads the method files' defaults (``twiki_mixreview_0809_{objective}``);
-    the data folder's tasks are registered first (``$TW_JAX_DATA_DIR`` or gin's
-    ``tw_jax.tasks.register_all``) and an unknown name is an error naming the closest ones."""
-    import tw_jax.tasks
-    from tw_jax.train.data import task_name as resolved
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from tw_jax.t5x import configurables
 
-    name = resolved(name, model_config)
-    tw_jax.tasks.require(name)
-    return name
+        return getattr(configurables, name)
+    raise AttributeError(f"module 'tw_jax.t5x' has no attribute {name!r}")
 
 
-def task_vocabulary(name: str, model_config: Any = None) -> Any:
-    """The ``targets`` vocabulary of the task or mixture ``name`` (see :func:`task_name`)."""
-    import seqio
-
-    if model_config is not None:
-        name = task_name(name, model_config)
-    else:
-        import tw_jax.tasks
-
-        tw_jax.tasks.require(name)
-    return seqio.get_mixture_or_task(name).output_features["targets"].vocabulary
-
-
-def _register_with_gin() -> None:
-    """tw_jax.t5x's builders under their import paths (``tw_jax.t5x.model``...), so gin files
-    with and without dynamic registration name them alike."""
-    import gin
-
-    module = globals()
-    for name in ("model", "optax_optimizer", "learning_rate_fn", "adafactor",
-                 "logical_axis_rules", "task_name", "task_vocabulary"):
-        module[name] = gin.configurable(module[name], module="tw_jax.t5x")
-
-
-_register_with_gin()
-
-__all__ = [
-    "DecoderOnlyModel",
-    "EncoderDecoderModel",
-    "FeatureConverter",
-    "adafactor",
-    "factor_rules",
-    "learning_rate_fn",
-    "logical_axis_rules",
-    "model",
-    "optax_optimizer",
-    "task_name",
-    "task_vocabulary",
-    "trainable_traversal",
-]
+__all__ = list(_LAZY)

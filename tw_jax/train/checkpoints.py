@@ -165,6 +165,25 @@ def save(mngr: Any, step: int, params: Any, opt_state: Any, meta: dict[str, Any]
         raise _save_failed(mngr, step, error) from error
 
 
+def save_params(model_dir: PathLike, step: int, params: Any, meta: dict[str, Any]) -> str:
+    """Write ``params`` alone as step ``step`` of ``MODEL_DIR/checkpoints`` (synchronously,
+    sealed): a starting point (INITIAL_CHECKPOINT_PATH) and what evaluation reads, not a run to
+    resume (:func:`restore` says so). Returns the step folder; an existing step is an error."""
+    mngr = manager(model_dir, keep=None, asynchronous=False)
+    try:
+        if step in mngr.all_steps():
+            raise CheckpointError(f"{step_dir(mngr, step)}: exists already")
+        try:
+            mngr.save(step, args=ocp.args.Composite(params=ocp.args.StandardSave(params),
+                                                    meta=ocp.args.JsonSave(meta)))
+        except Exception as error:  # orbax and TensorStore raise many kinds
+            raise _save_failed(mngr, step, error) from error
+        seal(mngr, step)
+        return step_dir(mngr, step)
+    finally:
+        close(mngr)
+
+
 def step_dir(mngr: Any, step: int) -> str:
     return paths.join(str(mngr.directory), str(step))
 
@@ -322,7 +341,14 @@ def latest_intact_step(mngr: Any) -> int | None:
 
 def restore(mngr: Any, step: int, abstract_params: Any, abstract_opt_state: Any) -> tuple:
     """``(params, opt_state, meta)`` of ``step``, placed as the abstract trees' shardings say
-    (whatever mesh or host count saved them: orbax reshards onto the target)."""
+    (whatever mesh or host count saved them: orbax reshards onto the target). A step that holds
+    parameters alone (converted from T5X) is a :class:`CheckpointError` saying how to start
+    from it instead."""
+    if not paths.isdir(paths.join(step_dir(mngr, step), "opt_state")):
+        raise CheckpointError(
+            f"{step_dir(mngr, step)}: holds parameters only (no optimizer state: written by "
+            "tw-jax t5x-checkpoint from-t5x), so a run cannot resume from it; start a new "
+            f"MODEL_DIR from it with --gin.INITIAL_CHECKPOINT_PATH={step_dir(mngr, step)!r}")
     try:
         restored = mngr.restore(
             step,

@@ -1,0 +1,108 @@
+"""Checkpoints both ways between tw_jax and T5X (``tw-jax t5x-checkpoint``): bit-exact round
+trips, the starting points each side reads, and clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import flax.linen as nn
+import jax
+import numpy as np
+import pytest
+from flax import traverse_util
+
+from tw_jax.cli import main
+from tw_jax.models import GPT2Config, LoRAConfig, T5Config, model_for
+from tw_jax.t5x.checkpoints import (
+    T5XCheckpointError,
+    from_t5x,
+    read_t5x_params,
+    read_t5x_state,
+    t5x_step,
+    to_t5x,
+)
+from tw_jax.train import checkpoints
+
+GPT2 = GPT2Config(vocab_size=64, n_positions=32, n_embd=16, n_layer=2, n_head=2,
+                  lora=LoRAConfig())
+T5 = T5Config(vocab_size=64, d_model=16, d_kv=8, d_ff=32, num_layers=2, num_heads=2)
+
+
+def _params(config, seed=0):
+    model = model_for(config)
+    boxed = model.module.init(jax.random.key(seed), *model.dummy_inputs(1, 8))
+    return jax.device_get(nn.unbox(boxed["params"]))
+
+
+def _flat(tree):
+    return traverse_util.flatten_dict(tree, sep="/")
+
+
+def _assert_bitwise(a, b):
+    a, b = _flat(a), _flat(b)
+    assert sorted(a) == sorted(b)
+    for name in a:
+        assert a[name].dtype == b[name].dtype and np.array_equal(a[name], b[name]), name
+
+
+def test_a_tw_jax_step_goes_to_t5x_and_back_bit_for_bit(tmp_path):
+    params = _params(GPT2)
+    checkpoints.save_params(tmp_path / "run", 7, params, {"step": 7})
+    t5x = to_t5x(tmp_path / "run", tmp_path / "t5x")
+    assert t5x.endswith("/checkpoint_7") and t5x_step(t5x) == 7
+    assert list(read_t5x_state(t5x)) == ["target"]  # parameters only: T5X adds its optimizer
+    _assert_bitwise(read_t5x_params(t5x), params)
+    back = from_t5x(t5x, tmp_path / "back")
+    assert back.endswith("/checkpoints/7")
+    _assert_bitwise(checkpoints.read_params(tmp_path / "back"), params)
+    assert checkpoints.check_step(back) is None  # sealed: its checksums hold
+
+
+def test_a_hugging_face_folder_goes_to_t5x_as_step_zero(tmp_path):
+    params = _params(T5, seed=1)
+    model_for(T5).save_hf(str(tmp_path / "hf"), params)
+    t5x = to_t5x(tmp_path / "hf", tmp_path / "t5x")
+    assert t5x_step(t5x) == 0
+    _assert_bitwise(read_t5x_params(t5x), checkpoints.read_params(tmp_path / "hf"))
+
+
+def test_a_converted_step_starts_runs_but_is_not_resumed(tmp_path):
+    params = _params(GPT2)
+    step = checkpoints.save_params(tmp_path / "run", 3, params, {"step": 3})
+    mngr = checkpoints.manager(tmp_path / "run", keep=None, asynchronous=False)
+    try:
+        with pytest.raises(checkpoints.CheckpointError, match="INITIAL_CHECKPOINT_PATH"):
+            checkpoints.restore(mngr, 3, params, {})
+    finally:
+        mngr.close()
+    assert checkpoints.step_folder(tmp_path / "run") == step  # a starting point, sealed
+
+
+def test_existing_steps_and_foreign_folders_are_refused(tmp_path):
+    params = _params(GPT2)
+    checkpoints.save_params(tmp_path / "run", 1, params, {"step": 1})
+    to_t5x(tmp_path / "run", tmp_path / "t5x")
+    with pytest.raises(T5XCheckpointError, match="exists already"):
+        to_t5x(tmp_path / "run", tmp_path / "t5x")
+    with pytest.raises(checkpoints.CheckpointError, match="exists already"):
+        checkpoints.save_params(tmp_path / "run", 1, params, {"step": 1})
+    with pytest.raises(T5XCheckpointError, match="checkpoint_<step>"):
+        t5x_step(tmp_path / "run")
+    with pytest.raises(T5XCheckpointError, match="checkpoint_<step>"):
+        from_t5x(tmp_path / "run" / "checkpoints" / "1", tmp_path / "back")
+    (tmp_path / "checkpoint_5").mkdir()
+    with pytest.raises(T5XCheckpointError, match="not a T5X checkpoint step"):
+        from_t5x(tmp_path / "checkpoint_5", tmp_path / "back")
+
+
+def test_the_command_converts_both_ways(tmp_path, capsys):
+    params = _params(GPT2)
+    checkpoints.save_params(tmp_path / "run", 2, params, {"step": 2})
+    assert main(["t5x-checkpoint", "to-t5x", "--from", str(tmp_path / "run"),
+                 "--out", str(tmp_path / "t5x")]) == 0
+    written = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["t5x_checkpoint"]
+    assert main(["t5x-checkpoint", "from-t5x", "--from", written,
+                 "--out", str(tmp_path / "back")]) == 0
+    back = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["checkpoint"]
+    assert back.endswith("/checkpoints/2")
+    _assert_bitwise(checkpoints.read_params(back), params)

@@ -1,0 +1,177 @@
+"""One model, two trainers: the real ``python -m t5x.train`` and ``tw-jax train`` from the same
+converted checkpoint give the same losses, step by step (tools/t5x_parity.py); T5X's eval of a
+probe mixture gives tw_jax's probe figures, T5X's infer decodes the probes, and a checkpoint
+without a method's adapters starts a T5X run with them from scratch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("t5x")
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "train"))
+sys.path.insert(0, str(ROOT / "tools"))
+import t5x_parity  # noqa: E402
+from train_helpers import subprocess_env  # noqa: E402
+
+from tw_jax.train.checkpoints import read_params  # noqa: E402
+
+
+@pytest.fixture()
+def env(train_data, compile_cache):
+    environment = subprocess_env(train_data, compile_cache)
+    environment["TPU_SKIP_MDS_QUERY"] = "1"
+    return environment
+
+
+@pytest.fixture()
+def registered(train_data):
+    import tw_jax.tasks
+
+    tw_jax.tasks.register_all(train_data["data_dir"], t5_vocab=str(train_data["t5"]),
+                              gpt2_vocab=str(train_data["gpt2"]))
+
+
+def t5x(script: str, *flags: str, env: dict, run_mode: str | None = None) -> None:
+    command = [sys.executable, "-m", f"t5x.{script}", "--gin_search_paths=gin", *flags]
+    if run_mode:
+        command.append(f"--run_mode={run_mode}")
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-4000:]
+
+
+def flat(tree) -> dict[str, np.ndarray]:
+    from flax import traverse_util
+
+    return traverse_util.flatten_dict(tree, sep="/")
+
+
+def t5x_params(checkpoint: Path) -> dict[str, np.ndarray]:
+    from tw_jax.t5x.checkpoints import read_t5x_params
+
+    return flat(read_t5x_params(checkpoint))
+
+
+def assert_same_losses(result: dict, steps: int) -> None:
+    assert len(result["tw_jax"]) == len(result["t5x"]) == steps
+    assert result["first_step_rel"] <= 1e-5, result
+    assert result["max_rel"] <= 1e-3, result
+    assert result["tw_jax"][-1] < result["tw_jax"][0]  # they train, not just agree
+
+
+def test_kadapter_t5_trains_alike_under_t5x_and_t5x_decodes_the_probes(tmp_path, env,
+                                                                       registered):
+    result = t5x_parity.parity("t5-kadapter", tmp_path, steps=8, env=env)
+    assert_same_losses(result, 8)
+    before = t5x_params(tmp_path / "t5x" / "checkpoint_0")  # what T5X restored
+    after = t5x_params(tmp_path / "t5x" / "checkpoint_8")
+    start = flat(read_params(tmp_path / "start"))
+    assert sorted(before) == sorted(start)
+    assert all(np.array_equal(start[n], before[n]) for n in start)  # restored bit for bit
+    moved = {n for n in before if not np.array_equal(before[n], after[n])}
+    encoder = {n for n in before if n.startswith("encoder/") and "/kadapter/" not in n}
+    adapter = {n for n in before if "/kadapter/" in n}
+    assert encoder and adapter and not moved & encoder and adapter <= moved
+
+    out = tmp_path / "infer"
+    t5x("infer", "--gin_file=t5x/infer.gin", "--gin_file=methods/kadapter.gin",
+        "--gin_file=models/t5_tiny.gin",
+        f"--gin.CHECKPOINT_PATH='{tmp_path / 't5x' / 'checkpoint_8'}'",
+        f"--gin.INFER_OUTPUT_DIR='{out}'",
+        "--gin.MIXTURE_OR_TASK_NAME='twiki_probes_0809_updated_ssm'", env=env)
+    [predictions] = out.glob("twiki_probes_0809_updated_ssm-predict.jsonl-00000-of-00001")
+    rows = [json.loads(line) for line in predictions.read_text().splitlines()]
+    import seqio
+
+    task = seqio.get_mixture_or_task("twiki_probes_0809_updated_ssm")
+    expected = [ex["inputs_pretokenized"].decode() for ex in task.get_dataset(
+        None, split="validation", shuffle=False).as_numpy_iterator()]
+    assert [row["inputs"]["inputs_pretokenized"] for row in rows] == expected
+    assert all(isinstance(row["prediction"], str) for row in rows)
+
+
+def test_lora_gpt2_trains_alike_and_t5x_eval_gives_tw_jax_probe_figures(tmp_path, env,
+                                                                        registered):
+    result = t5x_parity.parity("gpt2-lora", tmp_path, steps=8, env=env)
+    assert_same_losses(result, 8)
+    before = t5x_params(tmp_path / "t5x" / "checkpoint_0")
+    after = t5x_params(tmp_path / "t5x" / "checkpoint_8")
+    lora = {n for n in before if n.endswith(("lora_a", "lora_b"))}
+    assert lora and {n for n in before if not np.array_equal(before[n], after[n])} == lora
+
+    # T5X's evaluation (t5x.main --run_mode=eval) of the T5X checkpoint on a probe mixture ...
+    out = tmp_path / "eval"
+    t5x("main", "--gin_file=t5x/eval.gin", "--gin_file=methods/lora.gin",
+        "--gin_file=models/gpt2_tiny.gin",
+        f"--gin.CHECKPOINT_PATH='{tmp_path / 't5x' / 'checkpoint_8'}'",
+        f"--gin.EVAL_OUTPUT_DIR='{out}'", "--gin.MIXTURE_OR_TASK_NAME='twiki_probes_0809'",
+        env=env, run_mode="eval")
+    theirs = {}
+    for path in (out / "inference_eval").glob("*-metrics.jsonl"):
+        [row] = [json.loads(line) for line in path.read_text().splitlines()]
+        theirs[path.name.removesuffix("-metrics.jsonl")] = row
+    assert sorted(theirs) == ["twiki_probes_0809_changed", "twiki_probes_0809_new",
+                              "twiki_probes_0809_unchanged", "twiki_probes_0809_updated"]
+
+    # ... and tw-jax eval of the same checkpoint, converted back, give the same figures.
+    done = subprocess.run(
+        [sys.executable, "-m", "tw_jax.cli", "t5x-checkpoint", "from-t5x",
+         "--from", str(tmp_path / "t5x" / "checkpoint_8"), "--out", str(tmp_path / "back")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = subprocess.run(
+        [sys.executable, "-m", "tw_jax.cli", "eval", "--gin_file=lora.gin",
+         "--gin_file=models/gpt2_tiny.gin", "--gin_file=runs/cpu_smoke.gin",
+         f"--gin.MODEL_DIR='{tmp_path / 'back'}'",
+         "--gin.MIXTURE_OR_TASK_NAME='twiki_probes_0809'"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    ours = {}
+    for path in (tmp_path / "back" / "inference_eval").glob("*-metrics.jsonl"):
+        [row] = [json.loads(line) for line in path.read_text().splitlines()]
+        ours[path.name.removesuffix("-metrics.jsonl")] = row
+    assert sorted(ours) == sorted(theirs)
+    for task, row in theirs.items():
+        assert row["examples"] == ours[task]["examples"]
+        np.testing.assert_allclose(row["perplexity"], ours[task]["perplexity"], rtol=1e-4,
+                                   err_msg=task)  # float32 sums of ~1e4 perplexities
+
+
+def test_a_checkpoint_without_adapters_starts_a_t5x_kadapter_run_with_them_from_scratch(
+        tmp_path, env):
+    """A plain T5 (a Hugging Face folder) → T5X checkpoint → T5X K-Adapter run: the base is
+    restored bit for bit, the adapters T5X initialises are new and train."""
+    import dataclasses
+
+    import flax.linen as nn
+    import jax
+
+    from tw_jax.models import model_for
+    from tw_jax.t5x.checkpoints import to_t5x
+
+    config = t5x_parity.model_config("t5-kadapter")
+    plain = model_for(dataclasses.replace(config, kadapter=None, freeze=None))
+    params = jax.device_get(nn.unbox(plain.module.init(
+        jax.random.key(3), *plain.dummy_inputs(2, 8))["params"]))
+    plain.save_hf(str(tmp_path / "hf"), params)
+    start = to_t5x(tmp_path / "hf", tmp_path / "start")
+    t5x("train", "--gin_file=t5x/kadapter.gin", "--gin_file=models/t5_tiny.gin",
+        "--gin_file=runs/cpu_smoke.gin", f"--gin.MODEL_DIR='{tmp_path / 'run'}'",
+        "--gin.MIXTURE_OR_TASK_NAME='twiki_diffset_0809_ssm'", "--gin.TRAIN_STEPS=2",
+        "--gin.SCHEDULE='constant'", f"--gin.INITIAL_CHECKPOINT_PATH='{start}'", env=env)
+    restored = t5x_params(tmp_path / "run" / "checkpoint_0")
+    trained = t5x_params(tmp_path / "run" / "checkpoint_2")
+    base = flat(params)
+    adapters = {n for n in restored if "/kadapter/" in n}
+    assert adapters and set(restored) == set(base) | adapters
+    assert all(np.array_equal(base[n], restored[n]) for n in base)
+    assert all(np.array_equal(base[n], trained[n]) for n in base if n.startswith("encoder/"))
+    assert all(not np.array_equal(restored[n], trained[n]) for n in adapters)
