@@ -160,3 +160,19 @@ def test_update_without_params_is_refused():
 def test_bad_settings_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         recadam(LR, **kwargs)
+
+
+def test_the_anchor_is_the_params_of_the_first_update():
+    """T5X initialises optimizer state from fresh parameters before it restores a starting
+    checkpoint: the anchor follows the weights the first update starts from, then stays."""
+    tx = recadam(1e-3, gamma=GAMMA)
+    state = tx.init({name: np.zeros_like(v) for name, v in THETA0.items()})
+    restored = {name: jnp.asarray(v) for name, v in THETA0.items()}
+    grads = {name: jnp.ones_like(v) for name, v in restored.items()}
+    _, state = tx.update(grads, state, restored)
+    for name, value in optax.tree_utils.tree_get(state, "anchor").items():
+        np.testing.assert_array_equal(value, THETA0[name])
+    moved = {name: v + 1.0 for name, v in restored.items()}
+    _, state = tx.update(grads, state, moved)
+    for name, value in optax.tree_utils.tree_get(state, "anchor").items():
+        np.testing.assert_array_equal(value, THETA0[name])

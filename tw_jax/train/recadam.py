@@ -34,12 +34,14 @@ above −1; so ``lr · γ · (1 − λ(t)) < 2`` at every step. With γ = 5000 t
 4e-4 while λ is still small (the authors fine-tuned at 1e-5 to 2e-5); CKL's Adafactor LR 1e-3
 with RecAdam's Adam would make the pull oscillate with growing amplitude until λ(t) > 0.6.
 
-Memory: the state holds ``θ*``, a full copy of the parameters it is initialised with, besides
-Adam's two moments: three copies of the trainable parameters in all. Under
-:func:`tw_jax.train.freezing.freeze` frozen leaves are masked out before ``init``, so they hold
-neither moments nor a ``θ*``. ``θ*`` is captured by ``init``: call it on the starting weights
-(the pretrained checkpoint, or the start of the month's update), and restore it from the
-checkpointed state on resume rather than calling ``init`` again.
+Memory: the state holds ``θ*``, a full copy of the parameters, besides Adam's two moments: three
+copies of the trainable parameters in all. Under :func:`tw_jax.train.freezing.freeze` frozen
+leaves are masked out before ``init``, so they hold neither moments nor a ``θ*``. ``θ*`` is the
+parameters the first update starts from (the pretrained checkpoint, or the start of the
+month's update): ``init`` copies its params and the first update takes its own, which are the
+same in ``tw-jax train``; under T5X, which initialises optimizer state from its fresh parameters
+before it restores a starting checkpoint, the first update's are the restored ones. On resume
+``θ*`` comes back with the checkpointed state.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ def scale_by_recall(
     """Turn an update direction ``u`` into ``λ(t)·u + (1 − λ(t))·γ·(θ − θ*)``.
 
     Sits between ``scale_by_adam`` and the learning rate in :func:`recadam`; needs ``params`` in
-    ``update``. ``θ*`` is a copy of the params passed to ``init``.
+    ``update``. ``θ*`` is the params of the first update (``init`` holds a copy of its own).
     """
     _check_anneal(anneal, k=k, t0=t0, total_steps=total_steps)
 
@@ -107,6 +109,9 @@ def scale_by_recall(
     def update_fn(updates: Any, state: RecallState, params: Any = None) -> tuple[Any, RecallState]:
         if params is None:
             raise ValueError("RecAdam needs the current params: call tx.update(grads, state, params)")
+        first = state.count == 0
+        anchor = jax.tree.map(lambda p, a: jnp.where(first, p.astype(a.dtype), a), params,
+                              state.anchor)
         count = optax.safe_increment(state.count)
         lam = anneal_lambda(count, k=k, t0=t0, anneal=anneal, total_steps=total_steps)
 
@@ -114,8 +119,8 @@ def scale_by_recall(
             pull = gamma * (p.astype(jnp.float32) - anchor.astype(jnp.float32))
             return (lam * u.astype(jnp.float32) + (1.0 - lam) * pull).astype(u.dtype)
 
-        updates = jax.tree.map(combine, updates, params, state.anchor)
-        return updates, RecallState(count=count, anchor=state.anchor)
+        updates = jax.tree.map(combine, updates, params, anchor)
+        return updates, RecallState(count=count, anchor=anchor)
 
     return optax.GradientTransformation(init_fn, update_fn)
 
