@@ -10,7 +10,7 @@ steps), written as a tw_jax checkpoint and converted with ``tw-jax t5x-checkpoin
 Both trainers then run
 ``--steps`` steps from it with dropout off (the two draw dropout masks from different RNG
 streams), tw_jax's loss normalisation (T5X: ``NUM_REAL_TARGET_TOKENS``, gin/t5x/train.gin), no
-z-loss, unpacked batches in the same order (seqio, shuffled with seed 0) and, by default, the
+z-loss, unpacked batches (T5X's run files pack by default) in the same order (seqio, shuffled with seed 0) and, by default, the
 same optax chain and schedule (T5X through ``OptaxWrapper``). Prints one row per step and, last,
 one JSON line: ``{"tw_jax": [...], "t5x": [...], "first_step_rel": ..., "max_rel": ...}``.
 """
@@ -106,7 +106,8 @@ def t5x_train(model: str, model_dir: Path, steps: int, start: Path, env: dict[st
                f"--gin_file={MODELS[model][1]}", *_common(model),
                f"--gin.MODEL_DIR='{model_dir}'", f"--gin.TRAIN_STEPS={steps}",
                f"--gin.INITIAL_CHECKPOINT_PATH='{start}'",
-               "--gin.train/utils.DatasetConfig.seed=0"]
+               "--gin.train/utils.DatasetConfig.seed=0",
+               "--gin.train/utils.DatasetConfig.pack=False"]
     if optimizer == "adafactor":
         command.append("--gin.tw_jax.t5x.model.optimizer_def=@tw_jax.t5x.adafactor()")
     _run(command, env)

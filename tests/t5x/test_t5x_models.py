@@ -30,7 +30,7 @@ from tw_jax.models import (  # noqa: E402
     T5Config,
     model_for,
 )
-from tw_jax.t5x.models import PackingNotSupportedError, left_aligned_prompts  # noqa: E402
+from tw_jax.t5x.models import left_aligned_prompts  # noqa: E402
 
 EOS = 1
 GPT2 = replace(GPT2Config(vocab_size=64, n_positions=64, n_embd=32, n_layer=3, n_head=4,
@@ -179,13 +179,30 @@ def test_left_aligned_prompts_end_in_the_last_column():
     np.testing.assert_array_equal(np.asarray(mask), [[0, 1, 1, 1], [0, 0, 1, 1], [0, 0, 0, 1]])
 
 
-def test_packed_examples_are_refused_with_the_setting_to_change(setup):
+def test_t5x_packs_with_our_converter_and_each_example_keeps_its_loss(setup):
+    """T5X's ``pack=True`` builds our packed features; T5X's summed loss over packed rows is the
+    sum of every example's loss on a row of its own."""
+    import tensorflow as tf
+
     _, config, model, _, params = setup
-    with pytest.raises(PackingNotSupportedError, match="pack = False"):
-        model.FEATURE_CONVERTER_CLS(pack=True)
-    batch = {**_batch(config), "decoder_segment_ids": np.ones((3, 8), np.int32)}
-    with pytest.raises(PackingNotSupportedError, match="pack = False"):
-        model.loss_fn(params, batch, None)
+    rng = np.random.default_rng(3)
+    examples = [{"inputs": rng.integers(2, 64, int(rng.integers(2, 6))).astype(np.int32),
+                 "targets": rng.integers(2, 64, int(rng.integers(2, 5))).astype(np.int32)}
+                for _ in range(6)]
+    spec = {k: tf.TensorSpec([None], tf.int32) for k in ("inputs", "targets")}
+    lengths = {"inputs": 12, "targets": 8}
+
+    def stream(pack: bool, rows: int) -> list:
+        ds = tf.data.Dataset.from_generator(lambda: iter(examples), output_signature=spec)
+        converted = model.FEATURE_CONVERTER_CLS(pack=pack)(ds, lengths)
+        return [{k: jnp.asarray(v) for k, v in batch.items() if k != PROMPT_LENGTH}
+                for batch in converted.batch(rows).as_numpy_iterator()]
+
+    packed = stream(True, 2)
+    assert "decoder_segment_ids" in packed[0] and len(packed) < len(examples) // 2 + 1
+    total = sum(float(model.loss_fn(params, batch, None)[0]) for batch in packed)
+    alone = sum(float(model.loss_fn(params, batch, None)[0]) for batch in stream(False, 1))
+    np.testing.assert_allclose(total, alone, rtol=2e-5)
 
 
 def test_the_t5x_class_follows_the_models_shape():

@@ -327,15 +327,21 @@ class Encoder(nn.Module):
     config: BARTConfig
 
     @nn.compact
-    def __call__(self, x: jax.Array, attention_mask: jax.Array, deterministic: bool) -> jax.Array:
+    def __call__(self, x: jax.Array, attention_mask: jax.Array, deterministic: bool,
+                 segment_ids: jax.Array | None = None,
+                 positions: jax.Array | None = None) -> jax.Array:
         cfg = self.config
         batch, length = x.shape[:2]
         _check_length(cfg, length, "encoder")
-        x = x + _positions(cfg, "embed_positions")(jnp.arange(length) + POSITION_OFFSET)[None]
+        where = jnp.arange(length)[None] if positions is None else positions
+        x = x + _positions(cfg, "embed_positions")(where + POSITION_OFFSET)
         x = _layer_norm(cfg, "layernorm_embedding")(x)
         x = nn.Dropout(cfg.dropout_rate)(x, deterministic=deterministic)
         x = nn.with_logical_constraint(x, EMBED_AXES)
-        mask = jnp.broadcast_to(attention_mask[:, None, None, :], (batch, 1, length, length))
+        if segment_ids is not None:
+            mask = decode_cache.segment_mask(segment_ids, segment_ids)
+        else:
+            mask = jnp.broadcast_to(attention_mask[:, None, None, :], (batch, 1, length, length))
         layer = nn.remat(EncoderLayer, static_argnums=(3,)) if cfg.remat else EncoderLayer
         for i in range(cfg.encoder_layers):
             x = layer(cfg, name=f"layer_{i}")(x, mask, deterministic)
@@ -355,13 +361,18 @@ class Decoder(nn.Module):
     def __call__(
         self, y: jax.Array, encoded: jax.Array | None, encoder_mask: jax.Array | None,
         attention_mask: jax.Array | None, decode: bool, deterministic: bool,
+        segment_ids: jax.Array | None = None, encoder_segment_ids: jax.Array | None = None,
+        positions: jax.Array | None = None,
     ) -> jax.Array:
         cfg = self.config
-        causal = decode_cache.causal_mask(self, attention_mask, y.shape[:2], decode)
-        source_mask = decode_cache.cross_mask(self, encoded, encoder_mask, decode)
+        causal = decode_cache.causal_mask(self, attention_mask, y.shape[:2], decode, segment_ids)
+        source_mask = decode_cache.cross_mask(
+            self, encoded, encoder_mask, decode,
+            None if segment_ids is None else (segment_ids, encoder_segment_ids))
         _check_length(cfg, causal.key_pos.shape[0], "decoder")
 
-        y = y + _positions(cfg, "embed_positions")(causal.query_pos + POSITION_OFFSET)[None]
+        where = causal.query_pos[None] if positions is None else positions
+        y = y + _positions(cfg, "embed_positions")(where + POSITION_OFFSET)
         y = _layer_norm(cfg, "layernorm_embedding")(y)
         y = nn.Dropout(cfg.dropout_rate)(y, deterministic=deterministic)
         y = nn.with_logical_constraint(y, EMBED_AXES)
@@ -406,12 +417,15 @@ class BART(nn.Module):
 
     def encode(
         self, input_ids: jax.Array, attention_mask: jax.Array | None = None,
-        deterministic: bool = True,
+        deterministic: bool = True, segment_ids: jax.Array | None = None,
+        positions: jax.Array | None = None,
     ) -> jax.Array:
-        """Encoder output ``(batch, length, d_model)``."""
+        """Encoder output ``(batch, length, d_model)``; ``segment_ids`` and ``positions`` (each
+        example's own, from 0) for packed rows."""
         if attention_mask is None:
             attention_mask = jnp.ones(input_ids.shape, bool)
-        return self.encoder(self._embed(input_ids), attention_mask.astype(bool), deterministic)
+        return self.encoder(self._embed(input_ids), attention_mask.astype(bool), deterministic,
+                            segment_ids, positions)
 
     def decode(
         self,
@@ -421,11 +435,16 @@ class BART(nn.Module):
         decoder_attention_mask: jax.Array | None = None,
         decode: bool = False,
         deterministic: bool = True,
+        segment_ids: jax.Array | None = None,
+        encoder_segment_ids: jax.Array | None = None,
+        positions: jax.Array | None = None,
     ) -> jax.Array:
-        """Float32 logits of the decoder given the encoder output (None: cached, decode mode)."""
+        """Float32 logits of the decoder given the encoder output (None: cached, decode mode);
+        ``segment_ids`` (and the encoder's) and ``positions`` for packed rows."""
         cfg = self.config
         y = self.decoder(self._embed(decoder_input_ids), encoded, encoder_mask,
-                         decoder_attention_mask, decode, deterministic)
+                         decoder_attention_mask, decode, deterministic, segment_ids,
+                         encoder_segment_ids, positions)
         logits = self.shared.attend(y) if cfg.tie_word_embeddings else self.lm_head(y)
         logits = logits.astype(jnp.float32) + self.final_logits_bias.astype(jnp.float32)
         return nn.with_logical_constraint(logits, ("batch", "length", "activation_vocab"))
@@ -437,12 +456,17 @@ class BART(nn.Module):
         attention_mask: jax.Array | None = None,
         decoder_attention_mask: jax.Array | None = None,
         deterministic: bool = True,
+        segment_ids: jax.Array | None = None,
+        decoder_segment_ids: jax.Array | None = None,
+        positions: jax.Array | None = None,
+        decoder_positions: jax.Array | None = None,
     ) -> jax.Array:
         if attention_mask is None:
             attention_mask = jnp.ones(input_ids.shape, bool)
-        encoded = self.encode(input_ids, attention_mask, deterministic)
+        encoded = self.encode(input_ids, attention_mask, deterministic, segment_ids, positions)
         return self.decode(decoder_input_ids, encoded, attention_mask, decoder_attention_mask,
-                           deterministic=deterministic)
+                           deterministic=deterministic, segment_ids=decoder_segment_ids,
+                           encoder_segment_ids=segment_ids, positions=decoder_positions)
 
 
 # Step-by-step decoding (``decoding.py`` calls these by family): one implementation serves every

@@ -18,6 +18,10 @@ registers GPT-2 and T5). The two shapes differ in how text becomes tokens:
 - a decoder-only model reads one row, the source followed by the target, and scores the target's
   tokens from those before them; EOS in front stands for BOS, so the first token is scored too;
   prompts are left-padded, so generation continues from the last prompt token.
+
+Packed batches (several examples a row, :mod:`tw_jax.models.features`) carry segment ids and
+positions, which :meth:`BaseModel.logits` hands to the module: each example attends to itself
+only, at its own positions, so its loss is what it would be alone.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ class BaseModel(abc.ABC):
     mask_token: ClassVar[str | None] = None
     prompt_padding: ClassVar[str]  # "left" or "right"
     feature_names: ClassVar[tuple[str, ...]]
+    packing_features: ClassVar[tuple[str, ...]]  # what a packed batch adds
     task_features: ClassVar[tuple[str, ...]]  # what a task must give it (seqio output features)
 
     def __init__(self, config: Any) -> None:
@@ -90,9 +95,16 @@ class BaseModel(abc.ABC):
         """Lengths of the model's token streams (``encoder``, ``decoder``) for the tasks'
         ``TASK_FEATURE_LENGTHS``: batch shapes, and the positions of the FLOP count."""
 
+    def batch_features(self, pack: bool = False) -> tuple[str, ...]:
+        """The features of a batch: :attr:`feature_names`, and segment ids and positions when
+        packed."""
+        return (*self.feature_names, *(self.packing_features if pack else ()))
+
     @abc.abstractmethod
-    def convert_features(self, dataset: Any, task_lengths: Mapping[str, int]) -> Any:
-        """A tf.data stream of task features → fixed-length model features."""
+    def convert_features(self, dataset: Any, task_lengths: Mapping[str, int],
+                         pack: bool = False) -> Any:
+        """A tf.data stream of task features → fixed-length model features; ``pack``: several
+        examples a row, with segment ids and positions (:mod:`tw_jax.models.features`)."""
 
     @abc.abstractmethod
     def dummy_inputs(self, batch_size: int = 1, length: int = 8) -> tuple[jax.Array, ...]:
@@ -206,6 +218,7 @@ class EncoderDecoderModel(BaseModel):
 
     prompt_padding = "right"
     feature_names = (*features.MODEL_FEATURES, *features.ENCODER_FEATURES)
+    packing_features = tuple(features.ENCODER_PACKING)
     task_features = ("inputs", "targets")
 
     @property
@@ -215,8 +228,10 @@ class EncoderDecoderModel(BaseModel):
     def feature_lengths(self, task_lengths: Mapping[str, int]) -> dict[str, int]:
         return {"encoder": int(task_lengths["inputs"]), "decoder": int(task_lengths["targets"])}
 
-    def convert_features(self, dataset: Any, task_lengths: Mapping[str, int]) -> Any:
-        return features.encoder_decoder_features(dataset, task_lengths, self.decoder_start_id)
+    def convert_features(self, dataset: Any, task_lengths: Mapping[str, int],
+                         pack: bool = False) -> Any:
+        return features.encoder_decoder_features(dataset, task_lengths, self.decoder_start_id,
+                                                 pack=pack)
 
     def dummy_inputs(self, batch_size: int = 1, length: int = 8) -> tuple[jax.Array, ...]:
         dummy = jnp.zeros((batch_size, length), jnp.int32)
@@ -228,6 +243,7 @@ class EncoderDecoderModel(BaseModel):
             {"params": params}, batch["encoder_input_tokens"], batch["decoder_input_tokens"],
             attention_mask=batch["encoder_mask"], decoder_attention_mask=batch["decoder_mask"],
             deterministic=deterministic, rngs=None if deterministic else {"dropout": rng},
+            **_packing(batch, features.ENCODER_PACKING),
         )
 
     def span_example(self, vocabulary: Any, source: str, target: str,
@@ -258,6 +274,7 @@ class DecoderOnlyModel(BaseModel):
 
     prompt_padding = "left"
     feature_names = features.MODEL_FEATURES
+    packing_features = tuple(features.DECODER_PACKING)
     task_features = ("targets",)  # ``inputs``, when a task has them, are the row's prompt
 
     @property
@@ -267,8 +284,9 @@ class DecoderOnlyModel(BaseModel):
     def feature_lengths(self, task_lengths: Mapping[str, int]) -> dict[str, int]:
         return {"decoder": int(task_lengths["targets"]) + int(task_lengths.get("inputs", 0))}
 
-    def convert_features(self, dataset: Any, task_lengths: Mapping[str, int]) -> Any:
-        return features.decoder_only_features(dataset, task_lengths)
+    def convert_features(self, dataset: Any, task_lengths: Mapping[str, int],
+                         pack: bool = False) -> Any:
+        return features.decoder_only_features(dataset, task_lengths, pack=pack)
 
     def dummy_inputs(self, batch_size: int = 1, length: int = 8) -> tuple[jax.Array, ...]:
         return (jnp.zeros((batch_size, length), jnp.int32),)
@@ -279,6 +297,7 @@ class DecoderOnlyModel(BaseModel):
             {"params": params}, batch["decoder_input_tokens"],
             attention_mask=batch["decoder_mask"], deterministic=deterministic,
             rngs=None if deterministic else {"dropout": rng},
+            **_packing(batch, features.DECODER_PACKING),
         )
 
     def span_example(self, vocabulary: Any, source: str, target: str,
@@ -316,6 +335,11 @@ class DecoderOnlyModel(BaseModel):
 
     def prompt_ids(self, vocabulary: Any, text: str) -> list[int]:
         return list(vocabulary.encode(text))
+
+
+def _packing(batch: Batch, names: Mapping[str, str]) -> dict[str, jax.Array]:
+    """The module arguments of a packed batch's segment ids and positions (none unpacked)."""
+    return {argument: batch[feature] for feature, argument in names.items() if feature in batch}
 
 
 # --- the registry --------------------------------------------------------------------------

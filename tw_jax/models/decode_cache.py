@@ -28,14 +28,30 @@ class CausalMask(NamedTuple):
     cache_index: jax.Array | None  # where this call's keys are written; None outside decoding
 
 
+def segment_mask(query_segments: jax.Array, key_segments: jax.Array) -> jax.Array:
+    """``(batch, 1, q_len, kv_len)``: a query sees the keys of its own segment of a packed row
+    (segment ids ``> 0``; 0 is padding), as seqio's packing numbers the examples of a row."""
+    same = query_segments[:, :, None] == key_segments[:, None, :]
+    return (same & (key_segments > 0)[:, None, :])[:, None, :, :]
+
+
 def causal_mask(
-    module: nn.Module, attention_mask: jax.Array | None, shape: tuple[int, ...], decode: bool
+    module: nn.Module, attention_mask: jax.Array | None, shape: tuple[int, ...], decode: bool,
+    segment_ids: jax.Array | None = None,
 ) -> CausalMask:
     """The causal mask of ``shape`` ``(batch, length)`` tokens with ``attention_mask`` (1 = real
     token; None: all real); in decode mode, through ``module``'s ``cache_index`` and
     ``key_mask``, so that positions continue from the cache index and padding written by earlier
-    calls stays masked."""
+    calls stays masked. ``segment_ids`` (packed rows, training and scoring only) keep each token
+    to the earlier tokens of its own example."""
     batch, length = shape
+    if segment_ids is not None:
+        if decode:
+            raise ValueError("packed rows (segment ids) are for training and scoring, not decoding")
+        query_pos = jnp.arange(length)
+        causal = query_pos[None, :] <= query_pos[:, None]
+        mask = causal[None, None, :, :] & segment_mask(segment_ids, segment_ids)
+        return CausalMask(mask, query_pos, query_pos, None)
     if attention_mask is None:
         attention_mask = jnp.ones((batch, length), bool)
     attention_mask = attention_mask.astype(bool)
@@ -60,11 +76,16 @@ def causal_mask(
 
 
 def cross_mask(
-    module: nn.Module, encoded: jax.Array | None, encoder_mask: jax.Array | None, decode: bool
+    module: nn.Module, encoded: jax.Array | None, encoder_mask: jax.Array | None, decode: bool,
+    segments: tuple[jax.Array, jax.Array] | None = None,
 ) -> jax.Array:
     """The ``(batch, 1, 1, source_len)`` cross-attention mask over the encoder output (None:
     every source position real). In decode mode the call that passes ``encoded`` stores the mask
-    in ``module``'s cache; the steps after it pass ``encoded=None`` and read it back."""
+    in ``module``'s cache; the steps after it pass ``encoded=None`` and read it back. With
+    ``segments`` (decoder and encoder segment ids of packed rows) each target token sees its own
+    example's source only: ``(batch, 1, target_len, source_len)``."""
+    if segments is not None:
+        return segment_mask(*segments)
     if encoded is not None and encoder_mask is None:
         encoder_mask = jnp.ones(encoded.shape[:2], bool)
     if decode:

@@ -249,7 +249,8 @@ class GPT2(nn.Module):
 
     Call with ``input_ids`` ``(batch, length)``; returns float32 logits ``(batch, length, vocab)``.
     ``attention_mask`` (1 = real token) hides padding keys; ``positions`` default to ``0..length-1``
-    (or, in decode mode, continue from the cache index). With ``decode=True`` the first call
+    (or, in decode mode, continue from the cache index); ``segment_ids`` with ``positions`` (each
+    example's own, from 0) describe packed rows. With ``decode=True`` the first call
     creates an empty cache sized by its input (see ``decoding.init_cache``); later calls append a prefix
     or one step to it.
     """
@@ -264,9 +265,11 @@ class GPT2(nn.Module):
         attention_mask: jax.Array | None = None,
         decode: bool = False,
         deterministic: bool = True,
+        segment_ids: jax.Array | None = None,
     ) -> jax.Array:
         cfg = self.config
-        causal = decode_cache.causal_mask(self, attention_mask, input_ids.shape, decode)
+        causal = decode_cache.causal_mask(self, attention_mask, input_ids.shape, decode,
+                                          segment_ids)
         mask, cache_index = causal.mask, causal.cache_index
         if positions is None:
             positions = jnp.broadcast_to(causal.query_pos, input_ids.shape)

@@ -341,14 +341,21 @@ class Encoder(nn.Module):
     config: T5Config
 
     @nn.compact
-    def __call__(self, x: jax.Array, attention_mask: jax.Array, deterministic: bool) -> jax.Array:
+    def __call__(self, x: jax.Array, attention_mask: jax.Array, deterministic: bool,
+                 segment_ids: jax.Array | None = None) -> jax.Array:
         cfg = self.config
         length = x.shape[1]
+        # Relative positions from the row's indices: in a packed row (``segment_ids``) only
+        # pairs inside one example attend, and there index and position differences agree.
         positions = jnp.arange(length)
         bias = RelativePositionBias(cfg, bidirectional=True, name="relative_attention_bias")(
             positions, positions
         )
-        mask = jnp.broadcast_to(attention_mask[:, None, None, :], (x.shape[0], 1, length, length))
+        if segment_ids is not None:
+            mask = decode_cache.segment_mask(segment_ids, segment_ids)
+        else:
+            mask = jnp.broadcast_to(attention_mask[:, None, None, :],
+                                    (x.shape[0], 1, length, length))
         x = nn.Dropout(cfg.dropout_rate)(x, deterministic=deterministic)
         x = nn.with_logical_constraint(x, EMBED_AXES)
         block = nn.remat(EncoderBlock, static_argnums=(4,)) if cfg.remat else EncoderBlock
@@ -399,13 +406,15 @@ class ModularEncoder(nn.Module):
 
     @nn.compact
     def __call__(
-        self, input_ids: jax.Array, attention_mask: jax.Array, deterministic: bool
+        self, input_ids: jax.Array, attention_mask: jax.Array, deterministic: bool,
+        segment_ids: jax.Array | None = None,
     ) -> jax.Array:
         cfg = self.config
         small = cfg.modular_encoder_config
         shared = embed(cfg, cfg.vocab_size, small.d_model, cfg.initializer_factor,
                        ("vocab", "embed"), "shared")
-        encoded = Encoder(small, name="encoder")(shared(input_ids), attention_mask, deterministic)
+        encoded = Encoder(small, name="encoder")(shared(input_ids), attention_mask, deterministic,
+                                                 segment_ids)
         projected = DenseGeneral(
             (cfg.d_model,), ("modular_embed", "embed"), cfg.initializer_factor * small.d_model**-0.5,
             use_bias=True, dtype=jnp.dtype(cfg.dtype), param_dtype=jnp.dtype(cfg.param_dtype),
@@ -428,10 +437,13 @@ class Decoder(nn.Module):
     def __call__(
         self, y: jax.Array, encoded: jax.Array | None, encoder_mask: jax.Array | None,
         attention_mask: jax.Array | None, decode: bool, deterministic: bool,
+        segment_ids: jax.Array | None = None, encoder_segment_ids: jax.Array | None = None,
     ) -> jax.Array:
         cfg = self.config
-        causal = decode_cache.causal_mask(self, attention_mask, y.shape[:2], decode)
-        source_mask = decode_cache.cross_mask(self, encoded, encoder_mask, decode)
+        causal = decode_cache.causal_mask(self, attention_mask, y.shape[:2], decode, segment_ids)
+        source_mask = decode_cache.cross_mask(
+            self, encoded, encoder_mask, decode,
+            None if segment_ids is None else (segment_ids, encoder_segment_ids))
         bias = RelativePositionBias(cfg, bidirectional=False, name="relative_attention_bias")(
             causal.query_pos, causal.key_pos
         )
@@ -474,15 +486,18 @@ class T5(nn.Module):
 
     def encode(
         self, input_ids: jax.Array, attention_mask: jax.Array | None = None,
-        deterministic: bool = True,
+        deterministic: bool = True, segment_ids: jax.Array | None = None,
+        positions: jax.Array | None = None,
     ) -> jax.Array:
-        """Encoder output ``(batch, length, d_model)``."""
+        """Encoder output ``(batch, length, d_model)``. ``segment_ids`` mark the examples of
+        packed rows; ``positions`` are not needed (relative positions, see :class:`Encoder`)."""
+        del positions
         if attention_mask is None:
             attention_mask = jnp.ones(input_ids.shape, bool)
         attention_mask = attention_mask.astype(bool)
-        encoded = self.encoder(self.shared(input_ids), attention_mask, deterministic)
+        encoded = self.encoder(self.shared(input_ids), attention_mask, deterministic, segment_ids)
         if self.config.modular is not None:
-            encoded = encoded + self.modular(input_ids, attention_mask, deterministic)
+            encoded = encoded + self.modular(input_ids, attention_mask, deterministic, segment_ids)
         return encoded
 
     def decode(
@@ -493,12 +508,17 @@ class T5(nn.Module):
         decoder_attention_mask: jax.Array | None = None,
         decode: bool = False,
         deterministic: bool = True,
+        segment_ids: jax.Array | None = None,
+        encoder_segment_ids: jax.Array | None = None,
+        positions: jax.Array | None = None,
     ) -> jax.Array:
-        """Float32 logits of the decoder given the encoder output (None: cached, decode mode)."""
+        """Float32 logits of the decoder given the encoder output (None: cached, decode mode);
+        ``segment_ids`` (and the encoder's) for packed rows."""
+        del positions
         cfg = self.config
         y = self.decoder(
             self.shared(decoder_input_ids), encoded, encoder_mask, decoder_attention_mask, decode,
-            deterministic,
+            deterministic, segment_ids, encoder_segment_ids,
         )
         if cfg.scale_decoder_outputs:
             y = y * jnp.asarray(cfg.d_model**-0.5, y.dtype)
@@ -514,13 +534,21 @@ class T5(nn.Module):
         attention_mask: jax.Array | None = None,
         decoder_attention_mask: jax.Array | None = None,
         deterministic: bool = True,
+        segment_ids: jax.Array | None = None,
+        decoder_segment_ids: jax.Array | None = None,
+        positions: jax.Array | None = None,
+        decoder_positions: jax.Array | None = None,
     ) -> jax.Array:
+        """Logits of a batch; ``segment_ids`` / ``decoder_segment_ids`` (and positions, which
+        T5's relative attention does not need) describe packed rows."""
+        del positions, decoder_positions
         if attention_mask is None:
             attention_mask = jnp.ones(input_ids.shape, bool)
-        encoded = self.encode(input_ids, attention_mask, deterministic)
+        encoded = self.encode(input_ids, attention_mask, deterministic, segment_ids)
         return self.decode(
             decoder_input_ids, encoded, attention_mask, decoder_attention_mask,
-            deterministic=deterministic,
+            deterministic=deterministic, segment_ids=decoder_segment_ids,
+            encoder_segment_ids=segment_ids,
         )
 
 

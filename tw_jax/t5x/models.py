@@ -21,8 +21,8 @@ unchanged, with the same parameter paths, and nothing here asks which family it 
 Batches come from our feature converter (:class:`FeatureConverter`): GPT-2's token 0 is "!", so
 seqio's converters, which take 0 for padding, would drop it; ours derive masks from real lengths
 and keep the probe tasks' scored tokens (``targets_weights``) in ``decoder_loss_weights``, so
-``score_batch`` scores what ``tw-jax eval`` scores. Packing (``pack=True``) is refused with a
-clear error until the modules read segment ids.
+``score_batch`` scores what ``tw-jax eval`` scores; packed (T5X's ``pack=True``) rows carry
+segment ids and positions, so each example's loss is what it is alone.
 """
 
 from __future__ import annotations
@@ -49,26 +49,26 @@ from tw_jax.models.decoding import decode_step as decoder_only_step
 from tw_jax.models.decoding import init_cache as decoder_only_cache
 
 
-class PackingNotSupportedError(ValueError):
-    """T5X asked for packed examples, which tw_jax's modules do not read yet."""
-
-
 class FeatureConverter(ModelFeatureConverter):
     """tw_jax's feature converter with T5X's constructor (``pack``, ``use_custom_packing_ops``).
 
     T5X builds it as ``model.FEATURE_CONVERTER_CLS(pack=...)``; the model it converts for is
-    bound by :meth:`for_model`.
+    bound by :meth:`for_model`. Packed, it gives the model's packed features (segment ids and
+    positions, :mod:`tw_jax.models.features`), as T5X's training run files ask for.
     """
 
     def __init__(self, model: Any, pack: bool = False, use_custom_packing_ops: bool = False,
                  **unused: Any) -> None:
         del use_custom_packing_ops, unused
-        if pack:
-            raise PackingNotSupportedError(
-                "tw_jax's modules do not read segment ids yet, so packed examples would attend "
-                "across each other: set pack = False in the DatasetConfig "
-                "(train/utils.DatasetConfig.pack = False; gin/t5x/train.gin does)")
         super().__init__(model)
+        self.packed = bool(pack)
+
+    def __call__(self, ds: Any, task_feature_lengths: Mapping[str, int]) -> Any:
+        if not self.packed:
+            return super().__call__(ds, task_feature_lengths)
+        lengths = {k: int(v) for k, v in task_feature_lengths.items()
+                   if k in ("inputs", "targets")}
+        return self.model.convert_features(ds, lengths, pack=True)
 
     @classmethod
     def for_model(cls, model: Any) -> Any:
@@ -114,10 +114,6 @@ class _ProtocolModel:
             raise NotImplementedError(
                 "tw_jax's T5X models compute logits without extra variable collections "
                 "(score_batch(return_intermediates=True) is not supported)")
-        for key in batch:
-            if key.endswith("_segment_ids"):
-                raise PackingNotSupportedError(
-                    f"a packed batch ({key}): set pack = False in the DatasetConfig")
         deterministic = dropout_rng is None
         return self.tw_model.logits(params, batch, deterministic=deterministic,
                                     rng=dropout_rng)
@@ -298,7 +294,6 @@ __all__ = [
     "DecoderOnlyModel",
     "EncoderDecoderModel",
     "FeatureConverter",
-    "PackingNotSupportedError",
     "left_aligned_prompts",
     "model",
     "t5x_model_class",

@@ -59,6 +59,9 @@ class TrainConfig:
     initial_checkpoint_path: str | None = None
     peak_flops: float | None = None
     progress: bool | None = None  # None: a bar on a terminal, else a plain line per log
+    # Several examples a row (seqio's packing, segment ids and positions: each example's loss is
+    # what it is alone); T5X's DatasetConfig.pack. gin: PACK = True.
+    pack: bool = False
 
     def replace(self, **changes: Any) -> TrainConfig:
         """This run with ``changes`` (field names); an unknown name is a TypeError."""

@@ -117,12 +117,14 @@ def batches(
     shard_index: int = 0,
     num_shards: int = 1,
     drop_remainder: bool = True,
+    pack: bool = False,
 ) -> Iterator[dict[str, np.ndarray]]:
     """Numpy batches of ``model``'s features (a :class:`tw_jax.models.BaseModel`) of this
     host's shard, from batch ``start_batch`` on.
 
     ``batch_size`` is the per-host batch. With ``num_epochs=None`` the stream never ends;
-    an evaluation pass uses ``num_epochs=1, shuffle=False, drop_remainder=False``.
+    an evaluation pass uses ``num_epochs=1, shuffle=False, drop_remainder=False``. With
+    ``pack`` each row holds as many examples as fit (the model's packed features).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -133,7 +135,7 @@ def batches(
         name, lengths, split=split, shuffle=shuffle, seed=seed, num_epochs=num_epochs,
         shard_index=shard_index, num_shards=num_shards,
     )
-    dataset = model.convert_features(dataset, lengths)
+    dataset = model.convert_features(dataset, lengths, pack=pack)
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     if start_batch:
         dataset = dataset.skip(start_batch)

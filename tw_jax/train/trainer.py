@@ -134,7 +134,7 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
 
     train_step = build_train_step(
         run, model_config, optimizer_fn=config.optimizer_fn, schedule_fn=config.schedule_fn,
-        train_steps=train_steps, accumulate_steps=accumulate_steps, seed=seed,
+        train_steps=train_steps, accumulate_steps=accumulate_steps, seed=seed, pack=config.pack,
     )
     tx, schedule = train_step.tx, train_step.schedule
     abstract_opt, opt_shardings = train_step.abstract_opt_state, train_step.opt_shardings
@@ -170,7 +170,7 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
         # The global stream on every host (see the module docstring): host-count independent.
         stream = data.batches(
             mixture_or_task_name, task_feature_lengths, batch_size, run.model, seed=seed,
-            start_batch=start_step,
+            start_batch=start_step, pack=config.pack,
         )
         logger = MetricsLogger(
             model_dir, total_steps=train_steps, start_step=start_step,
@@ -298,6 +298,7 @@ def build_train_step(
     train_steps: int,
     accumulate_steps: int,
     seed: int,
+    pack: bool = False,
 ) -> TrainStep:
     """The step :func:`train` runs: freezing from the model's parameter labels (an optax
     partition when anything is frozen), the schedule over the run's updates, parameters and
@@ -315,7 +316,7 @@ def build_train_step(
     )
     abstract_opt = jax.eval_shape(tx.init, run.abstract_params)
     opt_shardings = opt_state_shardings(abstract_opt, run)
-    batch_shardings = {k: batch_sharding(run.mesh, 2) for k in run.model.feature_names}
+    batch_shardings = {k: batch_sharding(run.mesh, 2) for k in run.model.batch_features(pack)}
     jitted = jax.jit(
         make_train_step(run.model, tx, trainable, seed),
         in_shardings=(run.param_shardings, opt_shardings, replicated(run.mesh), batch_shardings),
