@@ -482,8 +482,16 @@ def _uv(spec: str) -> list[str]:
             "--constraint", "requirements/constraints.txt", "--editable", spec]
 
 
+UV_PIP = [".venv/bin/uv", "pip", "install", "--quiet", "--python", ".venv/bin/python"]
+# T5X from GitHub at the pinned commits, without dependency metadata, then what it imports.
+T5X_GIT = [*UV_PIP, "--no-deps", "-r", "requirements/t5x.txt"]
+T5X_DEPS = [*UV_PIP, "--constraint", "requirements/constraints.txt",
+            "-r", "requirements/t5x-deps.txt"]
+
+
 def run_setup(tmp_path: Path, extras: list[str], old: str = "",
-              interpreters: tuple[str, ...] = ("python3", "python3.11")):
+              interpreters: tuple[str, ...] = ("python3", "python3.11"),
+              extra_env: dict[str, str] | None = None):
     """tools/setup.sh EXTRAS in a copy of tools/ with only fake interpreters (and dirname) on
     PATH; returns (exit status, stderr, the interpreters' calls)."""
     repo = tmp_path / "repo"
@@ -496,7 +504,8 @@ def run_setup(tmp_path: Path, extras: list[str], old: str = "",
         (bin_dir / name).write_text(f"#!{sys.executable}\n{FAKE_PYTHON}")
         (bin_dir / name).chmod(0o755)
     calls = tmp_path / "py_calls.jsonl"
-    env = {"PATH": str(bin_dir), "FAKE_PY_CALLS": str(calls), "FAKE_PY_OLD": old}
+    env = {"PATH": str(bin_dir), "FAKE_PY_CALLS": str(calls), "FAKE_PY_OLD": old,
+           **(extra_env or {})}
     result = subprocess.run(["/bin/bash", str(repo / "tools" / "setup.sh"), *extras], env=env,
                             capture_output=True, text=True, timeout=60)
     lines = calls.read_text().splitlines() if calls.exists() else []
@@ -509,7 +518,30 @@ def test_setup_sh_default_and_test_are_unchanged(tmp_path):
     ])
     assert run_setup(tmp_path / "test", ["test"]) == (0, "", [
         ["python3", "-m", "venv", ".venv"], VENV_UV, TORCH, _uv(".[test,spacy-model,parity]"),
+        T5X_GIT, T5X_DEPS,
     ])
+
+
+def test_setup_sh_t5x_installs_from_github_or_from_a_wheel_folder(tmp_path):
+    assert run_setup(tmp_path / "git", ["t5x"]) == (0, "", [
+        ["python3", "-m", "venv", ".venv"], VENV_UV, _uv(".[t5x,spacy-model]"), T5X_GIT,
+        T5X_DEPS,
+    ])
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    names = ["t5x-0.0.0-py3-none-any.whl", "airio-0.0.1-py3-none-any.whl",
+             "jestimator-0.3.3-py3-none-any.whl"]
+    for name in names:
+        (wheels / name).write_bytes(b"")
+    assert run_setup(tmp_path / "wheels_run", ["t5x"],
+                     extra_env={"TW_JAX_T5X_WHEELS": str(wheels)}) == (0, "", [
+        ["python3", "-m", "venv", ".venv"], VENV_UV, _uv(".[t5x,spacy-model]"),
+        [*UV_PIP, "--no-deps", *(str(wheels / name) for name in names)], T5X_DEPS,
+    ])
+    (wheels / names[2]).unlink()
+    status, stderr, _ = run_setup(tmp_path / "missing", ["t5x"],
+                                  extra_env={"TW_JAX_T5X_WHEELS": str(wheels)})
+    assert status == 1 and f"no jestimator-*.whl in TW_JAX_T5X_WHEELS={wheels}" in stderr
 
 
 def test_setup_sh_tpu_installs_the_tpu_extra_without_torch(tmp_path):
@@ -519,7 +551,7 @@ def test_setup_sh_tpu_installs_the_tpu_extra_without_torch(tmp_path):
     ])
     assert run_setup(tmp_path / "tpu_test", ["tpu,test"]) == (0, "", [
         ["python3", "-c", VERSION_CHECK], ["python3", "-m", "venv", ".venv"], VENV_UV,
-        _uv(".[tpu,test,spacy-model]"),
+        _uv(".[tpu,test,spacy-model]"), T5X_GIT, T5X_DEPS,
     ])
 
 
