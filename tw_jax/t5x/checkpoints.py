@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import orbax.checkpoint as ocp
 
 from tw_jax.io import paths
@@ -49,25 +48,13 @@ def state_dir(checkpoint: PathLike) -> str:
 
 def read_t5x_state(checkpoint: PathLike) -> dict[str, Any]:
     """The whole train state of a T5X checkpoint step as numpy, on the host."""
-    state = state_dir(checkpoint)
-    metadata = ocp.PyTreeCheckpointHandler().metadata(paths.as_path(state)).tree
-    as_numpy = _map_leaves(lambda _: ocp.RestoreArgs(restore_type=np.ndarray), metadata)
-    with ocp.PyTreeCheckpointer() as checkpointer:
-        return checkpointer.restore(state, args=ocp.args.PyTreeRestore(restore_args=as_numpy))
+    return tw_checkpoints.read_tree(state_dir(checkpoint))
 
 
 def read_t5x_params(checkpoint: PathLike) -> dict[str, Any]:
     """The model parameters (T5X's ``target``) of a T5X checkpoint step, as nested dicts of
     numpy arrays: tw_jax's parameter tree."""
     return read_t5x_state(checkpoint)["target"]
-
-
-def _map_leaves(fn: Any, tree: Any) -> Any:
-    if isinstance(tree, dict):
-        return {key: _map_leaves(fn, value) for key, value in tree.items()}
-    if isinstance(tree, list | tuple):
-        return type(tree)(_map_leaves(fn, value) for value in tree)
-    return fn(tree)
 
 
 def t5x_step(checkpoint: PathLike) -> int:

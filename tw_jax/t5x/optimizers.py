@@ -30,8 +30,8 @@ from t5x import adafactor as t5x_adafactor
 from t5x import optimizers as t5x_optimizers
 
 from tw_jax.models import model_for
-from tw_jax.models.variants import path_names, trainable_predicate
-from tw_jax.train.freezing import FROZEN, TRAINABLE
+from tw_jax.models.variants import trainable_predicate
+from tw_jax.train.freezing import FROZEN
 from tw_jax.train.optimizers import make_optimizer
 from tw_jax.train.recadam import RecallState
 from tw_jax.train.schedules import make_schedule
@@ -49,16 +49,6 @@ TW_JAX_FACTOR_RULES: dict[str, Any] = {
 def factor_rules() -> dict[str, Any]:
     """T5X's ``standard_logical_factor_rules()`` with tw_jax's names added."""
     return {**t5x_adafactor.standard_logical_factor_rules(), **TW_JAX_FACTOR_RULES}
-
-
-def _labels_fn(model_config: Any) -> Callable[[Any], Any]:
-    trains = trainable_predicate(model_for(model_config).config)
-
-    def labels(tree: Any) -> Any:
-        return jax.tree_util.tree_map_with_path(
-            lambda path, _: TRAINABLE if trains(path_names(path)) else FROZEN, tree)
-
-    return labels
 
 
 def _freezes_anything(model_config: Any) -> bool:
@@ -91,7 +81,8 @@ def optax_optimizer(
     build = optimizer_fn or (lambda **kw: make_optimizer("adafactor", **kw))
     updates = max(int(total_steps) // int(accumulate_steps), 1)
     schedule = learning_rate_fn(schedule_fn, updates)
-    labels = _labels_fn(model_config) if _freezes_anything(model_config) else None
+    # The model's own labels, as a function: T5X hands the optimizer FrozenDicts of params.
+    labels = model_for(model_config).param_labels if _freezes_anything(model_config) else None
     tx = build(schedule=schedule, labels=labels, accumulate_steps=accumulate_steps)
     return t5x_optimizers.OptaxWrapper(tx)
 

@@ -404,6 +404,16 @@ def _read_hf(folder: str) -> Any:
     return family.load_hf(folder)[1]
 
 
+def read_tree(directory: PathLike) -> Any:
+    """An orbax pytree item (``params``, or any other saved with orbax's pytree handlers) as
+    numpy arrays on the host, whatever device layout saved it."""
+    as_numpy = jax.tree.map(
+        lambda _: ocp.RestoreArgs(restore_type=np.ndarray), _saved_shapes(str(directory))
+    )
+    with ocp.PyTreeCheckpointer() as checkpointer:
+        return checkpointer.restore(directory, args=ocp.args.PyTreeRestore(restore_args=as_numpy))
+
+
 def _saved_shapes(params_dir: str) -> Any:
     """The checkpoint's parameter tree: ``{name: ...: ArrayMetadata}``, read from its metadata."""
     metadata = ocp.StandardCheckpointHandler().metadata(paths.as_path(params_dir))
@@ -418,12 +428,7 @@ def read_params(path: PathLike) -> Any:
         raise CheckpointError(f"{folder}: initial checkpoint not found")
     if is_hf_folder(folder):
         return _read_hf(folder)
-    params_dir = paths.join(step_folder(folder), "params")
-    as_numpy = jax.tree.map(
-        lambda _: ocp.RestoreArgs(restore_type=np.ndarray), _saved_shapes(params_dir)
-    )
-    with ocp.PyTreeCheckpointer() as checkpointer:
-        return checkpointer.restore(params_dir, args=ocp.args.PyTreeRestore(restore_args=as_numpy))
+    return read_tree(paths.join(step_folder(folder), "params"))
 
 
 def _target(saved: Any, abstract: Any, where: tuple[str, ...] = ()) -> Any:
