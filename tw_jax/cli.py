@@ -32,7 +32,7 @@ _STAGES: tuple[str, ...] = (
     "tw_jax.preprocess.ssm.cli",
     "tw_jax.tasks_cli",
     "tw_jax.evaluate.report_cli",
-    "tw_jax.evaluate.lifelong_cli",
+    "tw_jax.lifelong_cli",
     "tw_jax.train.cli",
     "tw_jax.evaluate.eval_cli",
     "tw_jax.evaluate.probe_contexts_cli",

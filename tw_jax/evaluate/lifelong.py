@@ -34,6 +34,11 @@ covers new + old as the reference code's loader does, not DIFF's step count. Tem
 Section 5.2: "we iterate through the training data only once" (``TRAIN_EPOCHS = 1``). INITIAL
 keeps ``TRAIN_STEPS`` (which the trainer's gin still needs set).
 
+Who trains. ``options.trainer`` (:mod:`tw_jax.evaluate.updates`): ``tw-jax train`` in this
+process by default, or the real ``python -m t5x.train`` (``tw-jax lifelong --trainer t5x``,
+:mod:`tw_jax.t5x.lifelong`), months chained on T5X's checkpoints. Either leaves a tw_jax
+checkpoint in the update's MODEL_DIR, which is what is scored below.
+
 Scores go to ``OUT/results.jsonl`` (:mod:`tw_jax.evaluate.results`): per checkpoint, evaluated
 month, category (``unchanged``, ``updated``, ``new``, ``deleted``, and ``changed`` = UPDATED and
 NEW rows together) and metric, plus ``train_seconds`` per update. ``metrics`` names groups
@@ -73,7 +78,6 @@ import json
 import logging
 import math
 import re
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -97,6 +101,7 @@ from tw_jax.evaluate.month_eval import BlockCache, EvalSettings, evaluate_month
 from tw_jax.evaluate.probe_contexts import output_dir as contexts_dir
 from tw_jax.evaluate.results import BASE, NO_MONTH, Result, append_results, results_path
 from tw_jax.evaluate.runs import ModelSource, loaded_run
+from tw_jax.evaluate.updates import TwJaxTrainer, UpdateTrainer, trained_by
 from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
 from tw_jax.models import model_for
@@ -146,6 +151,7 @@ class LifelongOptions:
     lighttune_lr: float = 1e-5
     lighttune_batch_size: int = 32
     lighttune_length: int = 25
+    trainer: UpdateTrainer = field(default_factory=TwJaxTrainer)
 
 
 @dataclass
@@ -295,23 +301,6 @@ def _gin_run(options: LifelongOptions, files: Sequence[str]) -> TrainConfig:
     # first parse, of the method's files, checks them).
     gin_setup.parse(files, options.gin_bindings, options.gin_search_paths, strict_macros=False)
     return gin_setup.train_config()
-
-
-def _train(run: TrainConfig, model_dir: str, task: str, start_from: str | None) -> dict[str, Any]:
-    """Train one update into ``model_dir``; returns the state to record."""
-
-    started = time.perf_counter()
-    summary = trainer.train(run.replace(
-        model_dir=model_dir, mixture_or_task_name=task, initial_checkpoint_path=start_from,
-    ))
-    seconds = time.perf_counter() - started
-    if summary.preempted:
-        raise TrainingPreempted(summary.preempted, str(model_dir), summary.step)
-    return {
-        "task": task, "model_dir": str(model_dir), "initial_checkpoint": start_from,
-        "step": summary.step, "resumed_from_step": summary.start_step,
-        "train_seconds": seconds, "seconds_recorded": False, "evaluated": [],
-    }
 
 
 # --- evaluation ---------------------------------------------------------------------------
@@ -470,8 +459,9 @@ def _register_tasks(data_dir: str) -> None:
 def _initial_step(
     options: LifelongOptions, method: str, months: Sequence[str], data_dir: str,
     summary: LifelongSummary,
-) -> str:
-    """Make sure INITIAL exists and is scored; returns its checkpoint path."""
+) -> dict[str, Any]:
+    """Make sure INITIAL exists and is scored; returns its state (``model_dir``: its
+    checkpoint)."""
     files = options.initial_gin_files or default_initial_gin_files(options.gin_files)
     first = months[0][:2]
     task = f"twiki_full_{first}_{{objective}}"
@@ -479,22 +469,33 @@ def _initial_step(
     state = _read_state(state_path)
     run = _gin_run(options, files)
     pretrained = options.initial_checkpoint
+    if state is not None and pretrained and state.get("model_dir") != str(pretrained):
+        raise LifelongError(
+            f"{state_path}: INITIAL here is {state.get('model_dir')}, not {pretrained}; "
+            f"use another --out or delete that file"
+        )
     if state is None and pretrained:
         state = {"model_dir": str(pretrained), "given": True, "evaluated": [],
                  "seconds_recorded": True}
     elif state is None:
         model_dir = paths.join(options.out_dir, "checkpoints", INITIAL, first)
-        state = _train(run, model_dir, task, run.initial_checkpoint_path)
+        state = options.trainer.train(run, files, model_dir, task, None, data_dir)
         summary.trained.append(INITIAL)
         write_json(state_path, state)
-    elif pretrained and state.get("model_dir") != str(pretrained):
-        raise LifelongError(
-            f"{state_path}: INITIAL here is {state.get('model_dir')}, not {pretrained}; "
-            f"use another --out or delete that file"
-        )
+    elif not state.get("given"):
+        _check_trainer(state_path, state, options.trainer)
     _record(options, files, state_path, state, INITIAL, BASE, months, data_dir,
             f"twiki_diffset_{months[0]}_{{objective}}", summary)
-    return state["model_dir"]
+    return state
+
+
+def _check_trainer(state_path: str, state: Mapping[str, Any], trainer: UpdateTrainer) -> None:
+    """A recorded update trained by another trainer than this run's is not continued: one
+    chain, one trainer."""
+    if trained_by(state) != trainer.name:
+        raise LifelongError(
+            f"{state_path}: this update was trained by {trained_by(state)}, and this run trains "
+            f"with {trainer.name}; use another --out, or --trainer {trained_by(state)}")
 
 
 def _open_book(options: LifelongOptions, method: str, months: Sequence[str], data_dir: str,
@@ -570,7 +571,7 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
     if method == INITIAL:
         return summary
     if method in OPEN_BOOK:
-        _open_book(options, method, months, data_dir, previous, summary)
+        _open_book(options, method, months, data_dir, previous["model_dir"], summary)
         return summary
     for month in months:
         state_path = _state_path(options.out_dir, method, month)
@@ -578,11 +579,14 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
         if state is None:
             model_dir = paths.join(options.out_dir, "checkpoints", method, month)
             run = _sized(_gin_run(options, options.gin_files), tasks[month])
-            state = _train(run, model_dir, tasks[month], previous)
+            state = options.trainer.train(run, options.gin_files, model_dir, tasks[month],
+                                          previous, data_dir)
             summary.trained.append(month)
             write_json(state_path, state)
+        else:
+            _check_trainer(state_path, state, options.trainer)
         targets = months if options.eval_matrix else [month]
         _record(options, options.gin_files, state_path, state, method, month, targets,
                 data_dir, tasks[month], summary)
-        previous = state["model_dir"]
+        previous = state
     return summary

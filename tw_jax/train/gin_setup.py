@@ -127,7 +127,7 @@ def resolve_gin_file(name: str, extra: Sequence[str] = ()) -> Path:
     )
 
 
-def _binding(binding: str) -> str:
+def binding_text(binding: str) -> str:
     """``KEY=VALUE``; a VALUE that is not a gin literal (an unquoted path) is taken as a string."""
     if "=" not in binding:
         raise GinConfigError(f"--gin binding {binding!r} is not KEY=VALUE")
@@ -161,7 +161,7 @@ def parse(
     logging.getLogger().addFilter(quiet)
     try:
         gin.parse_config_files_and_bindings(
-            files, [_binding(b) for b in bindings], finalize_config=False,
+            files, [binding_text(b) for b in bindings], finalize_config=False,
             skip_unknown=False,
         )
     except (ValueError, SyntaxError, OSError) as error:

@@ -2,7 +2,7 @@
 
     tw-jax lifelong --gin_file=kadapter.gin --gin_file=models/gpt2_tiny.gin \\
         --gin_file=runs/cpu_smoke.gin --months 0809,0910,1011 --data DATA_DIR --out OUT_DIR \\
-        [--eval-matrix]
+        [--eval-matrix] [--trainer t5x]
 
 Gin files and bindings work as for ``tw-jax train`` (``--gin.KEY=VALUE`` too); the runner sets
 MODEL_DIR, MIXTURE_OR_TASK_NAME, INITIAL_CHECKPOINT_PATH and DATA_DIR for each month itself.
@@ -10,14 +10,18 @@ Writes ``OUT_DIR/results.jsonl`` (read it with ``tw-jax report OUT_DIR``), check
 ``OUT_DIR/checkpoints/<method>/<MMMM>/`` and progress under ``OUT_DIR/state/``; a rerun skips
 finished months. ``--data``, ``--out`` and ``--initial-checkpoint`` may be local or in a bucket
 (``gs://``); they are resolved and checked here, once. See :mod:`tw_jax.evaluate.lifelong` for
-the schedule and INITIAL.
+the schedule and INITIAL. ``--trainer t5x`` trains every update with the real ``python -m
+t5x.train`` (:mod:`tw_jax.t5x.lifelong`; ``bash tools/setup.sh t5x`` installs it), months chained
+on T5X's checkpoints, scored by tw_jax's evaluators as with ``tw-jax train``.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import sys
+from typing import Any
 
 from tw_jax.cli_parser import add_gin_flags, gin_search_paths
 from tw_jax.evaluate.groups import METRIC_GROUPS, TRAINS_ON
@@ -44,6 +48,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              "$TW_JAX_DATA_DIR)")
     parser.add_argument("--out", required=True, metavar="OUT_DIR", type=output_path,
                         help="results.jsonl, checkpoints/ and state/ go here (local or gs://)")
+    parser.add_argument("--trainer", choices=("tw_jax", "t5x"), default="tw_jax",
+                        help="who trains the updates: tw-jax train in this process (default), "
+                             "or the real python -m t5x.train with gin/t5x/<method>.gin, "
+                             "months chained on its checkpoints (needs setup.sh t5x)")
+    parser.add_argument("--t5x-binding", action="append", default=[], metavar="KEY=VALUE",
+                        help="with --trainer t5x: a gin binding for T5X's runs only, after the "
+                             "--gin ones (train/utils.DatasetConfig.pack=False)")
     parser.add_argument("--eval-matrix", action="store_true",
                         help="score every checkpoint on every month's probes (Fig. 5)")
     parser.add_argument("--method", default=None,
@@ -82,14 +93,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tw_jax.evaluate.lifelong import LifelongError, LifelongOptions, run_lifelong
-    from tw_jax.train import checkpoints, gin_setup, trainer
+    from tw_jax.train import checkpoints, gin_setup
+    from tw_jax.train import trainer as training
     from tw_jax.train.preemption import TrainingPreempted
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if not args.gin_file:
         print("tw-jax lifelong: error: pass at least one --gin_file", file=sys.stderr)
         return 2
+    trainer = _trainer(args)
+    if trainer is None:
+        return 2
     options = LifelongOptions(
+        trainer=trainer,
         gin_files=args.gin_file,
         months=args.months,
         out_dir=args.out,
@@ -115,7 +131,8 @@ def run(args: argparse.Namespace) -> int:
     except (LifelongError, gin_setup.GinConfigError) as error:
         print(f"tw-jax lifelong: error: {error}", file=sys.stderr)
         return 2
-    except (trainer.TrainingDivergedError, checkpoints.CheckpointError) as error:
+    except (training.TrainingDivergedError, checkpoints.CheckpointError,
+            *_trainer_errors(args)) as error:
         print(f"tw-jax lifelong: error: {error}", file=sys.stderr)
         return 1
     except TrainingPreempted as stopped:
@@ -127,3 +144,37 @@ def run(args: argparse.Namespace) -> int:
     for where, reason in sorted(summary.skipped.items()):
         print(f"  skipped {where}: {reason}")
     return 0
+
+
+def _trainer(args: argparse.Namespace) -> Any:
+    """The trainer ``--trainer`` names; None (after one line on stderr) when T5X is missing."""
+    from tw_jax.evaluate.updates import TwJaxTrainer
+
+    if args.trainer != "t5x":
+        if args.t5x_binding:
+            print("tw-jax lifelong: error: --t5x-binding is for --trainer t5x", file=sys.stderr)
+            return None
+        return TwJaxTrainer()
+    if importlib.util.find_spec("t5x") is None:
+        print("tw-jax lifelong: error: --trainer t5x needs T5X installed (bash tools/setup.sh "
+              "t5x; docs/t5x.md)", file=sys.stderr)
+        return None
+    from tw_jax.t5x.lifelong import T5XTrainer, t5x_gin_files
+    from tw_jax.train.gin_setup import GinConfigError
+
+    try:  # the method has a T5X gin file: known before INITIAL trains
+        t5x_gin_files(args.gin_file, gin_search_paths(args))
+    except GinConfigError as error:
+        print(f"tw-jax lifelong: error: {error}", file=sys.stderr)
+        return None
+    return T5XTrainer(gin_search_paths=gin_search_paths(args),
+                      gin_bindings=[*args.gin_bindings, *args.t5x_binding])
+
+
+def _trainer_errors(args: argparse.Namespace) -> tuple[type[Exception], ...]:
+    if args.trainer != "t5x":
+        return ()
+    from tw_jax.t5x.checkpoints import T5XCheckpointError
+    from tw_jax.t5x.lifelong import T5XTrainingError
+
+    return (T5XTrainingError, T5XCheckpointError)

@@ -1,0 +1,85 @@
+"""Who trains a lifelong update: ``tw-jax train`` in this process, or another trainer.
+
+The lifelong runner (:mod:`tw_jax.evaluate.lifelong`) decides what an update trains on, for how
+many steps and from what; an :class:`UpdateTrainer` does the training and leaves a tw_jax
+checkpoint in the update's MODEL_DIR, which the runner then scores with tw_jax's evaluators.
+:class:`TwJaxTrainer` is ``tw-jax train``; ``tw_jax.t5x.lifelong.T5XTrainer`` runs the real
+``python -m t5x.train`` (``tw-jax lifelong --trainer t5x``).
+
+An update starts from the state the runner recorded for the update before it (INITIAL: the gin's
+``INITIAL_CHECKPOINT_PATH``, or nothing): its ``model_dir`` is a tw_jax checkpoint any trainer
+can start from, and a trainer may record more there (T5X: its own checkpoint, so the next month
+continues from it without a conversion). The state a trainer returns is written to
+``OUT/state/<method>/<update>.json`` as is, with ``trainer`` naming who trained it, so a rerun
+with another trainer on the same OUT is refused instead of mixing two trainers in one chain.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from tw_jax.train import trainer
+from tw_jax.train.config import TrainConfig
+from tw_jax.train.preemption import TrainingPreempted
+
+TW_JAX = "tw_jax"
+
+
+class UpdateTrainer(Protocol):
+    """Trains one update of a lifelong run into ``model_dir`` and returns the state to record
+    (``model_dir``, ``step``, ``train_seconds``, ``task``, ...)."""
+
+    name: str
+
+    def train(self, run: TrainConfig, gin_files: Sequence[str], model_dir: str, task: str,
+              start: Mapping[str, Any] | None, data_dir: str | None = None) -> dict[str, Any]:
+        """``run``: the update as tw-jax's gin describes it (steps, batch, lengths, model);
+        ``gin_files``: the method's files; ``start``: the state of the update it continues
+        (its ``model_dir`` a tw_jax checkpoint), None to start from ``run``'s own start;
+        ``data_dir``: the data folder the tasks are registered from."""
+        ...
+
+
+def start_checkpoint(run: TrainConfig, start: Mapping[str, Any] | None) -> str | None:
+    """The tw_jax checkpoint (or Hugging Face folder) an update starts from."""
+    if start is not None:
+        return str(start["model_dir"])
+    return run.initial_checkpoint_path
+
+
+def update_state(trainer_name: str, task: str, model_dir: str, start_from: str | None,
+                 step: int, start_step: int, seconds: float) -> dict[str, Any]:
+    """The state every trainer records for a finished update."""
+    return {
+        "trainer": trainer_name, "task": task, "model_dir": str(model_dir),
+        "initial_checkpoint": start_from, "step": step, "resumed_from_step": start_step,
+        "train_seconds": seconds, "seconds_recorded": False, "evaluated": [],
+    }
+
+
+class TwJaxTrainer:
+    """``tw-jax train`` in this process (the default): resumes inside an update from MODEL_DIR,
+    saves and stops the run on SIGTERM (:class:`TrainingPreempted`)."""
+
+    name = TW_JAX
+
+    def train(self, run: TrainConfig, gin_files: Sequence[str], model_dir: str, task: str,
+              start: Mapping[str, Any] | None, data_dir: str | None = None) -> dict[str, Any]:
+        del gin_files, data_dir  # parsed and registered already: ``run`` is what they describe
+        start_from = start_checkpoint(run, start)
+        started = time.perf_counter()
+        summary = trainer.train(run.replace(
+            model_dir=model_dir, mixture_or_task_name=task, initial_checkpoint_path=start_from,
+        ))
+        seconds = time.perf_counter() - started
+        if summary.preempted:
+            raise TrainingPreempted(summary.preempted, str(model_dir), summary.step)
+        return update_state(self.name, task, model_dir, start_from, summary.step,
+                            summary.start_step, seconds)
+
+
+def trained_by(state: Mapping[str, Any]) -> str:
+    """Who trained a recorded update (states written before trainers were named: tw_jax)."""
+    return str(state.get("trainer", TW_JAX))
