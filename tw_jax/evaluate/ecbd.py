@@ -45,7 +45,7 @@ import numpy as np
 from tw_jax.data.tokens import encode_with_offsets
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
-from tw_jax.io.atomic import atomic_open
+from tw_jax.io.jsonl import append_lines
 from tw_jax.models import model_for
 from tw_jax.models.decoding import beam_search
 from tw_jax.models.token_scores import bucket_length
@@ -350,26 +350,14 @@ _FIELDS = tuple(EcbdResult.__dataclass_fields__)
 
 
 def append_results(out_dir: str | os.PathLike[str], results: Sequence[EcbdResult]) -> str:
-    """Append results to ``OUT_DIR/ecbd_results.jsonl`` in one write (as results.jsonl is).
-
-    An object in a bucket cannot be appended to: there the old bytes plus the new lines are
-    uploaded under a temporary name and moved into place, so a reader sees the old lines or all
-    of them. Two runs appending to one bucket file at once may lose one run's lines (the later
-    upload wins): give concurrent runs their own ``OUT_DIR`` (``tw-jax ecbd report`` reads many).
-    """
+    """Append results to ``OUT_DIR/ecbd_results.jsonl`` in one write, as results.jsonl is
+    (:func:`tw_jax.io.jsonl.append_lines`: a torn last line repaired first; in a bucket the old
+    bytes plus the new lines are uploaded under a temporary name and moved into place). Two runs
+    appending to one bucket file at once may lose one run's lines (the later upload wins): give
+    concurrent runs their own ``OUT_DIR`` (``tw-jax ecbd report`` reads many)."""
 
     path = paths.join(out_dir, RESULTS_FILE)
-    payload = "".join(json.dumps(asdict(r), allow_nan=False) + "\n" for r in results)
-    if paths.is_url(path):
-        before = paths.read_bytes(path) if paths.exists(path) else b""
-        with atomic_open(path, "wb") as handle:
-            handle.write(before + payload.encode("utf-8"))
-        return path
-    with paths.open_file(path, "a", encoding="utf-8") as handle:
-        handle.write(payload)
-        handle.flush()
-        os.fsync(handle.fileno())
-    return path
+    return append_lines(path, (json.dumps(asdict(r), allow_nan=False) for r in results))
 
 
 def read_results(path: str | os.PathLike[str]) -> list[EcbdResult]:

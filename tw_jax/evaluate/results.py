@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
+from tw_jax.io.jsonl import append_lines
 
 RESULTS_FILE = "results.jsonl"
 BASE = "base"
@@ -190,9 +191,10 @@ def read_benchmark(out_dir: str | os.PathLike[str]) -> str:
 
 
 def append_results(out_dir: str | os.PathLike[str], results: Iterable[Result]) -> paths.Path:
-    """Validate, then append ``results`` to ``OUT_DIR/results.jsonl`` in one write (in a bucket:
-    rewrite it whole, atomically); returns the file. Nothing is written when any result is
-    invalid."""
+    """Validate, then append ``results`` to ``OUT_DIR/results.jsonl`` in one write
+    (:func:`tw_jax.io.jsonl.append_lines`: a torn last line is repaired first, a failed write
+    leaves the file as it was, a bucket object is rewritten whole); returns the file. Nothing is
+    written when any result is invalid."""
     results = list(results)
     for index, result in enumerate(results):
         try:
@@ -200,33 +202,10 @@ def append_results(out_dir: str | os.PathLike[str], results: Iterable[Result]) -
         except ValueError as error:
             raise ValueError(f"result {index} ({result}): {error}") from None
     path = results_path(out_dir)
-    payload = "".join(r.to_json() + "\n" for r in results).encode("utf-8")
-    if paths.is_url(path):
-        if payload:
-            _rewrite_with(os.fspath(path), payload)
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not payload:
-        return path
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        written = os.write(fd, payload)
-        if written != len(payload):
-            raise OSError(f"{path}: short append ({written} of {len(payload)} bytes)")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    if not paths.is_url(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    append_lines(path, (r.to_json() for r in results))
     return path
-
-
-def _rewrite_with(url: str, payload: bytes) -> None:
-    """Appends to an object the only way a bucket allows: the old bytes plus the new, uploaded
-    under a temporary name and moved into place (the old file stays whole until then)."""
-    old = paths.read_bytes(url) if paths.exists(url) else b""
-    if old and not old.endswith(b"\n"):
-        old += b"\n"  # a file written elsewhere without its last newline
-    with atomic_open(url, "wb") as handle:
-        handle.write(old + payload)
 
 
 def parse_line(line: str, path: str, number: int) -> Result:
