@@ -76,10 +76,17 @@ def safe_members(archive: str | os.PathLike[str]) -> list[zipfile.ZipInfo]:
             members = handle.infolist()
     except zipfile.BadZipFile as error:
         raise DumpError(os.fspath(archive), None, f"not a readable zip: {error}") from None
+    seen: set[str] = set()
     for info in members:
         reason = _unsafe_reason(info)
         if reason:
             raise UnsafeArchiveError(os.fspath(archive), info.filename, f"unsafe member: {reason}")
+        if info.filename in seen:  # zipfile would read the last silently
+            count = sum(m.filename == info.filename for m in members)
+            raise UnsafeArchiveError(os.fspath(archive), info.filename,
+                                     f"{count} members of this name; which one is meant is "
+                                     "ambiguous, so the archive is not used")
+        seen.add(info.filename)
     return members
 
 
@@ -217,7 +224,19 @@ def index_files(root: str | os.PathLike[str]) -> list[PublishedFile]:
             found.extend(_zip_files(path))
         else:
             found.append(PublishedFile(PurePosixPath(relative), path))
+    _refuse_duplicates(found)
     return found
+
+
+def _refuse_duplicates(files: list[PublishedFile]) -> None:
+    """One logical file in two places (a folder and a zip of the same name, two zips of one
+    name) is refused, naming both: reading either would silently drop the other."""
+    first: dict[PurePosixPath, PublishedFile] = {}
+    for file in files:
+        other = first.setdefault(file.path, file)
+        if other is not file:
+            raise DumpError(file.name, None,
+                            f"is {file.path} again (also {other.name}); keep one of the two")
 
 
 def csv_texts(file: PublishedFile) -> Iterator[str]:

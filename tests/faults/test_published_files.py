@@ -1,5 +1,7 @@
 """Hostile released files: a zip bomb is refused before it is inflated, an oversized CSV field
-is an error naming the file and line (tw_jax.preprocess.published, tw_jax.io.csv_reader)."""
+is an error naming the file and line, and a file that could be read from two places (two
+members of one name, a folder and a zip) is refused naming both (tw_jax.preprocess.published,
+tw_jax.io.csv_reader)."""
 
 import csv
 import io
@@ -100,3 +102,36 @@ def test_extracting_a_zip_bomb_writes_nothing(tmp_path):
     with pytest.raises(DumpError, match="refused as a zip bomb"):
         extract_safely(bomb, tmp_path / "out")
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*"))
+
+
+PROBE_HEADER = "subject,relation,object\n"
+
+
+def test_an_archive_with_two_members_of_one_name_is_refused_naming_it(tmp_path):
+    from tw_jax.preprocess.published import UnsafeArchiveError
+
+    archive = tmp_path / "TWiki_Probes.zip"
+    with zipfile.ZipFile(archive, "w") as handle, pytest.warns(UserWarning, match="Duplicate"):
+        handle.writestr("TWiki_Probes/0801-0901_changed.csv", PROBE_HEADER + "a,b,c\n" * 3)
+        handle.writestr("TWiki_Probes/0801-0901_changed.csv", PROBE_HEADER + "a,b,c\n")
+    with pytest.raises(UnsafeArchiveError) as caught:  # before: the 1-row copy, silently
+        index_files(archive)
+    assert str(caught.value) == (
+        f"{archive}, TWiki_Probes/0801-0901_changed.csv: 2 members of this name; which one is "
+        "meant is ambiguous, so the archive is not used")
+
+
+def test_a_file_both_in_a_folder_and_in_a_zip_is_refused_naming_both(tmp_path):
+    folder = tmp_path / "release" / "TWiki_Probes"
+    folder.mkdir(parents=True)
+    (folder / "0801-0901_changed.csv").write_text(PROBE_HEADER + "a,b,c\n" * 3)
+    (folder / "0801-0901_unchanged.csv").write_text(PROBE_HEADER + "a,b,c\n")
+    with zipfile.ZipFile(tmp_path / "release" / "TWiki_Probes.zip", "w") as handle:
+        handle.writestr("TWiki_Probes/0801-0901_changed.csv", PROBE_HEADER + "a,b,c\n")
+    with pytest.raises(DumpError, match=r"is TWiki_Probes/0801-0901_changed\.csv again") as caught:
+        index_files(tmp_path / "release")
+    message = str(caught.value)
+    assert str(folder / "0801-0901_changed.csv") in message
+    assert f"{tmp_path / 'release' / 'TWiki_Probes.zip'}!TWiki_Probes/0801-0901_changed.csv" in message
+    (tmp_path / "release" / "TWiki_Probes.zip").unlink()
+    assert len(index_files(tmp_path / "release")) == 2
