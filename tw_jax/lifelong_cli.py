@@ -96,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     from tw_jax.train import checkpoints, gin_setup
     from tw_jax.train import trainer as training
     from tw_jax.train.preemption import TrainingPreempted
+    from tw_jax.train.resume_check import ResumeMismatchError
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if not args.gin_file:
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         summary = run_lifelong(options)
-    except (LifelongError, gin_setup.GinConfigError) as error:
+    except (LifelongError, gin_setup.GinConfigError, ResumeMismatchError) as error:
         print(f"tw-jax lifelong: error: {error}", file=sys.stderr)
         return 2
     except (training.TrainingDivergedError, checkpoints.CheckpointError,

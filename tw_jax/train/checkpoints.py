@@ -359,8 +359,9 @@ def restore(mngr: Any, step: int, abstract_params: Any, abstract_opt_state: Any)
             ),
         )
     except (ValueError, OSError, KeyError, FileNotFoundError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CheckpointError(f"{step_dir(mngr, step)}: cannot be restored: {first}") from error
+        # the whole message on one line: orbax says what differs after its first line
+        whole = " ".join(str(error).split()) or type(error).__name__
+        raise CheckpointError(f"{step_dir(mngr, step)}: cannot be restored: {whole}") from error
     return restored["params"], restored["opt_state"], dict(restored["meta"])
 
 
@@ -412,6 +413,11 @@ def read_tree(directory: PathLike) -> Any:
     )
     with ocp.PyTreeCheckpointer() as checkpointer:
         return checkpointer.restore(directory, args=ocp.args.PyTreeRestore(restore_args=as_numpy))
+
+
+def saved_params(step_dir: str) -> Any:
+    """The parameter tree (shapes and dtypes, no data) a checkpoint step holds."""
+    return _saved_shapes(paths.join(step_dir, "params"))
 
 
 def _saved_shapes(params_dir: str) -> Any:

@@ -82,6 +82,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from tw_jax.train import checkpoints, distributed, gin_setup, trainer
+    from tw_jax.train.resume_check import ResumeMismatchError
 
     command = args.command_name
     required = gin_setup.MACROS_COMPILE if command == "compile" else gin_setup.MACROS_TRAIN
@@ -103,7 +104,7 @@ def _run(args: argparse.Namespace) -> int:
     except checkpoints.CheckpointSaveError as error:  # a full disk: an output, like OutputError
         print(f"tw-jax {command}: error: {error}", file=sys.stderr)
         return 2
-    except distributed.DistributedStartError as error:
+    except (distributed.DistributedStartError, ResumeMismatchError) as error:
         print(f"tw-jax {command}: error: {error}", file=sys.stderr)
         return 2
     if result.preempted:

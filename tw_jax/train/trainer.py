@@ -70,6 +70,7 @@ from tw_jax.train.config import TrainConfig, TrainSummary, gin_lines
 from tw_jax.train.flops import peak_flops_per_device, train_step_flops
 from tw_jax.train.metrics_log import MetricsLogger
 from tw_jax.train.preemption import Preemption
+from tw_jax.train.resume_check import check_resume, model_record, record_config
 from tw_jax.train.schedules import make_schedule
 from tw_jax.train.state import (
     RunModel,
@@ -86,9 +87,9 @@ class TrainingDivergedError(RuntimeError):
     without saving that state."""
 
 
-def write_gin_config(model_dir: PathLike, name: str, config: TrainConfig) -> None:
-    """The gin config (all bindings, or the operative ones) next to the checkpoints, ending with
-    the run's fields that Python set after gin (:func:`~tw_jax.train.config.gin_lines`)."""
+def gin_config_text(name: str, config: TrainConfig) -> str:
+    """The gin config (all bindings, or the operative ones), ending with the run's fields that
+    Python set after gin (:func:`~tw_jax.train.config.gin_lines`)."""
     text = gin.operative_config_str() if name == "operative_config.gin" else gin.config_str()
     try:
         bound = gin.get_bindings("tw_jax.train.train")
@@ -97,6 +98,12 @@ def write_gin_config(model_dir: PathLike, name: str, config: TrainConfig) -> Non
     overrides = gin_lines(config, bound)
     if overrides:
         text += "\n# The run's fields as trained (set in Python after gin):\n" + "\n".join(overrides) + "\n"
+    return text
+
+
+def write_gin_config(model_dir: PathLike, name: str, config: TrainConfig) -> None:
+    """:func:`gin_config_text` into ``MODEL_DIR/name``, next to the checkpoints."""
+    text = gin_config_text(name, config)
     if text.strip() and jax.process_index() == 0:
         with atomic_open(paths.join(model_dir, name), "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -125,7 +132,6 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
     batch_size, accumulate_steps, seed = config.batch_size, config.accumulate_steps, config.seed
     checkpoint_period, log_period = config.checkpoint_period, config.log_period
     paths.makedirs(model_dir)
-    write_gin_config(model_dir, "config.gin", config)
     mixture_or_task_name = data.task_name(mixture_or_task_name, model_config)
     ensure_tasks(mixture_or_task_name)
 
@@ -144,6 +150,12 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
         model_dir, keep=config.keep_checkpoints, asynchronous=config.async_checkpoints
     )
     latest = checkpoints.latest_intact_step(mngr)
+    if latest is not None:  # another model than the checkpoints': refused, MODEL_DIR untouched
+        step_dir = checkpoints.step_dir(mngr, latest)
+        check_resume(model_dir, step_dir, model_config, run.abstract_params,
+                     checkpoints.saved_params(step_dir))
+    if jax.process_index() == 0:
+        record_config(model_dir, gin_config_text("config.gin", config), latest)
     fresh: list[str] = []
     checkpoint_dir = paths.join(model_dir, checkpoints.CHECKPOINTS)
     with activate(run.mesh):
@@ -219,7 +231,8 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
                     saves.poll(done)  # a failed save stops training here, not a period later
                     stop = preemption.reached(done) and done < train_steps
                     if done % checkpoint_period == 0 or done == train_steps or stop:
-                        meta = {"step": done, "batches_consumed": done, "seed": seed}
+                        meta = {"step": done, "batches_consumed": done, "seed": seed,
+                                "model": model_record(model_config)}
                         saves.start(done, params, opt_state, meta)
                     if stop:
                         preempted = preemption.signal_name
