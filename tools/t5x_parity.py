@@ -9,7 +9,7 @@ away from their initialisation (LoRA's B is zero there, which would hide LoRA fr
 steps), written as a tw_jax checkpoint and converted with ``tw-jax t5x-checkpoint to-t5x``.
 Both trainers then run
 ``--steps`` steps from it with dropout off (the two draw dropout masks from different RNG
-streams), tw_jax's loss normalisation (T5X: ``NUM_REAL_TARGET_TOKENS``, gin/t5x/train.gin), no
+streams), tw_jax's loss normalisation (T5X: ``NUM_REAL_TARGET_TOKENS``, gin/t5x/train_wiring.gin), no
 z-loss, unpacked batches (T5X's run files pack by default) in the same order (seqio, shuffled with seed 0) and, by default, the
 same optax chain and schedule (T5X through ``OptaxWrapper``). Prints one row per step and, last,
 one JSON line: ``{"tw_jax": [...], "t5x": [...], "first_step_rel": ..., "max_rel": ...}``.

@@ -1,10 +1,13 @@
-"""tw_jax's models behind T5X's model API: the same parameters, logits and losses as tw_jax's own
+"""tw_jax's models behind T5X's model API, for every family (T5, BART, GPT-2 and the protocol's
+third, from tests/train/third_family): the same parameters, logits and losses as tw_jax's own
 calls, and T5X's decoders over our cache decoding what tw_jax decodes."""
 
 from __future__ import annotations
 
 import functools
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import flax.core
 import flax.linen as nn
@@ -32,6 +35,9 @@ from tw_jax.models import (  # noqa: E402
 )
 from tw_jax.t5x.models import left_aligned_prompts  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train" / "third_family"))
+import rope_family  # noqa: E402
+
 EOS = 1
 GPT2 = replace(GPT2Config(vocab_size=64, n_positions=64, n_embd=32, n_layer=3, n_head=4,
                           initializer_range=0.2, dropout_rate=0.0, eos_token_id=EOS),
@@ -41,7 +47,11 @@ T5 = replace(T5Config(vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=3, 
 BART = BARTConfig(vocab_size=64, max_position_embeddings=64, d_model=32, encoder_layers=2,
                   decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
                   encoder_ffn_dim=64, decoder_ffn_dim=64, dropout_rate=0.0, init_std=0.2)
-CONFIGS = {"gpt2-lora": GPT2, "t5-kadapter": T5, "bart": BART}
+# the protocol's third family (tests/train/third_family: rotary positions, RMSNorm), with LoRA
+ROPE = rope_family.RopeConfig(vocab_size=64, n_positions=64, d_model=32, n_layer=2, n_head=4,
+                              mlp_dim=64, initializer_range=0.2, eos_token_id=EOS,
+                              lora=LoRAConfig())
+CONFIGS = {"gpt2-lora": GPT2, "t5-kadapter": T5, "bart": BART, "rope-lora": ROPE}
 WIDTH = 6
 
 
@@ -209,5 +219,6 @@ def test_the_t5x_class_follows_the_models_shape():
     assert isinstance(_t5x_model(GPT2), t5x_models.DecoderOnlyModel)
     assert isinstance(_t5x_model(T5), t5x_models.EncoderDecoderModel)
     assert isinstance(_t5x_model(BART), t5x_models.EncoderDecoderModel)
+    assert isinstance(_t5x_model(ROPE), t5x_models.DecoderOnlyModel)
     with pytest.raises(TypeError, match="not an encoder-decoder"):
         tw_jax.t5x.EncoderDecoderModel(GPT2, None, None)

@@ -1,7 +1,8 @@
 """One model, two trainers: the real ``python -m t5x.train`` and ``tw-jax train`` from the same
 converted checkpoint give the same losses, step by step (tools/t5x_parity.py); T5X's eval of a
-probe mixture gives tw_jax's probe figures, T5X's infer decodes the probes, and a checkpoint
-without a method's adapters starts a T5X run with them from scratch."""
+probe mixture gives tw_jax's probe figures, T5X's infer decodes the probes (through t5x.main),
+T5X's pretrain.gin run file trains a method from scratch, and a checkpoint without a method's
+adapters starts a T5X run with them from scratch."""
 
 from __future__ import annotations
 
@@ -81,12 +82,13 @@ def test_kadapter_t5_trains_alike_under_t5x_and_t5x_decodes_the_probes(tmp_path,
     adapter = {n for n in before if "/kadapter/" in n}
     assert encoder and adapter and not moved & encoder and adapter <= moved
 
-    out = tmp_path / "infer"
-    t5x("infer", "--gin_file=t5x/infer.gin", "--gin_file=methods/kadapter.gin",
+    out = tmp_path / "infer"  # T5X's inference, through t5x.main
+    t5x("main", "--gin_file=t5x/infer.gin", "--gin_file=methods/kadapter.gin",
         "--gin_file=models/t5_tiny.gin",
         f"--gin.CHECKPOINT_PATH='{tmp_path / 't5x' / 'checkpoint_8'}'",
         f"--gin.INFER_OUTPUT_DIR='{out}'",
-        "--gin.MIXTURE_OR_TASK_NAME='twiki_probes_0809_updated_ssm'", env=env)
+        "--gin.MIXTURE_OR_TASK_NAME='twiki_probes_0809_updated_ssm'", env=env,
+        run_mode="infer")
     [predictions] = out.glob("twiki_probes_0809_updated_ssm-predict.jsonl-00000-of-00001")
     rows = [json.loads(line) for line in predictions.read_text().splitlines()]
     import seqio
@@ -163,10 +165,11 @@ def test_a_checkpoint_without_adapters_starts_a_t5x_kadapter_run_with_them_from_
         jax.random.key(3), *plain.dummy_inputs(2, 8))["params"]))
     plain.save_hf(str(tmp_path / "hf"), params)
     start = to_t5x(tmp_path / "hf", tmp_path / "start")
-    t5x("train", "--gin_file=t5x/kadapter.gin", "--gin_file=models/t5_tiny.gin",
+    t5x("main", "--gin_file=t5x/kadapter.gin", "--gin_file=models/t5_tiny.gin",
         "--gin_file=runs/cpu_smoke.gin", f"--gin.MODEL_DIR='{tmp_path / 'run'}'",
         "--gin.MIXTURE_OR_TASK_NAME='twiki_diffset_0809_ssm'", "--gin.TRAIN_STEPS=2",
-        "--gin.SCHEDULE='constant'", f"--gin.INITIAL_CHECKPOINT_PATH='{start}'", env=env)
+        "--gin.SCHEDULE='constant'", f"--gin.INITIAL_CHECKPOINT_PATH='{start}'", env=env,
+        run_mode="train")
     restored = t5x_params(tmp_path / "run" / "checkpoint_0")
     trained = t5x_params(tmp_path / "run" / "checkpoint_2")
     base = flat(params)
@@ -175,3 +178,24 @@ def test_a_checkpoint_without_adapters_starts_a_t5x_kadapter_run_with_them_from_
     assert all(np.array_equal(base[n], restored[n]) for n in base)
     assert all(np.array_equal(base[n], trained[n]) for n in base if n.startswith("encoder/"))
     assert all(not np.array_equal(restored[n], trained[n]) for n in adapters)
+
+
+def test_modular_t5_trains_from_scratch_with_t5xs_pretrain_run_file_under_t5x_main(tmp_path,
+                                                                                  env):
+    """T5X's other run file (pretrain.gin: no starting checkpoint) through t5x.main
+    --run_mode=train, with a method file (Modular: T5's encoder frozen, the new encoder and the
+    decoder train)."""
+    from tw_jax.models.variants import is_new_parameter
+
+    t5x("main", "--gin_file=t5x/pretrain.gin", "--gin_file=methods/modular.gin",
+        "--gin_file=models/t5_tiny.gin", "--gin_file=runs/cpu_smoke.gin",
+        f"--gin.MODEL_DIR='{tmp_path / 'run'}'",
+        "--gin.MIXTURE_OR_TASK_NAME='twiki_diffset_0809_ssm'", "--gin.TRAIN_STEPS=2",
+        "--gin.SCHEDULE='constant'", env=env, run_mode="train")
+    start = t5x_params(tmp_path / "run" / "checkpoint_0")
+    trained = t5x_params(tmp_path / "run" / "checkpoint_2")
+    new = {n for n in start if is_new_parameter(n.split("/"))}
+    frozen = {n for n in start if n.startswith("encoder/") and n not in new}
+    assert new and frozen
+    moved = {n for n in start if not np.array_equal(start[n], trained[n])}
+    assert new <= moved and not moved & frozen

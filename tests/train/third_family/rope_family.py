@@ -108,18 +108,20 @@ class Block(nn.Module):
 
 class RopeGPT(nn.Module):
     """Same call as GPT-2: ``(input_ids, positions=None, attention_mask=None, decode=False,
-    deterministic=True)``, with the decode cache in the ``cache`` collection."""
+    deterministic=True, segment_ids=None)``, with the decode cache in the ``cache``
+    collection."""
 
     config: RopeConfig
 
     @nn.compact
     def __call__(self, input_ids, positions=None, attention_mask=None, decode=False,
-                 deterministic=True):
+                 deterministic=True, segment_ids=None):
         cfg = self.config
         batch, length = input_ids.shape
-        # the decode cache's bookkeeping, as GPT-2's: a new family reuses it
+        # the decode cache's bookkeeping and packed rows' masks, as GPT-2's: a new family reuses
+        # them (a packed batch brings each example's positions, so its rotations restart too)
         mask, query_pos, _, cache_index = causal_mask(self, attention_mask, (batch, length),
-                                                      decode)
+                                                      decode, segment_ids)
         if positions is None:
             positions = jnp.broadcast_to(query_pos, (batch, length))
         embed = nn.Embed(cfg.vocab_size, cfg.d_model, dtype=jnp.dtype(cfg.dtype),
