@@ -124,9 +124,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _output_folders_claimed(args: argparse.Namespace) -> contextlib.ExitStack:
+def _option_names(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """``{dest: how the command line spells it}`` over the parser and its subcommands."""
+    names: dict[str, str] = {}
+    for action in parser._actions:  # noqa: SLF001 - argparse keeps its actions only there
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            for sub in action.choices.values():
+                for dest, name in _option_names(sub).items():
+                    names.setdefault(dest, name)
+        elif action.option_strings:
+            names.setdefault(action.dest, max(action.option_strings, key=len))
+        else:
+            names.setdefault(action.dest, str(action.metavar or action.dest))
+    return names
+
+
+def _output_folders_claimed(args: argparse.Namespace,
+                            names: dict[str, str] | None = None) -> contextlib.ExitStack:
+    from tw_jax.errors import UsageError
+    from tw_jax.io.cli_paths import overlap
     from tw_jax.io.output_claim import claimed
 
+    names = names or {}
+    problem = overlap({names.get(dest, f"--{dest}"): value for dest, value in vars(args).items()})
+    if problem:  # before the claim: nothing is written into an output that is an input
+        raise UsageError(problem)
     stack = contextlib.ExitStack()
     sub = getattr(args, f"{args.command}_command", None)  # ckl build, evolvingqa train, ...
     command = " ".join(["tw-jax", args.command, *([sub] if sub else [])])
@@ -178,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         _quiet_logs()
     try:
-        with _output_folders_claimed(args):
+        with _output_folders_claimed(args, _option_names(parser)):
             result = args.func(args)
     except (DumpError, OutputError, SpacyModelError, StorageError, UsageError) as error:
         if debug:

@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from tw_jax.io.cli_paths import input_path, output_path
+from tw_jax.io.cli_paths import input_folder, output_path
 from tw_jax.preprocess.cli_options import add_runner_arguments
 
 
@@ -25,11 +25,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--old",
-        type=input_path,
+        type=input_folder,
         help="the earlier snapshot's dump; omit it to export one snapshot (e.g. the initial month, "
         "DATA_DIR/08/full): every article is then new and full.* holds the whole snapshot",
     )
-    parser.add_argument("--new", required=True, type=input_path,
+    parser.add_argument("--new", required=True, type=input_folder,
                         help="the later snapshot's dump (a local path or gs://)")
     parser.add_argument("--out", required=True, type=output_path,
                         help="output folder, e.g. DATA_DIR/0809/diffset (local or gs://)")

@@ -7,7 +7,7 @@ import json
 import sys
 import time
 
-from tw_jax.io.cli_paths import input_path, output_path
+from tw_jax.io.cli_paths import input_folder, input_path, output_path
 from tw_jax.preprocess.cli_options import add_runner_arguments
 from tw_jax.preprocess.wikidata import DEFAULT_MAX_SKIPPED_SHARE
 
@@ -37,7 +37,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="the earlier Wikipedia dump: DELETED facts must appear in its article (without "
         "it, they need only be absent from the new article)",
     )
-    parser.add_argument("--diffset", required=True, type=input_path,
+    parser.add_argument("--diffset", required=True, type=input_folder,
                         help="the month's DiffSet folder")
     parser.add_argument("--out", required=True, type=output_path,
                         help="output folder, e.g. DATA_DIR/0809/probes (local or gs://)")

@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from tw_jax.io.cli_paths import input_path, output_path
+from tw_jax.io.cli_paths import input_folder, output_path
 from tw_jax.preprocess.cli_options import add_runner_arguments
 
 
@@ -35,7 +35,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--in",
         dest="in_dir",
         required=True,
-        type=input_path,
+        type=input_folder,
         metavar="DIFFSET_DIR",
         help="a folder written by `tw-jax diffset`, e.g. DATA_DIR/0809/diffset",
     )
