@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from tw_jax.io.cli_paths import input_folder, output_path
+from tw_jax.io.cli_paths import input_folder, output_folder
 from tw_jax.preprocess.cli_options import add_runner_arguments
 
 
@@ -31,7 +31,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--new", required=True, type=input_folder,
                         help="the later snapshot's dump (a local path or gs://)")
-    parser.add_argument("--out", required=True, type=output_path,
+    parser.add_argument("--out", required=True, type=output_folder,
                         help="output folder, e.g. DATA_DIR/0809/diffset (local or gs://)")
     parser.add_argument(
         "--min-changed-chars",

@@ -7,7 +7,7 @@ import json
 import sys
 import time
 
-from tw_jax.io.cli_paths import input_folder, input_path, output_path
+from tw_jax.io.cli_paths import input_folder, input_path, output_folder
 from tw_jax.preprocess.cli_options import add_runner_arguments
 from tw_jax.preprocess.wikidata import DEFAULT_MAX_SKIPPED_SHARE
 
@@ -39,7 +39,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--diffset", required=True, type=input_folder,
                         help="the month's DiffSet folder")
-    parser.add_argument("--out", required=True, type=output_path,
+    parser.add_argument("--out", required=True, type=output_folder,
                         help="output folder, e.g. DATA_DIR/0809/probes (local or gs://)")
     parser.add_argument(
         "--unchanged-rate",

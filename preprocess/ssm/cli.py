@@ -8,7 +8,7 @@ import os
 import sys
 import time
 
-from tw_jax.io.cli_paths import input_folder, output_path
+from tw_jax.io.cli_paths import input_folder, output_folder
 from tw_jax.preprocess.cli_options import add_runner_arguments
 
 
@@ -39,7 +39,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="DIFFSET_DIR",
         help="a folder written by `tw-jax diffset`, e.g. DATA_DIR/0809/diffset",
     )
-    parser.add_argument("--out", required=True, type=output_path,
+    parser.add_argument("--out", required=True, type=output_folder,
                         help="output folder, e.g. DATA_DIR/0809/ssm (local or gs://)")
     parser.add_argument(
         "--inputs",

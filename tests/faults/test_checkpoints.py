@@ -55,7 +55,7 @@ def test_flipped_bytes_resume_from_the_newest_intact_step(trained, data_bindings
     _flip(victim)
     relative = victim.relative_to(step4).as_posix()
     assert check_step(str(step4)) == (
-        f"{relative} does not match its checksum (its bytes changed after the save)")
+        f"{relative} does not match its checksum (its bytes changed after it was saved)")
     with pytest.raises(checkpoints.CheckpointError, match=r"4: damaged: .* does not match"):
         checkpoints.step_folder(step4)  # named explicitly: refused
     with caplog.at_level(logging.WARNING):

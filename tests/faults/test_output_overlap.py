@@ -1,6 +1,7 @@
 """A command never writes where it reads: an output that is one of its inputs (however spelt),
-contains one, or lies inside an input folder read whole is refused in one line, exit 2, before
-anything is written (before: ``tw-jax ssm --in D --out D`` replaced the DiffSet with exit 0)."""
+a stage's own folder that contains one, or an output inside an input folder read whole is
+refused in one line, exit 2, before anything is written (before: ``tw-jax ssm --in D --out D``
+replaced the DiffSet with exit 0)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tw_jax.cli import main
-from tw_jax.io.cli_paths import InputFolder, InputPath, OutputPath, overlap
+from tw_jax.io.cli_paths import InputFolder, InputPath, OutputFolder, OutputPath, overlap
 
 
 def _files(folder: Path) -> dict[str, str]:
@@ -55,10 +56,12 @@ def test_which_places_overlap():
     assert overlap({"OUT_DIR": [InputPath(run)], "--out": OutputPath(f"{run}/report")}) is None
     assert overlap({"--in": InputFolder(run), "--out": OutputPath(f"{run}/report")})
     assert overlap({"--data": InputPath("/data"), "--out": OutputPath("/data2")}) is None
-    assert overlap({"--initial-checkpoint": InputPath(f"{run}/checkpoints/0809"),
-                    "--out": OutputPath(run)}) == (
-        f"--out {run} contains the input --initial-checkpoint {run}/checkpoints/0809: a command "
-        "never writes where it reads; choose another --out")
+    # a folder the command adds files to may hold an input; a stage's own folder may not
+    assert overlap({"--probes": InputPath("/data/twiki"), "--data": OutputPath("/data")}) is None
+    assert overlap({"--diffset": InputPath("/d/0809/diffset"),
+                    "--out": OutputFolder("/d/0809")}) == (
+        "--out /d/0809 contains the input --diffset /d/0809/diffset: a command never writes "
+        "where it reads; choose another --out")
     assert overlap({"--in": InputFolder("gs://b/data/0809/diffset/"),
                     "--out": OutputPath("gs://b/data/0809/diffset")})
     assert overlap({"--in": InputFolder("gs://b/data/0809/diffset"),

@@ -7,8 +7,9 @@ bucket that cannot be reached, before a dump is opened or a model compiled.
 
 The values keep what they are (:class:`InputPath`, :class:`InputFolder`, :class:`OutputPath`,
 all ``str``), so :func:`overlap` can refuse, before anything is written, an output that is one
-of the command's inputs, contains one, or lies inside an input folder the command reads whole
-(``type=input_folder``: a DiffSet folder, a dump that may be a folder of files).
+of the command's inputs, a stage's own folder (``type=output_folder``) that contains one, or an
+output inside an input folder the command reads whole (``type=input_folder``: a DiffSet folder,
+a dump that may be a folder of files).
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ class InputFolder(InputPath):
 
 
 class OutputPath(str):
-    """A folder the command writes (``type=output_path``)."""
+    """A folder the command writes files into (``type=output_path``)."""
+
+
+class OutputFolder(OutputPath):
+    """A folder a stage owns whole (``type=output_folder``: a DiffSet, SSM or probes folder,
+    which later stages read whole): no input may lie inside it."""
 
 
 def input_path(text: str) -> str:
@@ -53,6 +59,11 @@ def _existing(text: str) -> str:
     elif not os.path.exists(resolved):
         raise argparse.ArgumentTypeError(f"{text}: no such file or folder")
     return resolved
+
+
+def output_folder(text: str) -> str:
+    """A folder a stage owns whole, local or in a bucket (as :func:`output_path`)."""
+    return OutputFolder(output_path(text))
 
 
 def output_path(text: str) -> str:
@@ -81,8 +92,9 @@ def _key(path: str) -> str:
 
 def overlap(named: dict[str, object]) -> str | None:
     """Why the outputs among ``named`` (``{"--out": value, ...}``, lists allowed) cannot be
-    written, or None: an output that is an input, contains an input, or lies inside an input
-    folder read whole."""
+    written, or None: an output that is an input, a stage's folder that contains an input, or
+    an output inside an input folder read whole. A folder the command only adds files to may
+    hold its inputs (``evolvingqa generate --data D --probes D/twiki``)."""
     outputs, inputs = [], []
     for flag, value in named.items():
         for item in value if isinstance(value, (list, tuple)) else [value]:
@@ -95,7 +107,7 @@ def overlap(named: dict[str, object]) -> str | None:
             o, i = _key(out), _key(source)
             if o == i:
                 how = "is the input"
-            elif i.startswith(o):
+            elif i.startswith(o) and isinstance(out, OutputFolder):
                 how = "contains the input"
             elif o.startswith(i) and isinstance(source, InputFolder):
                 how = "lies inside the input folder, read whole,"

@@ -15,48 +15,20 @@ and a half-written step is only ever orbax's temporary folder, which is never a 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 
-from tw_jax.io import paths
+from tw_jax.io import manifest, paths
 from tw_jax.io.atomic import write_json
 
 log = logging.getLogger(__name__)
 
 MANIFEST = "tw_jax_integrity.json"
-_BLOCK = 1 << 22
-
-
-def _files(step_dir: str, prefix: str = "") -> list[str]:
-    """Every file below ``step_dir`` (relative, ``/``-separated, sorted), the manifest aside."""
-    found = []
-    for name in sorted(n.rstrip("/") for n in paths.listdir(step_dir)):
-        path = paths.join(step_dir, name)
-        relative = f"{prefix}{name}"
-        if paths.isdir(path):
-            found += _files(path, f"{relative}/")
-        elif relative != MANIFEST:
-            found.append(relative)
-    return found
-
-
-def _digest(path: str) -> tuple[int, str]:
-    digest, size = hashlib.sha256(), 0
-    with paths.open_file(path, "rb") as handle:
-        while block := handle.read(_BLOCK):
-            digest.update(block)
-            size += len(block)
-    return size, digest.hexdigest()
 
 
 def write_manifest(step_dir: str) -> None:
     """Record the size and digest of every file of a finalised step."""
-    files = {}
-    for relative in _files(step_dir):
-        size, digest = _digest(paths.join(step_dir, relative))
-        files[relative] = {"bytes": size, "sha256": digest}
-    write_json(paths.join(step_dir, MANIFEST), {"files": files})
+    write_json(paths.join(step_dir, MANIFEST), {"files": manifest.record(step_dir, {MANIFEST})})
 
 
 def check_step(step_dir: str) -> str | None:
@@ -64,22 +36,15 @@ def check_step(step_dir: str) -> str | None:
 
     A step with no manifest is None too, after a warning (see the module docstring).
     """
-    manifest = paths.join(step_dir, MANIFEST)
-    if not paths.exists(manifest):
+    record = paths.join(step_dir, MANIFEST)
+    if not paths.exists(record):
         log.warning("%s: no %s, so its bytes cannot be checked; restoring it as it is",
                     step_dir, MANIFEST)
         return None
     try:
-        files = json.loads(paths.read_text(manifest))["files"]
+        files = json.loads(paths.read_text(record))["files"]
     except (ValueError, KeyError, TypeError):
         return f"{MANIFEST} is not a checksum manifest"
-    for relative, expected in sorted(files.items()):
-        path = paths.join(step_dir, relative)
-        if not paths.exists(path):
-            return f"{relative} is missing"
-        size, digest = _digest(path)
-        if size != expected["bytes"]:
-            return f"{relative} has {size} bytes, {expected['bytes']} were saved"
-        if digest != expected["sha256"]:
-            return f"{relative} does not match its checksum (its bytes changed after the save)"
-    return None
+    if not isinstance(files, dict):
+        return f"{MANIFEST} is not a checksum manifest"
+    return manifest.problem(step_dir, files, since="saved")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -102,3 +103,67 @@ def test_an_index_in_a_bucket_is_reused_like_a_local_one(data, gcs_bucket):
     reused = month_index(remote, "0809", BM25Retriever())
     assert reused.reused and [p.id for p in reused.passages] == [p.id for p in built.passages]
     assert reused.fingerprint == month_index(str(data), "0809", BM25Retriever()).fingerprint
+
+
+def _folder(data):
+    return data / "0809" / "evolvingqa" / "index" / "bm25"
+
+
+def _moved_line(path, data):  # the same lines, two swapped: same size, same count
+    lines = path.read_text().splitlines(keepends=True)
+    lines[0], lines[1] = lines[1], lines[0]
+    path.write_text("".join(lines))
+
+
+def _other_months_arrays(path, data):
+    month_index(str(data), "0910", BM25Retriever())
+    path.write_bytes((data / "0910" / "evolvingqa" / "index" / "bm25" / path.name).read_bytes())
+
+
+@pytest.mark.parametrize(("damage", "file", "reason"), [
+    (_moved_line, "passages.jsonl", "does not match its checksum"),
+    (lambda p, d: p.write_bytes(p.read_bytes()[:-3]), "passages.jsonl", "bytes, "),
+    (_other_months_arrays, "data.npy", ""),
+    (lambda p, d: p.unlink(), "indptr.npy", "indptr.npy is missing"),
+])
+def test_a_damaged_stored_index_is_rebuilt_with_a_warning(data, caplog, damage, file, reason):
+    first = month_index(str(data), "0809", BM25Retriever())
+    marker = json.loads((_folder(data) / MARKER).read_text())
+    assert set(marker["files"]) >= {"passages.jsonl", "bm25.json", "data.npy", "indptr.npy"}
+    assert marker["indexed"] == marker["passages"] == 4
+    damage(_folder(data) / file, data)
+    with caplog.at_level("WARNING", logger="tw_jax.evaluate.retrieval.index"):
+        again = month_index(str(data), "0809", BM25Retriever())
+    assert not again.reused  # before: reused, exit 0, with the damaged files
+    [warning] = [m for m in caplog.messages if "rebuilding the index" in m]
+    assert warning.startswith(f"{_folder(data)}: {file}") and reason in warning
+    assert [p.id for p in again.passages] == [p.id for p in first.passages]
+    question = ["Whom did Cien Bordling marry?"]
+    assert again.retriever.search(question, k=4) == first.retriever.search(question, k=4)
+    assert month_index(str(data), "0809", BM25Retriever()).reused  # rebuilt whole
+
+
+def test_an_index_from_before_the_file_records_is_rebuilt_and_reuse_is_timed(data, caplog):
+    month_index(str(data), "0809", BM25Retriever())
+    reused = month_index(str(data), "0809", BM25Retriever())
+    assert reused.reused and reused.verify_seconds >= 0.0
+    marker_path = _folder(data) / MARKER
+    marker = json.loads(marker_path.read_text())
+    del marker["files"]
+    marker_path.write_text(json.dumps(marker))
+    with caplog.at_level("WARNING", logger="tw_jax.evaluate.retrieval.index"):
+        assert not month_index(str(data), "0809", BM25Retriever()).reused
+    assert any("records no index files" in m for m in caplog.messages)
+
+
+def test_an_index_whose_files_pass_but_cannot_be_read_names_the_file_and_the_flag(data):
+    month_index(str(data), "0809", BM25Retriever())
+    settings = _folder(data) / "bm25.json"
+    settings.write_text("{not json")
+    marker_path = _folder(data) / MARKER  # recorded as it is now: the bytes check passes
+    marker = json.loads(marker_path.read_text())
+    marker["files"]["bm25.json"] = {"bytes": settings.stat().st_size, "sha256": hashlib.sha256(
+        settings.read_bytes()).hexdigest()}
+    marker_path.write_text(json.dumps(marker))
+    with pytest.raises(DumpError, match=r"bm25\.json.*rebuild it with --rebuild-index"):
+        month_index(str(data), "0809", BM25Retriever())

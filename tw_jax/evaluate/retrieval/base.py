@@ -68,6 +68,12 @@ class Retriever(abc.ABC):
     def load(cls, folder: str) -> Retriever:
         """The retriever :meth:`save` wrote into ``folder``, ready to :meth:`search`."""
 
+    @property
+    def num_passages(self) -> int | None:
+        """How many passages the index holds (checked against ``passages.jsonl`` when a stored
+        index is reused; None: this retriever does not say)."""
+        return None
+
     def settings(self) -> dict[str, Any]:
         """The settings that change the index, as JSON values (what :meth:`fingerprint` hashes).
         A retriever whose index depends on files (an encoder's weights) overrides

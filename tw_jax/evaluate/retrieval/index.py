@@ -15,9 +15,15 @@ the retriever's own files, ``passages.jsonl`` (id, title, text in index order: w
 returned by a search means, and what the open-book reader will read) and ``index.json``, the
 completion marker, written last. The marker holds a fingerprint of the inputs (each passage
 file's size and SHA-256) and of the retriever's settings (:meth:`Retriever.fingerprint`); a
-later call with the same fingerprint loads the stored index, any change rebuilds it. Every file
-is written atomically and the old marker removed before a rebuild starts, so an interrupted
-build is never taken for a finished one. ``DATA`` may be local or ``gs://``.
+later call with the same fingerprint loads the stored index, any change rebuilds it. The marker
+also records the size and SHA-256 of every index file and the passage count: before a stored
+index is reused its files are checked against them (every size first, then the hashes,
+streamed; the time it took is the index's ``verify_seconds``), and the retriever's own count
+against the passages'. A file moved, cut, replaced or shifted is one warning line and a
+rebuild; an index whose files pass but cannot be read is an error naming the file and the flag
+that rebuilds it. Every file is written atomically and the old marker removed before a rebuild
+starts, so an interrupted build is never taken for a finished one. ``DATA`` may be local or
+``gs://``.
 
 The machinery (fingerprint, marker, reuse, rebuild) is the same for any :class:`PassageSource`:
 what files the passages come from, how they are read and cut, and where the index lives.
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,11 +44,13 @@ from typing import Any
 
 from tw_jax.errors import DumpError
 from tw_jax.evaluate.retrieval.base import Passage, Retriever
-from tw_jax.io import paths
+from tw_jax.io import manifest, paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
 from tw_jax.preprocess.accounting import require_complete
 from tw_jax.preprocess.evolvingqa import layout
 from tw_jax.preprocess.evolvingqa.unchanged import iter_jsonl
+
+log = logging.getLogger(__name__)
 
 FORMAT = 1
 INDEX = "index"
@@ -63,6 +72,7 @@ class MonthIndex:
     fingerprint: str
     reused: bool
     seconds: float  # building (or loading) it
+    verify_seconds: float = 0.0  # checking a stored index's files before reusing it
 
 
 @dataclass(frozen=True)
@@ -189,14 +199,21 @@ def source_index(source: PassageSource, retriever: Retriever, *,
     fingerprint, inputs = input_fingerprint(source.files, retriever, source.settings)
     folder = source.folder(retriever.name)
     stored = None if force else _stored(folder, fingerprint)
-    if stored is not None:
-        loaded = type(retriever).load(folder)
-        passages = load_passages(folder)
-        if len(passages) != stored.get("passages"):
+    verified = time.perf_counter()
+    damage = None if stored is None else _damage(folder, stored)
+    verify_seconds = time.perf_counter() - verified
+    if damage:
+        log.warning("%s: %s; rebuilding the index", folder, damage)
+    elif stored is not None:
+        loaded, passages = _load(folder, retriever)
+        counts = {len(passages), stored.get("passages"), loaded.num_passages or len(passages)}
+        if len(counts) != 1:
             raise DumpError(paths.join(folder, PASSAGES), None,
-                            f"{len(passages)} passages, the marker says {stored.get('passages')}")
+                            f"{len(passages)} passages, the marker says {stored.get('passages')} "
+                            f"and the {retriever.name} index holds {loaded.num_passages}; "
+                            f"{_REBUILD}")
         return MonthIndex(source.pair, folder, loaded, passages, fingerprint, True,
-                          time.perf_counter() - start)
+                          time.perf_counter() - start, verify_seconds)
     discard(paths.join(folder, MARKER))  # from here on the folder is not a finished index
     passages = source.read()
     retriever.build(passages)
@@ -204,13 +221,37 @@ def source_index(source: PassageSource, retriever: Retriever, *,
     _write_passages(folder, passages)
     seconds = time.perf_counter() - start
     marker: dict[str, Any] = {"fingerprint": fingerprint, "inputs": inputs, "pair": source.pair,
-                              "passages": len(passages)}
+                              "passages": len(passages), "indexed": retriever.num_passages,
+                              "files": manifest.record(folder, {MARKER})}
     if source.kinds:
         marker["kinds"] = {kind: sum(p.id.startswith(f"{kind}/") for p in passages)
                            for kind in source.kinds}
     marker["build_seconds"] = round(seconds, 3)
     write_json(paths.join(folder, MARKER), marker)
     return MonthIndex(source.pair, folder, retriever, passages, fingerprint, False, seconds)
+
+
+_REBUILD = ("rebuild it with --rebuild-index (tw-jax probe-contexts, evolvingqa open-book) or "
+            "--force (evolvingqa retrieve)")
+
+
+def _damage(folder: str, stored: Mapping[str, Any]) -> str | None:
+    """Why a stored index's files cannot be trusted (missing, resized or changed since the
+    build), or None."""
+    files = stored.get("files")
+    if not isinstance(files, dict):
+        return f"{MARKER} records no index files (built by an older tw_jax)"
+    return manifest.problem(folder, files, since="built")
+
+
+def _load(folder: str, retriever: Retriever) -> tuple[Retriever, list[Passage]]:
+    """A stored index and its passages; what cannot be read is one error naming the file."""
+    try:
+        return type(retriever).load(folder), load_passages(folder)
+    except DumpError as error:
+        raise DumpError(error.path, error.record, f"{error.message}; {_REBUILD}") from None
+    except (OSError, ValueError, KeyError, IndexError) as error:
+        raise DumpError(folder, None, f"stored index cannot be read ({error}); {_REBUILD}") from None
 
 
 def month_index(data: str, pair: str, retriever: Retriever, *, force: bool = False) -> MonthIndex:
