@@ -199,3 +199,36 @@ def test_modular_t5_trains_from_scratch_with_t5xs_pretrain_run_file_under_t5x_ma
     assert new and frozen
     moved = {n for n in start if not np.array_equal(start[n], trained[n])}
     assert new <= moved and not moved & frozen
+
+
+def test_recadam_under_t5x_pulls_towards_the_restored_weights(tmp_path, env):
+    """tw-jax train's RecAdam through T5X's OptaxWrapper: its anchor is the checkpoint T5X
+    restored (the parameters of the first update, not T5X's fresh initialisation), bit for bit,
+    and every parameter trains."""
+    import flax.linen as nn
+    import jax
+
+    from tw_jax.models import model_for
+    from tw_jax.t5x.checkpoints import to_t5x
+    from tw_jax.train import gin_setup
+    from tw_jax.train.checkpoints import save_params
+
+    gin_setup.parse(["initial.gin", "models/gpt2_tiny.gin"])
+    plain = model_for(gin_setup.model_config())
+    params = jax.device_get(nn.unbox(plain.module.init(
+        jax.random.key(5), *plain.dummy_inputs(2, 8))["params"]))
+    save_params(tmp_path / "tw", 0, params, {"step": 0})
+    start = to_t5x(tmp_path / "tw", tmp_path / "start")
+    t5x("train", "--gin_file=t5x/recadam.gin", "--gin_file=models/gpt2_tiny.gin",
+        "--gin_file=runs/cpu_smoke.gin", f"--gin.MODEL_DIR='{tmp_path / 'run'}'",
+        "--gin.TRAIN_STEPS=2", "--gin.SCHEDULE='constant'",
+        f"--gin.INITIAL_CHECKPOINT_PATH='{start}'", env=env)
+    from tw_jax.t5x.checkpoints import read_t5x_state
+
+    state = flat(read_t5x_state(tmp_path / "run" / "checkpoint_2"))
+    given = flat(params)
+    anchors = {n.split("/anchor/", 1)[1]: v for n, v in state.items() if "/anchor/" in n}
+    assert sorted(anchors) == sorted(given)
+    assert all(np.array_equal(anchors[n], given[n]) for n in given)
+    trained = {n.removeprefix("target/"): v for n, v in state.items() if n.startswith("target/")}
+    assert all(not np.array_equal(trained[n], given[n]) for n in given if n.endswith("kernel"))
