@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -226,3 +227,37 @@ def test_a_second_training_run_on_a_model_dir_refuses(data_bindings, tmp_path, c
         f"{socket.gethostname()}, since 2026-11-25 10:00:00); wait for it, or if it is no longer "
         f"running: rm {model_dir / LOCK_NAME}")
     assert not (model_dir / "checkpoints").exists()
+
+
+def test_the_lock_appears_with_its_holder_in_one_step(tmp_path, monkeypatch):
+    """Created as a hard link of a written file: no reader ever finds it empty (an empty lock
+    reads as a dead writer's and would be taken over, so two runs starting together both ran)."""
+    lock = str(tmp_path / LOCK_NAME)
+    seen = []
+    real_link = os.link
+
+    def link(source, target):
+        seen.append(json.loads(Path(source).read_text(encoding="utf-8"))["pid"])
+        real_link(source, target)
+
+    monkeypatch.setattr(output_claim.os, "link", link)
+    me = output_claim.Holder.of_this_process("tw-jax test")
+    assert output_claim._write_lock(lock, me, exclusive=True)
+    assert seen == [os.getpid()]  # whole before it had the lock's name
+    assert json.loads(Path(lock).read_text(encoding="utf-8"))["pid"] == os.getpid()
+    other = output_claim.Holder("elsewhere", 1, 0, "tw-jax other", "now")
+    assert not output_claim._write_lock(lock, other, exclusive=True)  # held: untouched
+    assert json.loads(Path(lock).read_text(encoding="utf-8"))["pid"] == os.getpid()
+    assert sorted(os.listdir(tmp_path)) == [LOCK_NAME]  # no temporary left
+
+
+def test_without_hard_links_the_lock_is_still_exclusive(tmp_path, monkeypatch):
+    def no_links(source, target):
+        raise PermissionError("hard links not supported")
+
+    monkeypatch.setattr(output_claim.os, "link", no_links)
+    lock = str(tmp_path / LOCK_NAME)
+    me = output_claim.Holder.of_this_process("tw-jax test")
+    assert output_claim._write_lock(lock, me, exclusive=True)
+    assert not output_claim._write_lock(lock, me, exclusive=True)
+    assert sorted(os.listdir(tmp_path)) == [LOCK_NAME]

@@ -134,6 +134,24 @@ def _write_lock(lock: str, holder: Holder, *, exclusive: bool) -> bool:
             handle.write(text)
         os.replace(temporary, lock)
         return True
+    # The lock appears with its content in one step (a hard link of a written file), so another
+    # run never reads it empty and takes it over as a dead writer's.
+    temporary = f"{lock}.tmp-{os.getpid()}"  # a leftover of a killed run matches _TEMPORARY
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    try:
+        os.link(temporary, lock)
+    except FileExistsError:
+        return False
+    except OSError:  # a file system without hard links: create exclusively, then write
+        return _create_then_write(lock, text)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+    return True
+
+
+def _create_then_write(lock: str, text: str) -> bool:
     try:
         descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
