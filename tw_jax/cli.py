@@ -187,6 +187,13 @@ def _verbose_logs() -> None:
         logging.getLogger(name).setLevel(logging.INFO)
 
 
+def _without_gin_trail(error: BaseException) -> str:
+    """The error's own message: gin adds "In call to configurable ..." lines to what a
+    configurable (``tw_jax.evaluate.evaluate``, ``tw_jax.train.train``) raises."""
+    return "\n".join(line for line in str(error).splitlines()
+                     if not line.strip().startswith("In call to configurable"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from tw_jax.errors import DumpError, OutputError, UsageError
     from tw_jax.io.paths import StorageError
@@ -205,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (DumpError, OutputError, SpacyModelError, StorageError, UsageError) as error:
         if debug:
             raise
-        print(f"tw-jax {args.command}: error: {error}", file=sys.stderr)
+        print(f"tw-jax {args.command}: error: {_without_gin_trail(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(

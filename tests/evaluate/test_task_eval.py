@@ -131,3 +131,39 @@ def test_feature_text_reads_past_a_leading_bos():
     assert _text(Vocab(), np.array([0, 5, 6, 0, 0])) == "5,6"
     assert _text(Vocab(), np.array([5, 0, 6])) == "5"
     assert _text(Vocab(), None) is None
+
+
+def test_a_task_whose_split_is_empty_is_one_line(tmp_path, data_bindings, capsys):
+    """Before: seqio's traceback ("not enough values to unpack") from deep inside."""
+    import flax.linen as nn
+    import jax
+    import tensorflow as tf
+
+    from tw_jax.models import model_for
+    from tw_jax.tasks import metrics
+    from tw_jax.train.checkpoints import save_params
+
+    gin_setup.parse(T5_FILES, data_bindings)
+    model = model_for(gin_setup.model_config())
+    params = nn.unbox(model.module.init(jax.random.key(0), *model.dummy_inputs(2, 8))["params"])
+    save_params(tmp_path / "run", 0, jax.device_get(params), {"step": 0})
+    base = seqio.get_mixture_or_task("twiki_diffset_0809_ssm")
+    name = "tw_test_empty_split_ssm"
+    seqio.TaskRegistry.add(
+        name, source=seqio.FunctionDataSource(
+            lambda split, shuffle_files, seed=None: tf.data.Dataset.from_tensor_slices(
+                {"inputs": tf.constant([], tf.string), "targets": tf.constant([], tf.string)}),
+            splits=["validation"]),
+        preprocessors=[seqio.preprocessors.tokenize, seqio.preprocessors.append_eos_after_trim],
+        output_features=base.output_features, metric_fns=[metrics.perplexity])
+    try:
+        files = [f"--gin_file={f}" for f in T5_FILES]
+        code = main(["eval", *files, *_cli_bindings(data_bindings[:3], tmp_path / "run"),
+                     f"--gin.MIXTURE_OR_TASK_NAME={name}"])
+    finally:
+        seqio.TaskRegistry.remove(name)
+    assert code == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert error == [f"tw-jax eval: error: {name}: no examples in the 'validation' split, so "
+                     f"nothing to evaluate; evaluate {name}'s other tasks by name, or another "
+                     "split (--gin.tw_jax.evaluate.evaluate.split=...)"]

@@ -106,6 +106,12 @@ def evaluate(
     if not evaluator.eval_tasks:
         raise UsageError(f"{name} has no task with a {split!r} split and metrics to evaluate "
                          "(--gin.tw_jax.evaluate.evaluate.split=... picks another split)")
+    empty = sorted(task for task, dataset in evaluator.cached_task_datasets.items()
+                   if next(iter(dataset.take(1)), None) is None)
+    if empty:  # seqio would fail deep inside ("not enough values to unpack")
+        raise UsageError(f"{', '.join(empty)}: no examples in the {split!r} split, so nothing to "
+                         f"evaluate; evaluate {name}'s other tasks by name, or another split "
+                         "(--gin.tw_jax.evaluate.evaluate.split=...)")
     future, _ = evaluator.evaluate(compute_metrics=True, step=step, score_fn=fns.score_fn,
                                    predict_fn=fns.predict_fn)
     found = {task: metric_values(values) for task, values in future.result().items()}
