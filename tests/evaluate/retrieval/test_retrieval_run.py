@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tw_jax.evaluate.retrieval.bm25 import BM25Retriever
 from tw_jax.evaluate.retrieval.index import month_index
 from tw_jax.evaluate.retrieval.run import REPORT, retrieve_month, summary_line
@@ -57,3 +59,23 @@ def test_an_empty_set_has_no_recall_rather_than_zero(data, tmp_path):
                       "answer_recall@20": None, "questions": 0}
     assert (tmp_path / "retrieved_edited.jsonl").read_text() == ""
     assert report["sets"]["new"]["answer_recall@20"] == 0.0  # 0910's snapshot lacks 0809's New
+
+
+class _Broken(BM25Retriever):
+    def search(self, questions, k):
+        raise OSError("lost the index's storage")
+
+
+def test_a_rerun_never_leaves_an_earlier_report_beside_its_own_files(data, tmp_path):
+    out = tmp_path / "out"
+    index = month_index(str(data), "0809", BM25Retriever())
+    retrieve_month(index, SETS, 2, str(out))
+    assert (out / REPORT).exists() and (out / "retrieved_edited.jsonl").exists()
+
+    retrieve_month(index, {"new": SETS["new"]}, 2, str(out))  # fewer sets: no stale files
+    assert sorted(p.name for p in out.iterdir()) == [REPORT, "retrieved_new.jsonl"]
+
+    broken = month_index(str(data), "0809", _Broken())
+    with pytest.raises(OSError, match="lost the index's storage"):
+        retrieve_month(broken, SETS, 2, str(out))
+    assert not (out / REPORT).exists()  # unfinished: no report claims these files

@@ -10,7 +10,9 @@ and 20 (:mod:`.recall`); the search runs at least 20 deep whatever ``k`` the fil
 
 Outputs, each written atomically: ``OUT/retrieved_<set>.jsonl`` (per question, in the CSV's
 order: the question, its answer columns, the top-``k`` passage ids and scores) and
-``OUT/retrieval.json`` last (recalls, counts, timings, the index used).
+``OUT/retrieval.json`` last (recalls, counts, timings, the index used). An earlier run's report
+(and files of sets not searched now) are removed first, so the folder holds one run's files
+with its report, or no report.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 from tw_jax.evaluate.retrieval.index import MonthIndex
 from tw_jax.evaluate.retrieval.recall import KS, first_hit, recall_at
 from tw_jax.io import paths
-from tw_jax.io.atomic import atomic_open, write_json
+from tw_jax.io.atomic import atomic_open, discard, write_json
 
 REPORT = "retrieval.json"
 UNCHANGED, NEW, EDITED = "unchanged", "new", "edited"
@@ -89,6 +91,12 @@ def write_retrieved(out: str, index: MonthIndex, searched: Sequence[Searched], k
 def retrieve_month(index: MonthIndex, sets: Mapping[str, Sequence[dict[str, str]]], k: int,
                    out: str, *, details: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Searches, scores and writes every set (see the module docstring); returns the report."""
+    # From here on OUT is not a finished retrieval: an earlier run's report must not stand
+    # beside this run's files if it stops, nor files of sets this run has not searched.
+    discard(paths.join(out, REPORT))
+    for name in SETS:
+        if name not in sets:
+            discard(paths.join(out, retrieved_file(name)))
     searched = search_sets(index, sets, max(k, *KS))
     results = score(index, searched)
     write_retrieved(out, index, searched, k)
