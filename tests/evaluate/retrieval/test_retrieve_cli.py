@@ -119,3 +119,12 @@ def test_dense_retrieval_runs_end_to_end_with_tiny_random_encoders(world_data, t
     assert (index_folder / "embeddings.npy").is_file()
     retrieved = _jsonl(out / "retrieved_new.jsonl")
     assert retrieved and all(len(r["passage_ids"]) == 5 for r in retrieved)
+
+    # the two folders swapped: one line naming them (before: a ValueError traceback)
+    assert main(["evolvingqa", "retrieve", "--data", str(world_data), "--month", "0809",
+                 "--retriever", "dpr", "--question-encoder", str(ctx), "--ctx-encoder",
+                 str(question), "--out", str(tmp_path / "swapped")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith(
+        f"tw-jax evolvingqa retrieve: error: --question-encoder {ctx} / --ctx-encoder {question}: ")
+    assert err.endswith("(two DPR encoder folders, question first)")

@@ -33,5 +33,11 @@ def retriever_from_args(args: argparse.Namespace, name: str | None = None) -> An
     if name == "dpr":
         if not (args.question_encoder and args.ctx_encoder):
             raise UsageError("--retriever dpr needs --question-encoder DIR and --ctx-encoder DIR")
-        return cls(question_encoder=args.question_encoder, ctx_encoder=args.ctx_encoder)
+        try:
+            return cls(question_encoder=args.question_encoder, ctx_encoder=args.ctx_encoder)
+        except (ValueError, KeyError, FileNotFoundError) as error:  # names the folder already
+            message = error.args[0] if isinstance(error, KeyError) and error.args else error
+            raise UsageError(f"--question-encoder {args.question_encoder} / --ctx-encoder "
+                             f"{args.ctx_encoder}: {message} (two DPR encoder folders, "
+                             "question first)") from None
     return cls()
