@@ -18,8 +18,10 @@ import argparse
 import contextlib
 import importlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
 from tw_jax.cli_parser import OneLineErrorParser
 
@@ -194,6 +196,39 @@ def _without_gin_trail(error: BaseException) -> str:
                      if not line.strip().startswith("In call to configurable"))
 
 
+# Commands a rerun continues: a signal outside the training loop (which saves a checkpoint on
+# its own) stops them cleanly, exit 0, like a signal inside it.
+_RESUMABLE = ("train", "lifelong")
+
+
+class _Stopped(BaseException):
+    """SIGTERM or SIGINT outside a training loop, raised where the process was."""
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+@contextlib.contextmanager
+def _stopping_on_signals(command: str) -> Iterator[None]:
+    """For the resumable commands, from their start: SIGTERM / SIGINT unwind the command
+    (locks released, nothing half-written: outputs are written atomically) instead of killing
+    it; the training loop's own handler (:mod:`tw_jax.train.preemption`) takes over inside."""
+    if command not in _RESUMABLE or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(number: int, _frame: object) -> None:
+        raise _Stopped(signal.Signals(number).name)
+
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from tw_jax.errors import DumpError, OutputError, UsageError
     from tw_jax.io.paths import StorageError
@@ -207,8 +242,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         _quiet_logs()
     try:
-        with _output_folders_claimed(args, _option_names(parser)):
+        with _stopping_on_signals(args.command), _output_folders_claimed(
+                args, _option_names(parser)):
             result = args.func(args)
+    except _Stopped as stopped:
+        print(f"tw-jax {args.command}: stopped by {stopped.signal_name}; what finished is kept "
+              "and nothing is half-written: run the same command again to go on",
+              file=sys.stderr)
+        return 0
     except (DumpError, OutputError, SpacyModelError, StorageError, UsageError) as error:
         if debug:
             raise

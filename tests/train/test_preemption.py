@@ -110,3 +110,27 @@ def test_sigterm_to_one_host_stops_both_at_the_same_step(tmp_path, train_data, c
     assert len(stopped) == 1 and 3 <= stopped[0] < LONG
     for stdout, _ in outputs:
         assert f"SIGTERM: stopped at step {stopped[0]} with a checkpoint" in stdout
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_during_set_up_stops_cleanly(number, tmp_path, train_data, compile_cache):
+    """Before the first step (tasks, model, compilation): exit 0 with one line, the MODEL_DIR's
+    lock released, no checkpoint (before: killed with 143 and no word, the lock left)."""
+    env = subprocess_env(train_data, compile_cache)
+    run = tmp_path / "run"
+    process = subprocess.Popen(_command(run, LONG), env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    lock = run / ".tw_jax.lock"
+    deadline = time.monotonic() + 300
+    while not lock.exists():  # the run holds its MODEL_DIR: set-up has begun
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "the run never took its MODEL_DIR"
+        time.sleep(0.01)
+    process.send_signal(number)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr[-3000:]
+    name = signal.Signals(number).name
+    assert f"tw-jax train: stopped by {name}; what finished is kept" in stderr
+    assert not lock.exists()
+    assert _logged_steps(run) == 0
+    assert not (run / "checkpoints").exists() or not _saved(run)
