@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tw_jax.cli_parser import OneLineErrorParser
 from tw_jax import lifelong_cli
+from tw_jax.cli_parser import OneLineErrorParser
 from tw_jax.evaluate.lifelong import (
     LifelongError,
     LifelongOptions,
