@@ -420,6 +420,17 @@ def saved_params(step_dir: str) -> Any:
     return _saved_shapes(paths.join(step_dir, "params"))
 
 
+def saved_meta(step_dir: str) -> dict[str, Any] | None:
+    """The JSON ``meta`` item of a checkpoint step (step, seed, the model's settings), read
+    alone; None when it is missing or unreadable."""
+    try:
+        meta = ocp.JsonCheckpointHandler().restore(paths.as_path(paths.join(step_dir, "meta")),
+                                                   args=ocp.args.JsonRestore())
+    except (OSError, ValueError):
+        return None
+    return dict(meta) if isinstance(meta, dict) else None
+
+
 def _saved_shapes(params_dir: str) -> Any:
     """The checkpoint's parameter tree: ``{name: ...: ArrayMetadata}``, read from its metadata."""
     metadata = ocp.StandardCheckpointHandler().metadata(paths.as_path(params_dir))

@@ -23,6 +23,7 @@ from flax import traverse_util
 
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
+from tw_jax.train.checkpoints import CHECKPOINTS, saved_meta
 
 _SHOWN = 6  # differing tensors named in the error (the count says how many in all)
 
@@ -64,26 +65,14 @@ def tensor_changes(saved: Any, requested: Any) -> list[str]:
     return changes
 
 
-def _recorded_model(step_dir: str) -> dict[str, Any] | None:
-    meta = paths.join(step_dir, "meta", "metadata")
-    if not paths.isfile(meta):
-        return None
-    try:
-        return json.loads(paths.read_text(meta)).get("model")
-    except (ValueError, AttributeError):
-        return None
-
-
 def check_resume(model_dir: str, step_dir: str, model_config: Any, abstract_params: Any,
                  saved_params: Any) -> None:
     """Raise :class:`ResumeMismatchError` when the model asked for does not fit the checkpoint
     ``step_dir`` (``saved_params``: its parameter tree, read from its metadata)."""
-    from tw_jax.train.checkpoints import CHECKPOINTS
-
     tensors = tensor_changes(saved_params, abstract_params)
     if not tensors:
         return
-    recorded = _recorded_model(step_dir)
+    recorded = (saved_meta(step_dir) or {}).get("model")
     settings = (setting_changes(recorded, model_record(model_config)) if recorded
                 else ["(the checkpoint records no model settings)"])
     shown = "; ".join(tensors[:_SHOWN]) + (f"; and {len(tensors) - _SHOWN} more"

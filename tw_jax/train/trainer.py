@@ -154,8 +154,9 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
         step_dir = checkpoints.step_dir(mngr, latest)
         check_resume(model_dir, step_dir, model_config, run.abstract_params,
                      checkpoints.saved_params(step_dir))
-    if jax.process_index() == 0:
-        record_config(model_dir, gin_config_text("config.gin", config), latest)
+    config_text = gin_config_text("config.gin", config)
+    if config_text.strip() and jax.process_index() == 0:  # as write_gin_config: none, no file
+        record_config(model_dir, config_text, latest)
     fresh: list[str] = []
     checkpoint_dir = paths.join(model_dir, checkpoints.CHECKPOINTS)
     with activate(run.mesh):
