@@ -23,7 +23,7 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 
-from tw_jax.cli_parser import OneLineErrorParser
+from tw_jax.cli_parser import OneLineErrorParser, without_gin_trail
 
 # (module, attribute) of each stage's add_parser, imported lazily so `tw-jax --help` stays fast
 # and a stage's heavy dependencies (TensorFlow, Beam, JAX) load only when that stage runs.
@@ -189,13 +189,6 @@ def _verbose_logs() -> None:
         logging.getLogger(name).setLevel(logging.INFO)
 
 
-def _without_gin_trail(error: BaseException) -> str:
-    """The error's own message: gin adds "In call to configurable ..." lines to what a
-    configurable (``tw_jax.evaluate.evaluate``, ``tw_jax.train.train``) raises."""
-    return "\n".join(line for line in str(error).splitlines()
-                     if not line.strip().startswith("In call to configurable"))
-
-
 # Commands a rerun continues: a signal outside the training loop (which saves a checkpoint on
 # its own) stops them cleanly, exit 0, like a signal inside it.
 _RESUMABLE = ("train", "lifelong")
@@ -253,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (DumpError, OutputError, SpacyModelError, StorageError, UsageError) as error:
         if debug:
             raise
-        print(f"tw-jax {args.command}: error: {_without_gin_trail(error)}", file=sys.stderr)
+        print(f"tw-jax {args.command}: error: {without_gin_trail(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(

@@ -81,3 +81,10 @@ def add_gin_flags(
 def gin_search_paths(args: argparse.Namespace) -> list[str]:
     """The folders of every ``--gin_search_paths`` (each may list several, comma-separated)."""
     return [path for item in args.gin_search_paths for path in item.split(",") if path]
+
+
+def without_gin_trail(error: BaseException) -> str:
+    """The error's own message: gin adds "In call to configurable ..." lines to what a
+    configurable (``tw_jax.evaluate.evaluate``, ``tw_jax.train.train``) raises."""
+    return "\n".join(line for line in str(error).splitlines()
+                     if not line.strip().startswith("In call to configurable"))

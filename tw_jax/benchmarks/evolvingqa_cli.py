@@ -315,7 +315,9 @@ def _absolute(path: str | None) -> str | None:
 
 
 def _explicit(bindings: list[str], macro: str) -> bool:
-    return any(b.split("=", 1)[0].strip() == macro for b in bindings)
+    from tw_jax.train.gin_setup import binding_key
+
+    return any(binding_key(b) == macro for b in bindings)
 
 
 def _training_data(args: argparse.Namespace) -> tuple[str, int]:

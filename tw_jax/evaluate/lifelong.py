@@ -217,7 +217,7 @@ EPOCHS_MACRO = "TRAIN_EPOCHS"
 
 
 def _binds_epochs(binding: str) -> bool:
-    return binding.split("=", 1)[0].strip() == EPOCHS_MACRO
+    return gin_setup.binding_key(binding) == EPOCHS_MACRO
 
 
 def update_epochs() -> float | None:

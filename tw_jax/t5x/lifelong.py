@@ -95,7 +95,7 @@ def _binding(name: str, value: Any) -> str:
 
 
 def _runner_sets(binding: str) -> bool:
-    return binding.split("=", 1)[0].strip() in _RUNNER_MACROS
+    return gin_setup.binding_key(binding) in _RUNNER_MACROS
 
 
 def release_accelerators() -> None:

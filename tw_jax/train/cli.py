@@ -21,7 +21,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
-from tw_jax.cli_parser import add_gin_flags, gin_search_paths
+from tw_jax.cli_parser import add_gin_flags, gin_search_paths, without_gin_trail
 
 
 def add_gin_command(
@@ -131,8 +131,7 @@ def _compile(args: argparse.Namespace) -> int:
             max_new_tokens=args.max_new_tokens,
         )
     except aot.CompileError as error:
-        # gin appends "In call to configurable ..." on a line of its own.
-        print(f"tw-jax compile: error: {str(error).splitlines()[0]}", file=sys.stderr)
+        print(f"tw-jax compile: error: {without_gin_trail(error)}", file=sys.stderr)
         return 2
     print("\n".join(aot.summary_lines(report)))
     print(json.dumps(report, sort_keys=True))

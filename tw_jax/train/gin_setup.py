@@ -127,6 +127,11 @@ def resolve_gin_file(name: str, extra: Sequence[str] = ()) -> Path:
     )
 
 
+def binding_key(binding: str) -> str:
+    """What a ``KEY=VALUE`` binding binds (``TRAIN_STEPS``, ``tw_jax.train.train.seed``)."""
+    return binding.split("=", 1)[0].strip()
+
+
 def binding_text(binding: str) -> str:
     """``KEY=VALUE``; a VALUE that is not a gin literal (an unquoted path) is taken as a string."""
     if "=" not in binding:
@@ -233,7 +238,7 @@ def used_macros() -> set[str]:
 
 
 def _check_macro_bindings(bindings: Sequence[str]) -> None:
-    keys = [b.split("=", 1)[0].strip() for b in bindings]
+    keys = [binding_key(b) for b in bindings]
     macros = [k for k in keys if k and "." not in k and "/" not in k]
     if not macros:
         return
