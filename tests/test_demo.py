@@ -84,8 +84,8 @@ def test_each_update_is_one_pass_over_its_own_data(tmp_path):
     from tw_jax import demo_training
     from tw_jax.demo import DEMO_WORLD
     from tw_jax.demo_training import DemoTraining, _budget
+    from tw_jax.runtime import gin_setup
     from tw_jax.sample_world.build import build_sample_world
-    from tw_jax.train import gin_setup
 
     settings = DemoTraining()
     assert (settings.update_epochs, settings.update_steps) == (1.0, None)

@@ -35,6 +35,14 @@ def test_the_layout_is_the_installed_package(tmp_path):
         # the ground floor reaching up into a stage, even inside a function
         ("tw_jax/io/paths.py", "def f():\n    from tw_jax.tasks import twiki",
          "- tw_jax.io.paths -> tw_jax.tasks.twiki"),
+        # evaluation reaching into training: they share the runtime below both, never each other
+        ("tw_jax/evaluate/runs.py", "def h():\n    from tw_jax.train import trainer",
+         "- tw_jax.evaluate.runs -> tw_jax.train.trainer"),
+        ("tw_jax/train/trainer.py", "from tw_jax.evaluate import results",
+         "- tw_jax.train.trainer -> tw_jax.evaluate.results"),
+        # the runtime reaching up into the lifelong runner
+        ("tw_jax/runtime/checkpoints.py", "import tw_jax.lifelong.runner",
+         "- tw_jax.runtime.checkpoints -> tw_jax.lifelong.runner"),
         # models' shared pieces importing the package that imports them back
         ("tw_jax/models/variants.py", "def g():\n    from tw_jax.models import abstract_variables",
          "tw_jax.models.variants is not allowed to import tw_jax.models.families"),

@@ -171,7 +171,7 @@ def load_setup(args: argparse.Namespace, platform_name: str) -> BenchSetup:
 
     from tw_jax.models import model_for
     from tw_jax.models.base import EncoderDecoderModel
-    from tw_jax.train import gin_setup
+    from tw_jax.runtime import gin_setup
 
     files = ["base.gin", f"models/{args.model}.gin", f"methods/{args.method}.gin"]
     run_file = run_file_for(args.run, platform_name)

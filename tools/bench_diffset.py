@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 from xml.sax.saxutils import unescape
 
+from bench_pair import write_bench_pair
+
 from tw_jax.preprocess.diffset.local import build_diffset
 from tw_jax.preprocess.multistream import repack_multistream
 from tw_jax.preprocess.plaintext_audit import (
@@ -44,7 +46,6 @@ from tw_jax.preprocess.plaintext_audit import (
     per_thousand_words,
 )
 from tw_jax.preprocess.sentences import split_sentences
-from tw_jax.sample_world.bench_pair import write_bench_pair
 
 REAL_DUMP = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 

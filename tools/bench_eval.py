@@ -156,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     from tw_jax.models import model_for
     from tw_jax.models.sharding import activate
     from tw_jax.preprocess.probes.probe_csv import read_probe_rows
-    from tw_jax.train.state import build_run_model
+    from tw_jax.runtime.run_model import build_run_model
 
     setup = bench_common.load_setup(args, jax.default_backend())
     config = setup.config

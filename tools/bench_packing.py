@@ -5,7 +5,7 @@
         --task twiki_diffset_0809_ssm --steps 20
 
 The same train step the trainer runs (:func:`tw_jax.train.trainer.build_train_step`) on the
-task's batches (:func:`tw_jax.train.data.batches`) with ``pack`` off, then on: a packed row
+task's batches (:func:`tw_jax.runtime.task_data.batches`) with ``pack`` off, then on: a packed row
 holds as many examples as fit (seqio's packing, segment ids and positions), so a step of the same
 shape carries more real tokens. Real tokens are the unmasked encoder and decoder positions
 (``encoder_mask`` + ``decoder_mask``); examples are rows unpacked, segments packed. After
@@ -41,8 +41,8 @@ def measure(config: Any, task: str, pack: bool, steps: int, warmup: int) -> dict
     import jax.numpy as jnp
 
     from tw_jax.models.sharding import activate, global_batch
-    from tw_jax.train import data
-    from tw_jax.train.state import build_run_model
+    from tw_jax.runtime import task_data
+    from tw_jax.runtime.run_model import build_run_model
     from tw_jax.train.trainer import build_train_step
 
     run = build_run_model(config.model_config, config.mesh_shape)
@@ -50,7 +50,7 @@ def measure(config: Any, task: str, pack: bool, steps: int, warmup: int) -> dict
         run, config.model_config, optimizer_fn=config.optimizer_fn,
         schedule_fn=config.schedule_fn, train_steps=max(steps + warmup, 4),
         accumulate_steps=1, seed=config.seed, pack=pack)
-    stream = data.batches(task, config.task_feature_lengths, config.batch_size, run.model,
+    stream = task_data.batches(task, config.task_feature_lengths, config.batch_size, run.model,
                           seed=config.seed, pack=pack)
     real = examples = 0
     with activate(run.mesh):
@@ -79,12 +79,12 @@ def measure(config: Any, task: str, pack: bool, steps: int, warmup: int) -> dict
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    from tw_jax.train import gin_setup
-    from tw_jax.train.data import task_name
-    from tw_jax.train.trainer import ensure_tasks
+    from tw_jax.runtime import gin_setup
+    from tw_jax.runtime.task_data import ensure_tasks, task_name
+    from tw_jax.train.gin_config import train_config
 
     gin_setup.parse(args.gin_file, [*args.gin, "MODEL_DIR='unused'", "TRAIN_STEPS=1"])
-    config = gin_setup.train_config()
+    config = train_config()
     task = task_name(args.task or config.mixture_or_task_name, config.model_config)
     ensure_tasks(task)
     rows = [measure(config, task, pack, args.steps, args.warmup) for pack in (False, True)]

@@ -103,8 +103,8 @@ def _run(
 
     from tw_jax.models import count_params
     from tw_jax.models.sharding import activate
+    from tw_jax.runtime.run_model import build_run_model
     from tw_jax.train.flops import peak_flops_per_device
-    from tw_jax.train.state import build_run_model
     from tw_jax.train.trainer import build_train_step
 
     config = setup.config

@@ -14,7 +14,8 @@ import argparse
 import sys
 import time
 
-from tw_jax.sample_world.bench_pair import write_bench_pair
+from bench_pair import write_bench_pair
+
 from tw_jax.sample_world.build import DEFAULT_ENTITIES, build_sample_world
 from tw_jax.sample_world.cli import summary
 

@@ -51,7 +51,7 @@ def _common(model: str) -> list[str]:
 
 def model_config(model: str):
     """The model the gin files of ``model`` build (both trainers read the same files)."""
-    from tw_jax.train import gin_setup
+    from tw_jax.runtime import gin_setup
 
     experiment, _, model_file, _, config = MODELS[model]
     gin_setup.parse([experiment, model_file, "runs/cpu_smoke.gin"],
@@ -67,7 +67,7 @@ def write_start(model: str, model_dir: Path, seed: int = 0) -> str:
 
     from tw_jax.models import model_for
     from tw_jax.models.variants import is_new_parameter, path_names
-    from tw_jax.train.checkpoints import save_params
+    from tw_jax.runtime.checkpoints import save_params
 
     tw_model = model_for(model_config(model))
     boxed = tw_model.module.init(jax.random.key(seed), *tw_model.dummy_inputs(2, 8))

@@ -83,7 +83,8 @@ def rows_wanted(models: Iterable[str], methods: Iterable[str],
 
 
 def compile_row(model: str, method: str, topology: str, effort: str = "fast") -> dict[str, Any]:
-    from tw_jax.train import aot, gin_setup
+    from tw_jax.runtime import gin_setup
+    from tw_jax.train import aot
 
     gin_setup.parse(gin_files(model, method), (), (), gin_setup.MACROS_COMPILE)
     report = aot.compile_for_topology(topology=topology, effort=effort)

@@ -84,10 +84,10 @@ def train_and_report(data_dir: str | Path, out_dir: str | Path,
                      settings: DemoTraining = DemoTraining()) -> dict[str, Any]:
     """INITIAL, then every method over ``settings.months``; results in ``OUT/runs``, the report
     in ``OUT/report``. Returns what was done, with the report's paths and the first table."""
-    from tw_jax.evaluate.lifelong import LifelongOptions, run_lifelong
     from tw_jax.evaluate.report import ResultIndex, probe_table
     from tw_jax.evaluate.report_cli import build_report
     from tw_jax.evaluate.results import read_results
+    from tw_jax.lifelong.runner import LifelongOptions, run_lifelong
 
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     runs = out_dir / "runs"

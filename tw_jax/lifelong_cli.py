@@ -9,7 +9,7 @@ MODEL_DIR, MIXTURE_OR_TASK_NAME, INITIAL_CHECKPOINT_PATH and DATA_DIR for each m
 Writes ``OUT_DIR/results.jsonl`` (read it with ``tw-jax report OUT_DIR``), checkpoints under
 ``OUT_DIR/checkpoints/<method>/<MMMM>/`` and progress under ``OUT_DIR/state/``; a rerun skips
 finished months. ``--data``, ``--out`` and ``--initial-checkpoint`` may be local or in a bucket
-(``gs://``); they are resolved and checked here, once. See :mod:`tw_jax.evaluate.lifelong` for
+(``gs://``); they are resolved and checked here, once. See :mod:`tw_jax.lifelong.runner` for
 the schedule and INITIAL. ``--trainer t5x`` trains every update with the real ``python -m
 t5x.train`` (:mod:`tw_jax.t5x.lifelong`; ``bash tools/setup.sh t5x`` installs it), months chained
 on T5X's checkpoints, scored by tw_jax's evaluators as with ``tw-jax train``.
@@ -92,8 +92,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tw_jax.evaluate.lifelong import LifelongError, LifelongOptions, run_lifelong
-    from tw_jax.train import checkpoints, gin_setup
+    from tw_jax.lifelong.runner import LifelongError, LifelongOptions, run_lifelong
+    from tw_jax.runtime import checkpoints, gin_setup
     from tw_jax.train import trainer as training
     from tw_jax.train.preemption import TrainingPreempted
     from tw_jax.train.resume_check import ResumeMismatchError
@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _trainer(args: argparse.Namespace) -> Any:
     """The trainer ``--trainer`` names; None (after one line on stderr) when T5X is missing."""
-    from tw_jax.evaluate.updates import TwJaxTrainer
+    from tw_jax.lifelong.updates import TwJaxTrainer
 
     if args.trainer != "t5x":
         if args.t5x_binding:
@@ -160,8 +160,8 @@ def _trainer(args: argparse.Namespace) -> Any:
         print("tw-jax lifelong: error: --trainer t5x needs T5X installed (bash tools/setup.sh "
               "t5x; docs/t5x.md)", file=sys.stderr)
         return None
+    from tw_jax.runtime.gin_setup import GinConfigError
     from tw_jax.t5x.lifelong import T5XTrainer, t5x_gin_files
-    from tw_jax.train.gin_setup import GinConfigError
 
     try:  # the method has a T5X gin file: known before INITIAL trains
         t5x_gin_files(args.gin_file, gin_search_paths(args))

@@ -1,6 +1,6 @@
 """CKL's phases as a data folder the lifelong runner reads (``tw-jax ckl phases``).
 
-The runner (:mod:`tw_jax.evaluate.lifelong`) trains month pair after month pair from
+The runner (:mod:`tw_jax.lifelong.runner`) trains month pair after month pair from
 ``DATA/<MMMM>/ssm`` and scores each checkpoint on ``DATA/<MMMM>/probes``. CKL's phases (CKL §5.2:
 Small-P1 → Small-P2, each continued from the previous one, D_0 being T5's own pretraining) become
 pseudo month pairs ``0001, 0102, …`` (phase ``i`` is ``{i-1:02d}{i:02d}``), so

@@ -283,13 +283,13 @@ def phases(setup) -> Path:
 
 
 def test_the_phases_folder_is_what_the_runner_reads(phases):
-    from tw_jax.evaluate.lifelong import check_months, training_task
     from tw_jax.evaluate.month_eval import read_probes
     from tw_jax.evaluate.perplexity import probe_examples
+    from tw_jax.lifelong.runner import check_months, training_task
     from tw_jax.models import T5Config
     from tw_jax.preprocess.probes.probe_csv import masked_cloze
+    from tw_jax.runtime import task_data
     from tw_jax.tasks import register_all
-    from tw_jax.train import data
 
     manifest = json.loads((phases / "ckl_phases.json").read_text())
     assert [p["pair"] for p in manifest["phases"]] == check_months(["0001", "0102"])
@@ -300,9 +300,9 @@ def test_the_phases_folder_is_what_the_runner_reads(phases):
     for month in ("0001", "0102"):
         assert training_task("vanilla", month).format(objective="ssm") in names
         assert {f"twiki_probes_{month}_{c}_ssm_cloze" for c in ("unchanged", "new")} <= set(names)
-    news = list(data.task_dataset("twiki_diffset_0102_ssm", {"inputs": 32, "targets": 16},
+    news = list(task_data.task_dataset("twiki_diffset_0102_ssm", {"inputs": 32, "targets": 16},
                                   shuffle=False, num_epochs=1).as_numpy_iterator())
-    vocabulary = data.vocabulary("twiki_diffset_0102_ssm")
+    vocabulary = task_data.vocabulary("twiki_diffset_0102_ssm")
     assert [vocabulary.decode(e["targets"].tolist()) for e in news] == [NEWS[1][1]]
 
     new = read_probes(str(phases), "0102", "new")

@@ -136,7 +136,7 @@ def test_qa_fine_tuning_then_evaluation_end_to_end(tmp_path, t5_vocab, capsys):
 def test_the_paper_settings_are_in_the_gin_files():
     import gin
 
-    from tw_jax.train import gin_setup
+    from tw_jax.runtime import gin_setup
 
     gin_setup.parse(["evolvingqa_qa.gin"], ["MODEL_DIR='/tmp/x'"])
     assert [gin.query_parameter(f"%{m}") for m in (

@@ -11,7 +11,7 @@ import pytest
 
 from tw_jax import lifelong_cli
 from tw_jax.cli_parser import OneLineErrorParser
-from tw_jax.evaluate.lifelong import (
+from tw_jax.lifelong.runner import (
     LifelongError,
     LifelongOptions,
     check_months,
@@ -79,10 +79,11 @@ def _probe_counts(data: Path, month: str) -> dict[str, int]:
 
 def _trained_by(model_dir: Path):
     """The run that a MODEL_DIR's config.gin describes (it must say what trained it)."""
-    from tw_jax.train import gin_setup
+    from tw_jax.runtime import gin_setup
+    from tw_jax.train.gin_config import train_config
 
     gin_setup.parse([str(model_dir / "config.gin")])
-    return gin_setup.train_config()
+    return train_config()
 
 
 def _lines(path: Path) -> list[dict]:
@@ -164,9 +165,9 @@ def test_scores_are_those_of_the_month_checkpoint(first_run):
     from tw_jax.evaluate.perplexity import mean_perplexity, probe_perplexities
     from tw_jax.evaluate.runs import load_params
     from tw_jax.models.sharding import activate
+    from tw_jax.runtime import gin_setup
+    from tw_jax.runtime.run_model import build_run_model
     from tw_jax.tasks import LazyVocabulary
-    from tw_jax.train import gin_setup
-    from tw_jax.train.state import build_run_model
 
     data, out = first_run["data"], first_run["out"]
     gin_setup.parse(["diff.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"],
@@ -256,12 +257,12 @@ def test_train_epochs_sizes_each_update_by_its_own_data(first_run, tmp_path, cap
     sets TRAIN_EPOCHS = 1 itself; diff.gin (the first run) keeps TRAIN_STEPS."""
     import math
 
-    from tw_jax.evaluate.lifelong import update_steps
-    from tw_jax.train import data as train_data
+    from tw_jax.lifelong.runner import update_steps
+    from tw_jax.runtime import task_data
 
     data, out = first_run["data"], tmp_path / "epochs"
     lengths = {"targets": 32}  # runs/cpu_smoke.gin
-    blocks = {m: sum(1 for _ in train_data.task_dataset(
+    blocks = {m: sum(1 for _ in task_data.task_dataset(
         f"twiki_diffset_{m}_lm", lengths, shuffle=False, num_epochs=1)) for m in MONTHS}
     assert all(n > 4 for n in blocks.values())
     n = blocks["0809"]
@@ -342,8 +343,8 @@ def test_more_metric_groups_score_only_what_is_new(first_run, tmp_path):
 def test_an_interrupted_run_resumes_where_it_stopped(first_run, tmp_path, monkeypatch):
     """A run that dies while scoring the first update, rerun: INITIAL and that update are not
     trained again, and the results equal those of the run that was never interrupted."""
-    from tw_jax.evaluate import lifelong
     from tw_jax.evaluate.results import read_results
+    from tw_jax.lifelong import runner as lifelong
 
     data, out = first_run["data"], tmp_path / "out"
     options = LifelongOptions(
@@ -392,9 +393,9 @@ def test_open_book_reads_initial_with_each_months_contexts(first_run, tmp_path, 
     from tw_jax.evaluate.runs import load_params
     from tw_jax.models.sharding import activate
     from tw_jax.preprocess.probes.probe_csv import read_probe_csv
+    from tw_jax.runtime import gin_setup
+    from tw_jax.runtime.run_model import build_run_model
     from tw_jax.tasks import LazyVocabulary
-    from tw_jax.train import gin_setup
-    from tw_jax.train.state import build_run_model
 
     data, out = first_run["data"], tmp_path / "bm25"
     given = first_run["out"] / "checkpoints" / "initial" / "08"

@@ -35,7 +35,7 @@ def local_setup(tmp_path_factory) -> dict:
     from tw_jax.demo import run_demo
     from tw_jax.models import GPT2
     from tw_jax.models.hf_io import save_gpt2
-    from tw_jax.train import gin_setup
+    from tw_jax.runtime import gin_setup
 
     root = tmp_path_factory.mktemp("lifelong_gcs")
     data = run_demo(root / "demo")["data"]

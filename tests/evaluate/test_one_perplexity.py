@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from tw_jax.cli import main
-from tw_jax.evaluate.lifelong import LifelongOptions, run_lifelong
 from tw_jax.evaluate.month_eval import read_probes
 from tw_jax.evaluate.perplexity import probe_examples
+from tw_jax.lifelong.runner import LifelongOptions, run_lifelong
 from tw_jax.models import GPT2Config, T5Config
 from tw_jax.tasks import LazyVocabulary
 

@@ -8,7 +8,9 @@ import pytest
 import seqio
 
 from tw_jax.cli import main
-from tw_jax.train import gin_setup, trainer
+from tw_jax.runtime import gin_setup
+from tw_jax.train import trainer
+from tw_jax.train.gin_config import train_config
 
 T5_FILES = ["diff.gin", "models/t5_tiny.gin", "runs/cpu_smoke.gin"]
 
@@ -33,7 +35,7 @@ def _cli_bindings(bindings, model_dir):
 def test_eval_and_infer_a_trained_checkpoint(tmp_path, data_bindings, capsys):
     model_dir = tmp_path / "run"
     gin_setup.parse(T5_FILES, [*data_bindings, f"MODEL_DIR='{model_dir}'", "TRAIN_STEPS=3"])
-    trainer.train(gin_setup.train_config())
+    trainer.train(train_config())
     files = [f"--gin_file={name}" for name in T5_FILES]
 
     assert main(["eval", *files, *_cli_bindings(data_bindings[:3], model_dir)]) == 0
@@ -80,13 +82,13 @@ def test_a_run_loads_at_any_step(tmp_path, data_bindings):
     import numpy as np
 
     from tw_jax.evaluate.runs import ModelSource, loaded_run
-    from tw_jax.train import checkpoints
+    from tw_jax.runtime import checkpoints
 
     files = ["diff.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"]
     model_dir = tmp_path / "steps"
     bindings = [*data_bindings, "TRAIN_STEPS=4", "CHECKPOINT_PERIOD=2", "KEEP_CHECKPOINTS=None"]
     gin_setup.parse(files, [*bindings, f"MODEL_DIR='{model_dir}'"])
-    trained = trainer.train(gin_setup.train_config())
+    trained = trainer.train(train_config())
 
     def leaves(params):
         return [np.asarray(x) for x in jax.tree.leaves(params)]
@@ -140,8 +142,8 @@ def test_a_task_whose_split_is_empty_is_one_line(tmp_path, data_bindings, capsys
     import tensorflow as tf
 
     from tw_jax.models import model_for
+    from tw_jax.runtime.checkpoints import save_params
     from tw_jax.tasks import metrics
-    from tw_jax.train.checkpoints import save_params
 
     gin_setup.parse(T5_FILES, data_bindings)
     model = model_for(gin_setup.model_config())

@@ -1,14 +1,16 @@
 """Damaged checkpoints are never restored as good: every finished step carries the checksums of
 its files; a resume, a starting point or an evaluation skips a damaged step for the newest
-intact one, naming it, and stops with one line when none is left (tw_jax.train.integrity)."""
+intact one, naming it, and stops with one line when none is left (tw_jax.runtime.integrity)."""
 
 import json
 import logging
 
 import pytest
 
-from tw_jax.train import checkpoints, gin_setup, trainer
-from tw_jax.train.integrity import MANIFEST, check_step
+from tw_jax.runtime import checkpoints, gin_setup
+from tw_jax.runtime.integrity import MANIFEST, check_step
+from tw_jax.train import trainer
+from tw_jax.train.gin_config import train_config
 
 FILES = ["diff.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"]
 
@@ -16,7 +18,7 @@ FILES = ["diff.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"]
 def _config(data_bindings, model_dir, steps):
     gin_setup.parse(FILES, [*data_bindings, "SCHEDULE='constant'", "CHECKPOINT_PERIOD=2",
                             "KEEP_CHECKPOINTS=None"])
-    return gin_setup.train_config().replace(model_dir=str(model_dir), train_steps=steps)
+    return train_config().replace(model_dir=str(model_dir), train_steps=steps)
 
 
 def _largest_file(folder):

@@ -23,9 +23,11 @@ from tw_jax.errors import OutputError
 from tw_jax.preprocess.probes.categorise import CATEGORIES
 from tw_jax.preprocess.probes.outputs import write_probes_folder
 from tw_jax.preprocess.probes.records import Probe
+from tw_jax.runtime import checkpoints, gin_setup
+from tw_jax.runtime.integrity import MANIFEST
 from tw_jax.sample_world.build import wikidata_dump, wikipedia_dump
-from tw_jax.train import checkpoints, gin_setup, trainer
-from tw_jax.train.integrity import MANIFEST
+from tw_jax.train import trainer
+from tw_jax.train.gin_config import train_config
 
 # Runs argv[2:] with a file-size limit of argv[1] bytes; SIGXFSZ would kill it, so it is ignored
 # (both survive exec).
@@ -173,7 +175,7 @@ def _train_args(model_dir: Path, steps: int, *extra: str) -> list[str]:
 def _in_process(data_bindings: list[str], model_dir: Path, steps: int, period: int):
     gin_setup.parse(TRAIN_FILES, [*data_bindings, "SCHEDULE='constant'",
                                   f"CHECKPOINT_PERIOD={period}"])
-    return trainer.train(gin_setup.train_config().replace(model_dir=str(model_dir),
+    return trainer.train(train_config().replace(model_dir=str(model_dir),
                                                           train_steps=steps))
 
 

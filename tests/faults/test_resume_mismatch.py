@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tw_jax.train import gin_setup, trainer
+from tw_jax.runtime import gin_setup
+from tw_jax.train import trainer
+from tw_jax.train.gin_config import train_config
 from tw_jax.train.resume_check import (
     ResumeMismatchError,
     model_record,
@@ -56,12 +58,12 @@ def test_a_resume_with_another_model_changes_nothing_and_says_what_differs(tmp_p
                                                                           data_bindings):
     model_dir = tmp_path / "run"
     _parse(model_dir, data_bindings, "TRAIN_STEPS=2")
-    trainer.train(gin_setup.train_config())
+    trainer.train(train_config())
     before = _files(model_dir)
 
     _parse(model_dir, data_bindings, "TRAIN_STEPS=4", "tw_jax.models.GPT2Config.n_layer=4")
     with pytest.raises(ResumeMismatchError) as caught:
-        trainer.train(gin_setup.train_config())
+        trainer.train(train_config())
     message = str(caught.value)
     assert "\n" not in message
     assert message.startswith(f"{model_dir}: its checkpoints (")
@@ -85,16 +87,16 @@ def test_a_resume_with_more_steps_goes_on_and_keeps_the_earlier_config(tmp_path,
                                                                         data_bindings):
     model_dir = tmp_path / "run"
     _parse(model_dir, data_bindings, "TRAIN_STEPS=2")
-    trainer.train(gin_setup.train_config())
+    trainer.train(train_config())
     first = (model_dir / "config.gin").read_text()
 
     _parse(model_dir, data_bindings, "TRAIN_STEPS=4", "LEARNING_RATE=3e-4")
-    summary = trainer.train(gin_setup.train_config())
+    summary = trainer.train(train_config())
     assert (summary.start_step, summary.step) == (2, 4)
     assert (model_dir / "config.until_step_2.gin").read_text() == first
     assert "TRAIN_STEPS = 4" in (model_dir / "config.gin").read_text()
 
     _parse(model_dir, data_bindings, "TRAIN_STEPS=4", "LEARNING_RATE=3e-4")
-    trainer.train(gin_setup.train_config())  # finished, same config: nothing more kept
+    trainer.train(train_config())  # finished, same config: nothing more kept
     assert sorted(p.name for p in model_dir.glob("config*.gin")) == [
         "config.gin", "config.until_step_2.gin"]

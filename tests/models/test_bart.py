@@ -65,7 +65,7 @@ def test_bart_large_has_the_406m_parameters_ecbd_reports():
     """ECBD Table 3: "Type: seq-to-seq BART Large Size: 406M"."""
     import gin
 
-    from tw_jax.train import gin_setup
+    from tw_jax.runtime import gin_setup
 
     gin_setup.parse(["models/bart_large.gin"], [], [])
     try:

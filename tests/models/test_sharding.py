@@ -34,7 +34,7 @@ def test_shardings_follow_the_rules_table(tiny_config):
 def test_gin_replaces_the_rules_table(tiny_config):
     import gin
 
-    from tw_jax.train import gin_setup
+    from tw_jax.runtime import gin_setup
 
     gin_setup.register_configurables()
     mesh = make_mesh((-1, 1, 1))

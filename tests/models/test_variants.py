@@ -189,7 +189,7 @@ def test_shipped_kadapter_taps(model_file, taps):
     the 1st and 11th block: 0-based 0 and 10); T5 (CKL, EvolvingQA) the 2nd and the last layer."""
     import gin
 
-    from tw_jax.train import gin_setup
+    from tw_jax.runtime import gin_setup
 
     try:
         gin_setup.parse(["kadapter.gin", model_file, "runs/cpu_smoke.gin"], ["MODEL_DIR='m'"])

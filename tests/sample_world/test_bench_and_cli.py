@@ -1,10 +1,12 @@
-"""The benchmark pair generator, the ``sample-world`` subcommand and the tools script."""
+"""The benchmark pair generator (``tools/bench_pair.py``), the ``sample-world`` subcommand and the
+tools script."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import statistics
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,9 @@ from sw_helpers import xml_pages
 from sw_plain import to_paragraphs
 
 from tw_jax.sample_world import cli
-from tw_jax.sample_world.bench_pair import write_bench_pair
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+from bench_pair import write_bench_pair  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from flax import traverse_util
 
 from tw_jax.cli import main
 from tw_jax.models import GPT2Config, LoRAConfig, T5Config, model_for
+from tw_jax.runtime import checkpoints
 from tw_jax.t5x.checkpoints import (
     T5XCheckpointError,
     from_t5x,
@@ -21,7 +22,6 @@ from tw_jax.t5x.checkpoints import (
     t5x_step,
     to_t5x,
 )
-from tw_jax.train import checkpoints
 
 GPT2 = GPT2Config(vocab_size=64, n_positions=32, n_embd=16, n_layer=2, n_head=2,
                   lora=LoRAConfig())

@@ -15,9 +15,10 @@ import pytest
 from tw_jax import lifelong_cli
 from tw_jax.cli_parser import OneLineErrorParser
 from tw_jax.evaluate.groups import TRAINS_ON
-from tw_jax.evaluate.updates import TwJaxTrainer
+from tw_jax.lifelong.updates import TwJaxTrainer
+from tw_jax.runtime import gin_setup
 from tw_jax.t5x.lifelong import T5XTrainer, T5XTrainingError, t5x_gin_files
-from tw_jax.train import gin_setup
+from tw_jax.train.gin_config import train_config
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 2
@@ -46,7 +47,7 @@ def _write(path: Path, text: str) -> Path:
 
 def test_the_runner_decides_task_steps_start_and_data_after_the_users_bindings(tmp_path):
     gin_setup.parse(["lora.gin", "models/gpt2_tiny.gin"], ["TRAIN_STEPS=7"])
-    run = gin_setup.train_config()
+    run = train_config()
     trainer = T5XTrainer(gin_bindings=["BATCH_SIZE=3", "TRAIN_EPOCHS=1", "MODEL_DIR=/x"])
     command = trainer.command(run, ["lora.gin", "models/gpt2_tiny.gin"], "/out/t5x",
                               "twiki_diffset_0910_{objective}", "/start/checkpoint_2", "/data")
@@ -66,7 +67,7 @@ def test_a_failed_t5x_run_is_an_error_with_its_log(tmp_path):
                                        "exit 3\n")
     fake.chmod(0o755)
     gin_setup.parse(["lora.gin", "models/gpt2_tiny.gin"], ["TRAIN_STEPS=2"])
-    run = gin_setup.train_config()
+    run = train_config()
     with pytest.raises(T5XTrainingError, match=r"(?s)exited with 3 .*boom: bad gin"):
         T5XTrainer(python=str(fake)).train(run, ["lora.gin"], str(tmp_path / "run"),
                                            "twiki_diffset_0809_lm", None, "/data")
@@ -114,7 +115,7 @@ def _initial(folder: Path) -> Path:
     import jax
 
     from tw_jax.models import model_for
-    from tw_jax.train.checkpoints import save_params
+    from tw_jax.runtime.checkpoints import save_params
 
     gin_setup.parse(["initial.gin", "models/gpt2_tiny.gin"])
     model = model_for(gin_setup.model_config())
@@ -124,7 +125,7 @@ def _initial(folder: Path) -> Path:
 
 
 def test_lifelong_with_t5x_chains_the_months_on_t5xs_checkpoints(tmp_path, t5x_env):
-    from tw_jax.train.checkpoints import read_params
+    from tw_jax.runtime.checkpoints import read_params
 
     initial = _initial(tmp_path / "initial")
     out = tmp_path / "out"
@@ -175,7 +176,7 @@ def test_lifelong_with_t5x_chains_the_months_on_t5xs_checkpoints(tmp_path, t5x_e
 
 
 def test_another_trainer_does_not_continue_a_t5x_chain(tmp_path):
-    from tw_jax.evaluate.lifelong import LifelongError, _check_trainer
+    from tw_jax.lifelong.runner import LifelongError, _check_trainer
 
     _check_trainer("s.json", {"trainer": "t5x"}, T5XTrainer())
     with pytest.raises(LifelongError, match="trained by t5x, and this run trains with tw_jax"):

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import t5x_parity  # noqa: E402
 from train_helpers import subprocess_env  # noqa: E402
 
-from tw_jax.train.checkpoints import read_params  # noqa: E402
+from tw_jax.runtime.checkpoints import read_params  # noqa: E402
 
 
 @pytest.fixture()
@@ -209,9 +209,9 @@ def test_recadam_under_t5x_pulls_towards_the_restored_weights(tmp_path, env):
     import jax
 
     from tw_jax.models import model_for
+    from tw_jax.runtime import gin_setup
+    from tw_jax.runtime.checkpoints import save_params
     from tw_jax.t5x.checkpoints import to_t5x
-    from tw_jax.train import gin_setup
-    from tw_jax.train.checkpoints import save_params
 
     gin_setup.parse(["initial.gin", "models/gpt2_tiny.gin"])
     plain = model_for(gin_setup.model_config())

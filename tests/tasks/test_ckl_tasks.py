@@ -13,8 +13,8 @@ import seqio
 from tw_jax.errors import DumpError
 from tw_jax.preprocess.ckl.release_files import corpus_files, count_ssm_examples, find_files
 from tw_jax.preprocess.published import UnsafeArchiveError
+from tw_jax.runtime import task_data
 from tw_jax.tasks.ckl import eval_lengths, probe_tasks, register_ckl
-from tw_jax.train import data
 
 LONG = ("In the long and winding history of the small river town that everybody in the "
         "valley knows, the first mayor was born in <extra_id_0> .")
@@ -78,7 +78,7 @@ def release(tmp_path_factory) -> dict:
 
 
 def _examples(task: str, lengths: dict | None = None, split: str = "test") -> list[dict]:
-    dataset = data.task_dataset(task, lengths or eval_lengths(task), split=split, shuffle=False,
+    dataset = task_data.task_dataset(task, lengths or eval_lengths(task), split=split, shuffle=False,
                                 num_epochs=1)
     return list(dataset.as_numpy_iterator())
 

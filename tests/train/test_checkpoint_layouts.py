@@ -14,8 +14,8 @@ import numpy as np
 from train_helpers import subprocess_env
 
 from tw_jax.cli import main
-from tw_jax.train import checkpoints, gin_setup
-from tw_jax.train.state import build_run_model
+from tw_jax.runtime import checkpoints, gin_setup
+from tw_jax.runtime.run_model import build_run_model
 
 FILES = ["diff.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"]
 

@@ -6,8 +6,10 @@ import dataclasses
 import gin
 import pytest
 
-from tw_jax.train import gin_setup, trainer
+from tw_jax.runtime import gin_setup
+from tw_jax.train import trainer
 from tw_jax.train.config import TrainConfig, gin_lines
+from tw_jax.train.gin_config import train_config
 
 SMOKE = ["kadapter.gin", "models/t5_tiny.gin", "runs/cpu_smoke.gin"]
 
@@ -20,7 +22,7 @@ def _clean_gin():
 
 def _config(*bindings: str) -> TrainConfig:
     gin_setup.parse(SMOKE, ["MODEL_DIR='/runs/a'", *bindings])
-    return gin_setup.train_config()
+    return train_config()
 
 
 def test_gin_builds_the_run_its_files_describe():
@@ -68,14 +70,14 @@ def test_the_gin_record_names_what_python_changed():
     ]
     # the record parses back into the run it describes
     gin_setup.parse(SMOKE, ["MODEL_DIR='/runs/a'", *gin_lines(derived, bound)])
-    again = gin_setup.train_config()
+    again = train_config()
     assert (again.model_dir, again.initial_checkpoint_path, again.model_config.freeze) == (
         "/runs/b", "/runs/a", "none")
 
 
 def test_a_run_without_model_dir_is_refused():
     gin_setup.parse(SMOKE)  # base.gin leaves MODEL_DIR None: a template
-    config = gin_setup.train_config()
+    config = train_config()
     assert config.model_dir is None
     with pytest.raises(ValueError, match="model_dir is not set"):
         trainer.train(config)

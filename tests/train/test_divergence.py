@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from tw_jax.train import gin_setup, trainer
+from tw_jax.runtime import gin_setup
+from tw_jax.train import trainer
+from tw_jax.train.gin_config import train_config
 
 
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, data_bindings):
@@ -17,7 +19,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, data_bindin
     )
     with pytest.raises(trainer.TrainingDivergedError,
                        match=r"loss is nan at step 2; .*last good checkpoint is step 1"):
-        trainer.train(gin_setup.train_config())
+        trainer.train(train_config())
     assert sorted(p.name for p in (model_dir / "checkpoints").iterdir()) == ["1"]
     lines = (model_dir / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line)["step"] for line in lines] == [1]
@@ -35,7 +37,7 @@ def test_infinite_updates_with_a_finite_loss_are_never_saved(tmp_path, data_bind
     def overflowing(schedule, labels=None, accumulate_steps=1):
         return optax.chain(optax.sgd(schedule), optax.scale(float("inf")))
 
-    config = gin_setup.train_config().replace(model_dir=str(model_dir), optimizer_fn=overflowing)
+    config = train_config().replace(model_dir=str(model_dir), optimizer_fn=overflowing)
     with pytest.raises(trainer.TrainingDivergedError,
                        match=r"^the updated parameters are not finite at step 1; training "
                              r"stopped, no checkpoint was saved$"):

@@ -11,7 +11,9 @@ import numpy as np
 
 from tw_jax.cli import main
 from tw_jax.io import paths
-from tw_jax.train import checkpoints, gin_setup, trainer
+from tw_jax.runtime import checkpoints, gin_setup
+from tw_jax.train import trainer
+from tw_jax.train.gin_config import train_config
 
 FILES = ["diff.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"]
 
@@ -19,7 +21,7 @@ FILES = ["diff.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"]
 def _train(model_dir, steps, data_bindings):
     gin_setup.parse(FILES, [*data_bindings, f"MODEL_DIR='{model_dir}'", f"TRAIN_STEPS={steps}",
                             "CHECKPOINT_PERIOD=2", "SCHEDULE='constant'"])
-    return trainer.train(gin_setup.train_config())
+    return trainer.train(train_config())
 
 
 def test_a_run_in_a_bucket(tmp_path, monkeypatch, gcs_bucket, gcs_server, data_bindings):

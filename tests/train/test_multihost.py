@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from train_helpers import read_metrics, subprocess_env
 
-from tw_jax.train.distributed import DistributedStartError, Launch, detect_launch
+from tw_jax.runtime.distributed import DistributedStartError, Launch, detect_launch
 
 STEPS, SPLIT = 6, 3
 

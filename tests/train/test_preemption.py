@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from train_helpers import read_metrics, subprocess_env
 
-from tw_jax.train.checkpoints import read_params
+from tw_jax.runtime.checkpoints import read_params
 
 LONG = 400  # steps a run would take if nobody stopped it
 

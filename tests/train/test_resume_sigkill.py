@@ -10,7 +10,7 @@ import jax
 import numpy as np
 from train_helpers import read_metrics, subprocess_env
 
-from tw_jax.train.checkpoints import read_params
+from tw_jax.runtime.checkpoints import read_params
 
 STEPS = 24
 

@@ -27,8 +27,10 @@ from tw_jax.evaluate.perplexity import probe_perplexities  # noqa: E402
 from tw_jax.evaluate.qa import decode_answers  # noqa: E402
 from tw_jax.evaluate.rank import RankItem, rank_classify  # noqa: E402
 from tw_jax.models import model_for  # noqa: E402
-from tw_jax.train import gin_setup, trainer  # noqa: E402
+from tw_jax.runtime import gin_setup  # noqa: E402
+from tw_jax.train import trainer  # noqa: E402
 from tw_jax.train.flops import train_step_flops  # noqa: E402
+from tw_jax.train.gin_config import train_config  # noqa: E402
 
 ROWS = [
     {"subject": "Ada Lovelace", "relation": "country of citizenship", "object": "England",
@@ -52,7 +54,7 @@ def trained(tmp_path_factory, train_data, compile_cache):
     ]
     files = ["diff.gin", "rope_tiny.gin", "runs/cpu_smoke.gin"]
     gin_setup.parse(files, bindings, [str(FAMILY_DIR)])
-    summary = trainer.train(gin_setup.train_config())
+    summary = trainer.train(train_config())
     return {"summary": summary, "model_dir": model_dir, "files": files, "bindings": bindings,
             "vocabulary": gpt2_vocabulary(str(train_data["gpt2"]))}
 

@@ -10,8 +10,10 @@ import pytest
 from train_helpers import read_metrics
 
 from tw_jax.models.variants import TRAINABLE, param_labels
-from tw_jax.train import gin_setup, trainer
-from tw_jax.train.state import build_run_model
+from tw_jax.runtime import gin_setup
+from tw_jax.runtime.run_model import build_run_model
+from tw_jax.train import trainer
+from tw_jax.train.gin_config import train_config
 
 METHODS = {
     "t5_tiny": ("diff", "full", "kadapter", "lora", "modular", "recadam", "mixreview"),
@@ -32,7 +34,7 @@ def _train(model: str, method: str, model_dir, bindings, steps: int) -> dict:
         required_macros=gin_setup.MACROS_TRAIN,
     )
     config = gin.query_parameter("%MODEL").scoped_configurable_fn()
-    return config, trainer.train(gin_setup.train_config())
+    return config, trainer.train(train_config())
 
 
 @pytest.mark.parametrize(("model", "method"), CASES, ids=[f"{a}-{b}" for a, b in CASES])

@@ -222,8 +222,8 @@ def _task_categories(text: str, present: dict[str, str]) -> dict[str, str]:
 def run_eval(args: argparse.Namespace) -> int:
     from tw_jax.evaluate import ckl
     from tw_jax.evaluate.results import CKL_CATEGORIES, Result, append_results
+    from tw_jax.runtime import checkpoints, gin_setup
     from tw_jax.tasks.ckl import register_ckl
-    from tw_jax.train import checkpoints, gin_setup
 
     logging.basicConfig(level=logging.WARNING)
     names = register_ckl(args.data, _vocab(args))
@@ -270,15 +270,17 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def run_train(args: argparse.Namespace) -> int:
     from tw_jax.preprocess.ckl.release_files import corpus_files, count_ssm_examples, find_files
+    from tw_jax.runtime import checkpoints, gin_setup
     from tw_jax.tasks.ckl import register_ckl
-    from tw_jax.train import checkpoints, gin_setup, trainer
+    from tw_jax.train import trainer
+    from tw_jax.train.gin_config import train_config
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     names = register_ckl(args.data, args.vocab)
     search = gin_search_paths(args)
     try:
         gin_setup.parse(args.gin_file, args.gin_bindings, search, gin_setup.MACROS_TRAIN)
-        config = gin_setup.train_config()
+        config = train_config()
         if args.task:
             config = config.replace(mixture_or_task_name=args.task)
         task = config.mixture_or_task_name
@@ -348,20 +350,21 @@ def run_phases(args: argparse.Namespace) -> int:
 
 
 def run_eval_phases(args: argparse.Namespace) -> int:
+    from tw_jax.benchmarks import ckl_phases
     from tw_jax.evaluate import ckl
-    from tw_jax.evaluate.lifelong import LifelongError
     from tw_jax.evaluate.results import results_path
-    from tw_jax.train import checkpoints, gin_setup
+    from tw_jax.lifelong.runner import LifelongError
+    from tw_jax.runtime import checkpoints, gin_setup
 
     logging.basicConfig(level=logging.WARNING)
-    options = ckl.PhasesOptions(
+    options = ckl_phases.PhasesOptions(
         data_dir=args.data, lifelong_dir=args.lifelong, gin_files=args.gin_file,
         gin_bindings=args.gin_bindings,
         gin_search_paths=gin_search_paths(args),
         method=args.method, initial_gin_files=args.initial_gin_file, t5_vocab=args.vocab,
         beam_size=args.beam_size, batch_size=args.batch_size, limit=args.max_probes)
     try:
-        results = ckl.evaluate_phases(options)
+        results = ckl_phases.evaluate_phases(options)
     except (LifelongError, gin_setup.GinConfigError, checkpoints.CheckpointError) as error:
         return _error("eval-phases", error)
     print(f"{len(results)} results appended to {results_path(args.lifelong)}\n")

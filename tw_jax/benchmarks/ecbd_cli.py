@@ -158,7 +158,7 @@ def _load_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     else:
         from tw_jax.evaluate.runs import load_params, model_from_gin
         from tw_jax.models.sharding import activate
-        from tw_jax.train.state import build_run_model
+        from tw_jax.runtime.run_model import build_run_model
 
         if not args.gin_file or not args.vocab:
             raise ValueError("--model-dir needs --gin_file (the model's) and --vocab")
@@ -181,9 +181,9 @@ def _load_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
 def run_eval(args: argparse.Namespace) -> int:
     from tw_jax.evaluate import ecbd
     from tw_jax.io.atomic import atomic_open
+    from tw_jax.runtime.checkpoints import CheckpointError
+    from tw_jax.runtime.gin_setup import GinConfigError
     from tw_jax.tasks.ecbd import INPUTS, read_ecbd
-    from tw_jax.train.checkpoints import CheckpointError
-    from tw_jax.train.gin_setup import GinConfigError
 
     unknown = [t for t in args.inputs or () if t not in INPUTS]
     if unknown:

@@ -315,7 +315,7 @@ def _absolute(path: str | None) -> str | None:
 
 
 def _explicit(bindings: list[str], macro: str) -> bool:
-    from tw_jax.train.gin_setup import binding_key
+    from tw_jax.runtime.gin_setup import binding_key
 
     return any(binding_key(b) == macro for b in bindings)
 
@@ -343,7 +343,9 @@ def _training_data(args: argparse.Namespace) -> tuple[str, int]:
 def run_train(args: argparse.Namespace) -> int:
     import gin
 
-    from tw_jax.train import checkpoints, gin_setup, trainer
+    from tw_jax.runtime import checkpoints, gin_setup
+    from tw_jax.train import trainer
+    from tw_jax.train.gin_config import train_config
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     files = [STAGE_GIN[args.stage], *args.gin_file]
@@ -363,7 +365,7 @@ def run_train(args: argparse.Namespace) -> int:
                   f"{steps} steps")
             bindings.append(f"TRAIN_STEPS={steps}")
         gin_setup.parse(files, bindings, search, gin_setup.MACROS_TRAIN)
-        result = trainer.train(gin_setup.train_config())
+        result = trainer.train(train_config())
     except (gin_setup.GinConfigError, ValueError, FileNotFoundError) as error:
         return _error("train", error)
     except (trainer.TrainingDivergedError, checkpoints.CheckpointError) as error:
@@ -405,9 +407,9 @@ def run_eval(args: argparse.Namespace) -> int:
     from tw_jax.evaluate.results import append_results, mark_benchmark
     from tw_jax.io.atomic import write_json
     from tw_jax.preprocess.evolvingqa import layout
+    from tw_jax.runtime import checkpoints, gin_setup
     from tw_jax.tasks.evolvingqa import EDITED, NEW, UNCHANGED, find_qa_files, task_name
     from tw_jax.tasks.vocab import LazyVocabulary, t5_path
-    from tw_jax.train import checkpoints, gin_setup
 
     logging.basicConfig(level=logging.WARNING)
     wanted = [s.strip() for s in args.sets.split(",") if s.strip()]

@@ -13,11 +13,11 @@ pair (``0001`` for CKL's single update, ``0001, 0102, …`` for phases) and ``tr
 ``base`` for the model before any update, else the phase it was trained through, as the
 lifelong runner writes them. ``tw-jax report`` then prints CKL Table 2 with FUAR.
 
-Phases (:func:`evaluate_phases`): every checkpoint the lifelong runner left for a folder laid out
-by ``tw-jax ckl phases`` is scored on every phase's sets. InvariantLAMA is CKL's only forgetting
-task ``T^F_0``, so it is recorded under the first phase for every model (what FUAR reads) and,
-for display, under each model's own phase; no model is recorded on InvariantLAMA under a later
-phase than its own, which would define the ``T^F_j`` (j ≥ 1) that CKL leaves undefined.
+Phases (:func:`scored_here`; the runs are scored by :mod:`tw_jax.benchmarks.ckl_phases`):
+InvariantLAMA is CKL's only forgetting task ``T^F_0``, so it is recorded under the first phase
+for every model (what FUAR reads) and, for display, under each model's own phase; no model is
+recorded on InvariantLAMA under a later phase than its own, which would define the ``T^F_j``
+(j ≥ 1) that CKL leaves undefined.
 """
 
 from __future__ import annotations
@@ -26,23 +26,21 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tw_jax.errors import DumpError
-from tw_jax.evaluate.lifelong import INITIAL, default_initial_gin_files, method_name
 from tw_jax.evaluate.qa import decode_token_rows, qa_scores
 from tw_jax.evaluate.report import ResultIndex, ckl_table
-from tw_jax.evaluate.results import BASE, Result, append_results, read_results
+from tw_jax.evaluate.results import Result, read_results
 from tw_jax.evaluate.runs import ModelSource, loaded_run, source_config
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 from tw_jax.models import model_for
 from tw_jax.preprocess.ckl.phases import MANIFEST
+from tw_jax.runtime import task_data
 from tw_jax.tasks import LazyVocabulary
-from tw_jax.tasks.ckl import PREVIOUS_SEPARATOR, eval_lengths, lama_set, probe_tasks, register_ckl
-from tw_jax.tasks.vocab import t5_path
-from tw_jax.train import data
+from tw_jax.tasks.ckl import PREVIOUS_SEPARATOR, eval_lengths, lama_set, probe_tasks
 
 METRICS = ("em", "f1", "em_previous", "f1_previous")
 
@@ -83,7 +81,7 @@ def _text(value: Any) -> str:
 def task_examples(task: str, limit: int | None = None) -> list[dict[str, Any]]:
     """The registered probe task's examples at CKL's lengths (tokenised, trimmed, EOS kept)."""
 
-    dataset = data.task_dataset(task, eval_lengths(task), split="test", shuffle=False,
+    dataset = task_data.task_dataset(task, eval_lengths(task), split="test", shuffle=False,
                                 num_epochs=1)
     if limit is not None:
         dataset = dataset.take(limit)
@@ -101,7 +99,7 @@ def evaluate_task(
     examples = task_examples(task, limit) if examples is None else examples
     if not examples:
         return None
-    vocabulary = data.vocabulary(task)
+    vocabulary = task_data.vocabulary(task)
     if isinstance(vocabulary, LazyVocabulary):
         vocabulary = vocabulary.vocabulary
     predictions = decode_token_rows(
@@ -163,76 +161,6 @@ def scored_here(model_phase: int, set_phase: int, category: str) -> bool:
     if category != "unchanged":
         return True
     return model_phase == 0 or set_phase == 1 or set_phase == model_phase
-
-
-@dataclass
-class PhasesOptions:
-    """``tw-jax ckl eval-phases``: the runner's output folder, the data folder, its gin files."""
-
-    data_dir: str
-    lifelong_dir: str
-    gin_files: list[str]
-    gin_bindings: list[str] = field(default_factory=list)
-    gin_search_paths: list[str] = field(default_factory=list)
-    method: str | None = None
-    initial_gin_files: list[str] | None = None
-    t5_vocab: str | None = None
-    beam_size: int = 1
-    batch_size: int = 32
-    limit: int | None = None
-
-
-def _checkpoint(out: str, method: str, trained_through: str) -> str:
-    path = paths.join(out, "state", method, f"{trained_through}.json")
-    if not paths.isfile(path):
-        raise DumpError(path, None, f"no {method} checkpoint through {trained_through} "
-                        "(run tw-jax lifelong on the phases folder first)")
-    return str(json.loads(paths.read_text(path))["model_dir"])
-
-
-def evaluate_phases(options: PhasesOptions) -> list[Result]:
-    """Scores INITIAL and each phase's checkpoint of one lifelong run on every phase's sets,
-    appended to ``LIFELONG_DIR/results.jsonl``; returns the results."""
-
-    manifest = read_manifest(options.data_dir)
-    pairs = [phase["pair"] for phase in manifest["phases"]]
-    out = os.fspath(options.lifelong_dir)
-    method = method_name(options.gin_files, options.method)
-    initial_files = options.initial_gin_files or default_initial_gin_files(options.gin_files)
-    models = [(0, INITIAL, BASE, initial_files)]
-    models += [(k, method, pair, options.gin_files) for k, pair in enumerate(pairs, start=1)]
-    vocab = t5_path(options.data_dir, options.t5_vocab)
-    read: dict[tuple[str, str], list[dict[str, Any]]] = {}  # the same for every model
-    everything: list[Result] = []
-    for k, name, trained, files in models:
-        source = ModelSource(model_dir=_checkpoint(out, name, trained), gin_files=list(files),
-                             gin_bindings=options.gin_bindings,
-                             gin_search_paths=options.gin_search_paths)
-        results: list[Result] = []
-        invariant: SetScores | None = None  # InvariantLAMA is one file in every phase
-        with loaded_model(source) as (module, params):
-            for i, phase in enumerate(manifest["phases"], start=1):
-                register_ckl(paths.join(options.data_dir, phase["pair"], "ckl"), vocab,
-                             group="ckl_phases")
-                for category, task in sorted(phase["sets"].items()):
-                    if task is None or not scored_here(k, i, category):
-                        continue
-                    if category == "unchanged" and invariant is not None:
-                        results += results_of([invariant], name, trained, phase["pair"])
-                        continue
-                    key = (phase["pair"], task)
-                    if key not in read:
-                        read[key] = task_examples(task, options.limit)
-                    scored = evaluate_task(module, params, task, category=category,
-                                           beam_size=options.beam_size,
-                                           batch_size=options.batch_size, examples=read[key])
-                    if category == "unchanged":
-                        invariant = scored
-                    if scored is not None:
-                        results += results_of([scored], name, trained, phase["pair"])
-        append_results(out, results)
-        everything += results
-    return everything
 
 
 def ckl_table_text(results_dir: str | os.PathLike[str]) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tw_jax.train.cli import add_gin_command, parse_gin
+from tw_jax.runtime.gin_command import add_gin_command, parse_gin
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -28,7 +28,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from tw_jax.evaluate import task_eval
-    from tw_jax.train import checkpoints, distributed, gin_setup
+    from tw_jax.runtime import checkpoints, distributed, gin_setup
 
     failed = parse_gin(args, gin_setup.MACROS_EVAL)
     if failed is not None:

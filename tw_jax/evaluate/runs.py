@@ -5,7 +5,7 @@ its parameters. A checkpoint is a MODEL_DIR (the latest step, or ``step``), a st
 Hugging Face folder (``config.json`` + safetensors), local or ``gs://``. The model comes from
 the gin files that built the run (their ``MODEL`` and ``MESH_SHAPE``), or from the Hugging Face
 folder's own ``config.json``. Parameters are restored straight into this mesh's shardings,
-whatever mesh or host count wrote them (:func:`tw_jax.train.checkpoints.initial_params`).
+whatever mesh or host count wrote them (:func:`tw_jax.runtime.checkpoints.initial_params`).
 
     with loaded_run(ModelSource(model_dir="gs://b/run", gin_files=["kadapter.gin"])) as run:
         run.model.score(run.params, batch)
@@ -23,8 +23,8 @@ from tw_jax.io.paths import PathLike
 from tw_jax.models import families_by_type
 from tw_jax.models.hf_io import read_config
 from tw_jax.models.sharding import activate
-from tw_jax.train import checkpoints, gin_setup
-from tw_jax.train.state import RunModel, build_run_model
+from tw_jax.runtime import checkpoints, gin_setup
+from tw_jax.runtime.run_model import RunModel, build_run_model
 
 
 @dataclass
@@ -42,7 +42,7 @@ class ModelSource:
 
 @dataclass
 class LoadedRun:
-    """The run's model object and mesh (:class:`~tw_jax.train.state.RunModel`), its parameters
+    """The run's model object and mesh (:class:`~tw_jax.runtime.run_model.RunModel`), its parameters
     in the mesh's shardings, and the step they are from (None for a Hugging Face folder)."""
 
     run: RunModel

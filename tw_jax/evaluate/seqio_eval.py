@@ -47,10 +47,10 @@ from tw_jax.io.progress import progress
 from tw_jax.models import model_for
 from tw_jax.models.sharding import activate, global_batch, make_mesh, replicated
 from tw_jax.models.token_scores import bucket_length
+from tw_jax.runtime import checkpoints
+from tw_jax.runtime.run_model import build_run_model
+from tw_jax.runtime.score_step import make_score_step
 from tw_jax.tasks.metrics import TARGETS_WEIGHTS
-from tw_jax.train import checkpoints
-from tw_jax.train.state import build_run_model
-from tw_jax.train.steps import make_score_step
 
 # Beside the model's features: how many leading tokens of a decoder-only row are the prompt
 # (``inputs``), where decoding starts. Scalar, so seqio's feature shapes ignore it.
@@ -140,14 +140,6 @@ def pad_rows(batch: Mapping[str, np.ndarray], batch_size: int) -> dict[str, np.n
         return dict(batch)
     return {k: np.concatenate([v, np.zeros((batch_size - rows, *v.shape[1:]), v.dtype)])
             for k, v in batch.items()}
-
-
-def padded_batches(
-    stream: Iterator[Mapping[str, np.ndarray]], batch_size: int
-) -> Iterator[tuple[dict[str, np.ndarray], int]]:
-    """Batches padded with all-zero rows to ``batch_size``; yields (batch, real rows)."""
-    for batch in stream:
-        yield pad_rows(batch, batch_size), len(next(iter(batch.values())))
 
 
 # feature group -> the mask that marks its real positions (right-padded)

@@ -40,9 +40,9 @@ from tw_jax.io.atomic import atomic_open, write_json
 from tw_jax.io.paths import PathLike
 from tw_jax.io.progress import progress
 from tw_jax.models.sharding import activate
-from tw_jax.train import data, distributed
-from tw_jax.train.state import build_run_model
-from tw_jax.train.trainer import ensure_tasks
+from tw_jax.runtime import distributed, task_data
+from tw_jax.runtime.run_model import build_run_model
+from tw_jax.runtime.task_data import ensure_tasks
 
 # Where T5X's evaluation writes its metrics and inferences, under MODEL_DIR.
 INFERENCE_EVAL = "inference_eval"
@@ -84,18 +84,18 @@ def evaluate(
 
     distributed.initialize()
     model_dir = paths.resolve(model_dir)
-    name = data.task_name(mixture_or_task_name, model_config)
+    name = task_data.task_name(mixture_or_task_name, model_config)
     ensure_tasks(name)
     check_lengths(name, task_feature_lengths)
     run = build_run_model(model_config, mesh_shape)
     for task in seqio.get_subtasks(seqio.get_mixture_or_task(name)):
-        data.check_task_features(task.name, run.model)
+        task_data.check_task_features(task.name, run.model)
     with activate(run.mesh):
         params, step = load_params(run, model_dir, checkpoint_path)
     fns = SeqioModel.from_loaded(
         LoadedRun(run, params, step), batch_size=batch_size, beam_size=beam_size,
         max_new_tokens=int(max_new_tokens or task_feature_lengths["targets"]),
-        vocabulary=data.vocabulary(name), qa_protocol=qa_protocol)
+        vocabulary=task_data.vocabulary(name), qa_protocol=qa_protocol)
     out_dir = paths.join(model_dir, INFERENCE_EVAL)
     writer = jax.process_index() == 0
     evaluator = seqio.Evaluator(
@@ -142,14 +142,14 @@ def infer(
 
     distributed.initialize()
     model_dir = paths.resolve(model_dir)
-    mixture_or_task_name = data.task_name(mixture_or_task_name, model_config)
+    mixture_or_task_name = task_data.task_name(mixture_or_task_name, model_config)
     ensure_tasks(mixture_or_task_name)
     check_lengths(mixture_or_task_name, task_feature_lengths)
     run = build_run_model(model_config, mesh_shape)
-    vocab = data.vocabulary(mixture_or_task_name)
+    vocab = task_data.vocabulary(mixture_or_task_name)
     new_tokens = int(max_new_tokens or task_feature_lengths["targets"])
     prompt_length = int(task_feature_lengths.get("inputs", 1))
-    dataset = data.task_dataset(
+    dataset = task_data.task_dataset(
         mixture_or_task_name, task_feature_lengths, split=split, shuffle=False, num_epochs=1
     )
     if max_examples is not None:

@@ -26,7 +26,7 @@ import orbax.checkpoint as ocp
 
 from tw_jax.io import paths
 from tw_jax.io.paths import PathLike
-from tw_jax.train import checkpoints as tw_checkpoints
+from tw_jax.runtime import checkpoints as tw_checkpoints
 
 STATE = "state"
 T5X_STEP_PREFIX = "checkpoint"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tw_jax.runtime.gin_setup import register_configurables
 from tw_jax.t5x.models import DecoderOnlyModel, EncoderDecoderModel, FeatureConverter, model
 from tw_jax.t5x.optimizers import (
     adafactor,
@@ -17,7 +18,6 @@ from tw_jax.t5x.optimizers import (
     trainable_traversal,
 )
 from tw_jax.t5x.partitioning import logical_axis_rules
-from tw_jax.train.gin_setup import register_configurables
 
 register_configurables()
 
@@ -28,7 +28,7 @@ def task_name(name: str, model_config: Any) -> str:
     the data folder's tasks are registered first (``$TW_JAX_DATA_DIR`` or gin's
     ``tw_jax.tasks.register_all``) and an unknown name is an error naming the closest ones."""
     import tw_jax.tasks
-    from tw_jax.train.data import task_name as resolved
+    from tw_jax.runtime.task_data import task_name as resolved
 
     name = resolved(name, model_config)
     tw_jax.tasks.require(name)

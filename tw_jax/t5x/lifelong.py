@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tw_jax.evaluate.updates import start_checkpoint, update_state
 from tw_jax.io import paths
+from tw_jax.lifelong.updates import start_checkpoint, update_state
+from tw_jax.runtime import checkpoints as tw_checkpoints
+from tw_jax.runtime import gin_setup, task_data
 from tw_jax.t5x.checkpoints import T5X_STEP_PREFIX, from_t5x, to_t5x
-from tw_jax.train import checkpoints as tw_checkpoints
-from tw_jax.train import data, gin_setup
 from tw_jax.train.config import TrainConfig
 
 T5X = "t5x"
@@ -131,7 +131,7 @@ class T5XTrainer:
             self.python, "-m", "t5x.train", f"--gin_search_paths={','.join(search)}",
             *(f"--gin_file={name}" for name in files), *own,
             _binding("MODEL_DIR", t5x_dir),
-            _binding("MIXTURE_OR_TASK_NAME", data.task_name(task, run.model_config)),
+            _binding("MIXTURE_OR_TASK_NAME", task_data.task_name(task, run.model_config)),
             f"--gin_bindings=TRAIN_STEPS = {int(run.train_steps)}",
             _binding("INITIAL_CHECKPOINT_PATH", start),
             _binding("DATA_DIR", data_dir),

@@ -45,10 +45,10 @@ import optax
 from tw_jax.models.decoding import greedy_decode
 from tw_jax.models.sharding import activate, batch_sharding, padded_rows, replicated
 from tw_jax.platforms import has_tpu_chips, module_installed
+from tw_jax.runtime.run_model import RunModel, build_run_model, with_shardings
+from tw_jax.runtime.score_step import make_score_step
 from tw_jax.train.flops import train_step_flops
 from tw_jax.train.optimizers import make_optimizer
-from tw_jax.train.state import RunModel, build_run_model, with_shardings
-from tw_jax.train.steps import make_score_step
 from tw_jax.train.trainer import build_train_step
 
 GIB = 1024**3

@@ -17,48 +17,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
-from collections.abc import Callable, Sequence
 
-from tw_jax.cli_parser import add_gin_flags, gin_search_paths, without_gin_trail
-
-
-def add_gin_command(
-    subparsers: argparse._SubParsersAction, name: str, help_text: str,
-    run: Callable[[argparse.Namespace], int] | None = None,
-) -> argparse.ArgumentParser:
-    """A subcommand configured by gin files and bindings (``tw-jax train``, ``eval`` …)."""
-    parser = subparsers.add_parser(name, help=help_text, description=help_text)
-    add_gin_flags(parser)
-    parser.set_defaults(func=run or _run, command_name=name)
-    return parser
-
-
-def parse_gin(args: argparse.Namespace, required: Sequence[str]) -> int | None:
-    """Parses the command's gin files and bindings; an exit status (2, one line) on error."""
-    from tw_jax.train import gin_setup
-
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    command = args.command_name
-    if not args.gin_file:
-        print(f"tw-jax {command}: error: pass at least one --gin_file", file=sys.stderr)
-        return 2
-    try:
-        gin_setup.parse(args.gin_file, args.gin_bindings, gin_search_paths(args), required)
-    except gin_setup.GinConfigError as error:
-        print(f"tw-jax {command}: error: {error}", file=sys.stderr)
-        return 2
-    return None
+from tw_jax.cli_parser import without_gin_trail
+from tw_jax.runtime.gin_command import add_gin_command, parse_gin
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    add_gin_command(subparsers, "train", "train a model with a gin configuration (T5X style)")
+    add_gin_command(subparsers, "train", "train a model with a gin configuration (T5X style)",
+                    _run)
     compile_parser = add_gin_command(
         subparsers, "compile",
         "compile a run's train, score or decode step for a TPU topology ahead of time, on any "
         "machine: memory per chip against its HBM, XLA's FLOPs and estimated step time; the "
         "last line of stdout is JSON; exit 1 when it does not fit",
+        _run,
     )
     compile_parser.add_argument("--topology", required=True, metavar="TOPO",
                                 help="TPU slice as GENERATION:AxB[xC], e.g. v5e:4x4, v4:2x2x1, "
@@ -81,7 +54,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from tw_jax.train import checkpoints, distributed, gin_setup, trainer
+    from tw_jax.runtime import checkpoints, distributed, gin_setup
+    from tw_jax.train import trainer
+    from tw_jax.train.gin_config import train_config
     from tw_jax.train.resume_check import ResumeMismatchError
 
     command = args.command_name
@@ -92,7 +67,7 @@ def _run(args: argparse.Namespace) -> int:
     if command == "compile":
         return _compile(args)
     try:
-        config = gin_setup.train_config()
+        config = train_config()
     except gin_setup.GinConfigError as error:
         print(f"tw-jax {command}: error: {error}", file=sys.stderr)
         return 2

@@ -1,12 +1,12 @@
 """A training run as typed data: :class:`TrainConfig` in, :class:`TrainSummary` out.
 
-``tw-jax train`` builds the config from gin (``gin_setup.train_config()``: every field bound in
+``tw-jax train`` builds the config from gin (``gin_config.train_config()``: every field bound in
 ``base.gin`` to a T5X-named macro, so ``--gin.TRAIN_STEPS=…`` and
 ``tw_jax.train.train.progress = False`` work as before); Python callers (the lifelong runner,
 the CKL and EvolvingQA commands, notebooks) derive one run from another with
 :meth:`TrainConfig.replace` instead of writing gin binding strings:
 
-    base = gin_setup.train_config()                       # after gin_setup.parse(...)
+    base = gin_config.train_config()                       # after gin_setup.parse(...)
     trainer.train(base.replace(model_dir="out/0809", mixture_or_task_name="twiki_diffset_0809_lm"))
 
 A config built from gin no longer reads gin: its optimizer and schedule functions carry their

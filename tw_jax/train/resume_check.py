@@ -23,7 +23,7 @@ from flax import traverse_util
 
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
-from tw_jax.train.checkpoints import CHECKPOINTS, saved_meta
+from tw_jax.runtime.checkpoints import CHECKPOINTS, saved_meta
 
 _SHOWN = 6  # differing tensors named in the error (the count says how many in all)
 

@@ -1,9 +1,9 @@
-"""The jitted pieces of training and evaluation: loss, one train step, one scoring step.
+"""One train step (not jitted: the trainer jits it with its shardings).
 
-The loss is token-level cross-entropy averaged over ``decoder_loss_weights`` (see
-:mod:`tw_jax.train.data`). Frozen parameters enter the forward pass through
-``jax.lax.stop_gradient``, so XLA drops their weight gradients (the optimizer would zero them
-anyway; here the backward pass does not compute them). The dropout key of step ``s`` is
+The loss is :func:`tw_jax.runtime.score_step.token_losses` averaged over the loss tokens.
+Frozen parameters enter the forward pass through ``jax.lax.stop_gradient``, so XLA drops their
+weight gradients (the optimizer would zero them anyway; here the backward pass does not compute
+them). The dropout key of step ``s`` is
 ``fold_in(key(seed), s)``: a pure function of the seed and the step, so a resumed run draws the
 same dropout masks as an uninterrupted one.
 """
@@ -18,17 +18,7 @@ import jax.numpy as jnp
 import optax
 
 from tw_jax.models import BaseModel
-
-Batch = dict[str, jax.Array]
-
-
-def token_losses(logits: jax.Array, batch: Batch) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``(cross-entropy, correct, weights)`` per position, weights float32."""
-    targets = batch["decoder_target_tokens"]
-    weights = batch["decoder_loss_weights"].astype(jnp.float32)
-    losses = optax.softmax_cross_entropy_with_integer_labels(logits.astype(jnp.float32), targets)
-    correct = (jnp.argmax(logits, axis=-1) == targets).astype(jnp.float32)
-    return losses * weights, correct * weights, weights
+from tw_jax.runtime.score_step import Batch, token_losses
 
 
 def all_finite(tree: Any) -> jax.Array:
@@ -76,19 +66,3 @@ def make_train_step(
         return params, opt_state, metrics
 
     return step_fn
-
-
-def make_score_step(model: BaseModel) -> Callable[[Any, Batch], dict[str, jax.Array]]:
-    """``score_fn(params, batch)``: per-example summed log-likelihood, loss tokens and correct
-    tokens, deterministic (no dropout)."""
-
-    def score_fn(params: Any, batch: Batch) -> dict[str, jax.Array]:
-        logits = model.logits(params, batch, deterministic=True, rng=None)
-        losses, correct, weights = token_losses(logits, batch)
-        return {
-            "log_likelihood": -jnp.sum(losses, axis=-1),
-            "tokens": jnp.sum(weights, axis=-1),
-            "correct": jnp.sum(correct, axis=-1),
-        }
-
-    return score_fn

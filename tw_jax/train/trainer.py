@@ -3,7 +3,7 @@
 A run is its config, T5X's ``train`` arguments: model config (with its variant and freeze fields:
 the method), the seqio task or mixture, feature lengths, steps, batch size, optimizer and
 schedule, mesh shape, checkpoint and log periods, seed, initial checkpoint and MODEL_DIR. Gin
-builds it for ``tw-jax train`` (``gin_setup.train_config()``: the gin name of its fields is
+builds it for ``tw-jax train`` (``gin_config.train_config()``: the gin name of its fields is
 ``tw_jax.train.train``); Python builds or derives it directly. One jitted ``train_step(params, opt_state, step, batch)`` with in/out
 shardings from the logical rules runs on one CPU device, a forced-host 8-device mesh or a pod.
 
@@ -30,7 +30,7 @@ saving a checkpoint of it (:mod:`tw_jax.train.preemption`); the summary says ``p
 
 Full disk. A checkpoint save that fails (its background write, or the part that runs at once)
 stops training as soon as it is seen, within a step or two of it, with
-:class:`~tw_jax.train.checkpoints.CheckpointSaveError` (one line naming the step folder, the
+:class:`~tw_jax.runtime.checkpoints.CheckpointSaveError` (one line naming the step folder, the
 reason and the last good step); what it left is removed, so a rerun with space resumes from the
 last good step. Metrics and config files that cannot be written are an ``OutputError`` naming
 them.
@@ -57,7 +57,6 @@ import jax
 import jax.numpy as jnp
 import optax
 
-import tw_jax.tasks
 from tw_jax.errors import OutputError
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
@@ -65,19 +64,19 @@ from tw_jax.io.output_claim import claimed
 from tw_jax.io.paths import PathLike
 from tw_jax.models.sharding import activate, batch_sharding, global_batch, replicated
 from tw_jax.models.variants import TRAINABLE
-from tw_jax.train import checkpoints, data, distributed
+from tw_jax.runtime import checkpoints, distributed, task_data
+from tw_jax.runtime.run_model import (
+    RunModel,
+    build_run_model,
+    opt_state_shardings,
+    with_shardings,
+)
 from tw_jax.train.config import TrainConfig, TrainSummary, gin_lines
 from tw_jax.train.flops import peak_flops_per_device, train_step_flops
 from tw_jax.train.metrics_log import MetricsLogger
 from tw_jax.train.preemption import Preemption
 from tw_jax.train.resume_check import check_resume, model_record, record_config
 from tw_jax.train.schedules import make_schedule
-from tw_jax.train.state import (
-    RunModel,
-    build_run_model,
-    opt_state_shardings,
-    with_shardings,
-)
 from tw_jax.train.steps import make_train_step
 
 log = logging.getLogger(__name__)
@@ -111,7 +110,7 @@ def write_gin_config(model_dir: PathLike, name: str, config: TrainConfig) -> Non
 
 def train(config: TrainConfig) -> TrainSummary:
     """Train ``config.model_config`` on ``config.mixture_or_task_name`` (see :class:`TrainConfig`;
-    ``tw-jax train`` builds it from gin with ``gin_setup.train_config()``)."""
+    ``tw-jax train`` builds it from gin with ``gin_config.train_config()``)."""
     if config.model_dir is None:
         raise ValueError("model_dir is not set (gin: --gin.MODEL_DIR=...)")
     distributed.initialize()
@@ -132,8 +131,8 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
     batch_size, accumulate_steps, seed = config.batch_size, config.accumulate_steps, config.seed
     checkpoint_period, log_period = config.checkpoint_period, config.log_period
     paths.makedirs(model_dir)
-    mixture_or_task_name = data.task_name(mixture_or_task_name, model_config)
-    ensure_tasks(mixture_or_task_name)
+    mixture_or_task_name = task_data.task_name(mixture_or_task_name, model_config)
+    task_data.ensure_tasks(mixture_or_task_name)
 
     run = build_run_model(model_config, config.mesh_shape)
     _check_vocabulary(model_config, mixture_or_task_name)
@@ -181,7 +180,7 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
             opt_state = jax.jit(tx.init, out_shardings=opt_shardings)(params)
 
         # The global stream on every host (see the module docstring): host-count independent.
-        stream = data.batches(
+        stream = task_data.batches(
             mixture_or_task_name, task_feature_lengths, batch_size, run.model, seed=seed,
             start_batch=start_step, pack=config.pack,
         )
@@ -353,15 +352,8 @@ def _check_arguments(
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-def ensure_tasks(name: str) -> None:
-    """Register the data folder's tasks (``tw_jax.tasks.register_all``, gin- or env-configured)
-    unless ``name`` is registered already; an unknown name is a one-line
-    :class:`tw_jax.tasks.UnknownTaskError` with the closest names and the data folder."""
-    tw_jax.tasks.require(name)
-
-
 def _check_vocabulary(config: Any, name: str) -> None:
-    size = data.vocabulary(name).vocab_size
+    size = task_data.vocabulary(name).vocab_size
     if size > config.vocab_size:
         raise ValueError(
             f"task {name!r} has a vocabulary of {size} ids but the model's vocab_size is "

@@ -95,11 +95,6 @@ class PassageSource:
         return paths.join(self.root, name)
 
 
-def index_dir(data: str, pair: str, name: str) -> str:
-    """``DATA/MMMM/evolvingqa/index/<retriever name>``."""
-    return paths.join(layout.extraction_dir(data, pair), INDEX, name)
-
-
 def passage_files(data: str, pair: str) -> dict[str, str]:
     """Kind → the file its passages come from, each checked to be a finished build output."""
     window, month = layout.window_dir(data), layout.extraction_dir(data, pair)

@@ -1,6 +1,6 @@
 """Who trains a lifelong update: ``tw-jax train`` in this process, or another trainer.
 
-The lifelong runner (:mod:`tw_jax.evaluate.lifelong`) decides what an update trains on, for how
+The lifelong runner (:mod:`tw_jax.lifelong.runner`) decides what an update trains on, for how
 many steps and from what; an :class:`UpdateTrainer` does the training and leaves a tw_jax
 checkpoint in the update's MODEL_DIR, which the runner then scores with tw_jax's evaluators.
 :class:`TwJaxTrainer` is ``tw-jax train``; ``tw_jax.t5x.lifelong.T5XTrainer`` runs the real

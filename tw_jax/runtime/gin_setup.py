@@ -1,10 +1,15 @@
-"""Gin for the trainer: configurables, where ``--gin_file`` is looked up, and clear errors.
+"""Gin for every command: configurables, where ``--gin_file`` is looked up, and clear errors.
 
-Registered configurables: the model configs and variants (``T5Config``, ``GPT2Config``,
-``BARTConfig``, ``LoRAConfig``, ``KAdapterConfig``, ``ModularConfig``; frozen dataclasses, so gin
-builds them by keyword), ``make_schedule``, ``make_optimizer``, ``train`` (the fields of
-:class:`~tw_jax.train.config.TrainConfig`, built by :func:`train_config`), ``evaluate``,
-``infer``, ``compile`` and ``tw_jax.tasks.register_all``.
+One run's gin files serve every command (``tw-jax train``, ``eval``, ``compile``, the lifelong
+runner reading a run's ``config.gin``), so parsing needs every configurable of every command
+known, whichever command parses. :func:`register_configurables` registers the model configs and
+variants of each registered family (``T5Config``, ``GPT2Config``, ``BARTConfig``, ``LoRAConfig``,
+``KAdapterConfig``, ``ModularConfig``; frozen dataclasses, so gin builds them by keyword) and
+imports the modules that declare the other configurables (:data:`CONFIGURABLE_MODULES`: the
+trainer's ``train``, ``make_schedule``, ``make_optimizer`` and ``compile``, evaluation's
+``evaluate`` and ``infer``, ``tw_jax.tasks.register_all``). They are named, not imported, here:
+this layer sits below training and evaluation, the way T5X's gin files name the modules they
+need with ``import`` lines.
 
 A ``--gin_file`` is found, in this order, as given (relative to the working folder), below each
 ``--gin_search_paths`` folder, and below the gin files shipped with the package (the repository's
@@ -20,7 +25,7 @@ or parameter (which name the file and line).
 from __future__ import annotations
 
 import difflib
-import functools
+import importlib
 import inspect
 import logging
 import re
@@ -38,7 +43,6 @@ from tw_jax.models import (
     ModularConfig,
     T5Config,
 )
-from tw_jax.train.config import TrainConfig
 
 MACROS_TRAIN = ("MODEL_DIR", "MIXTURE_OR_TASK_NAME", "TASK_FEATURE_LENGTHS", "TRAIN_STEPS",
                 "BATCH_SIZE")
@@ -62,49 +66,26 @@ def shipped_gin_dir() -> Path:
         return Path(__file__).resolve().parents[2] / "gin"
 
 
+# The modules whose import registers the configurables of the commands above this layer.
+CONFIGURABLE_MODULES = (
+    "tw_jax.tasks",  # register_all, MixReviewSchedule
+    "tw_jax.train.gin_config",  # train, make_schedule, make_optimizer, compile
+    "tw_jax.evaluate.task_eval",  # evaluate, infer
+)
+
 _REGISTERED = False
 
 
 def register_configurables() -> None:
-    """Make the model configs, variants, schedule and optimizer known to gin (idempotent)."""
+    """Make every command's configurables known to gin (idempotent)."""
     global _REGISTERED
     if _REGISTERED:
         return
-    import tw_jax.tasks  # noqa: F401  (registers tw_jax.tasks.register_all, MixReviewSchedule)
-    from tw_jax.train import aot, optimizers, schedules, trainer  # noqa: F401
-
     for cls in (T5Config, GPT2Config, BARTConfig, LoRAConfig, KAdapterConfig, ModularConfig):
         gin.external_configurable(cls, module="tw_jax.models")
-    gin.external_configurable(schedules.make_schedule, module="tw_jax.train")
-    gin.external_configurable(optimizers.make_optimizer, module="tw_jax.train")
-    # T5X's name for the trainer's arguments: `tw_jax.train.train.progress = False`.
-    gin.external_configurable(TrainConfig, name="train", module="tw_jax.train")
+    for module in CONFIGURABLE_MODULES:
+        importlib.import_module(module)
     _REGISTERED = True
-
-
-def train_config() -> TrainConfig:
-    """The run the parsed gin files describe, as a :class:`TrainConfig` that no longer reads gin:
-    a gin-configured optimizer or schedule function becomes the plain function with its bound
-    parameters (``functools.partial``)."""
-    register_configurables()
-    try:
-        config = gin.get_configurable("tw_jax.train.train")()
-    except (ValueError, TypeError) as error:
-        raise GinConfigError(f"gin: {str(error).splitlines()[0]}") from None
-    return config.replace(optimizer_fn=_bound(config.optimizer_fn),
-                          schedule_fn=_bound(config.schedule_fn))
-
-
-def _bound(fn: Any) -> Any:
-    """``fn`` with gin's bindings applied now, when it is a gin configurable."""
-    raw = getattr(fn, "__wrapped__", None)
-    if raw is None or not callable(fn):
-        return fn
-    try:
-        bindings = gin.get_bindings(fn)
-    except ValueError:  # not a configurable after all
-        return fn
-    return functools.partial(raw, **bindings)
 
 
 def search_paths(extra: Sequence[str] = ()) -> list[Path]:

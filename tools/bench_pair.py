@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .articles import write_article
-from .compose import make
-from .dumps import write_mediawiki_xml, write_parallel_bz2
-from .edits import (
+from tw_jax.sample_world.articles import write_article
+from tw_jax.sample_world.compose import make
+from tw_jax.sample_world.dumps import write_mediawiki_xml, write_parallel_bz2
+from tw_jax.sample_world.edits import (
     append_end,
     change_number,
     delete_sentence,
@@ -27,12 +27,12 @@ from .edits import (
     reword,
     spare_ctx,
 )
-from .infobox import build_render_index
-from .model import Entity, Para, Section
-from .populate import populate
-from .render import render_article, render_body, render_parts
-from .text import link
-from .world import World
+from tw_jax.sample_world.infobox import build_render_index
+from tw_jax.sample_world.model import Entity, Para, Section
+from tw_jax.sample_world.populate import populate
+from tw_jax.sample_world.render import render_article, render_body, render_parts
+from tw_jax.sample_world.text import link
+from tw_jax.sample_world.world import World
 
 PAD_SECTIONS = ("Background", "Legacy", "Public image", "Later developments", "Analysis", "Archives")
 PAD_TEMPLATES: tuple[tuple[str, ...], ...] = (

@@ -3,7 +3,8 @@
 import gin
 import pytest
 
-from tw_jax.train import gin_setup
+from tw_jax.runtime import gin_setup
+from tw_jax.train.gin_config import train_config
 
 SMOKE = ["kadapter.gin", "models/t5_tiny.gin", "runs/cpu_smoke.gin"]
 
@@ -127,7 +128,7 @@ def test_a_runs_operative_config_builds_the_model_it_trained(tmp_path):
     gin_setup.parse(["lora.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"],
                     ["MODEL_DIR='m'", "tw_jax.models.GPT2Config.vocab_size=1257"],
                     required_macros=gin_setup.MACROS_TRAIN)
-    trained = gin_setup.train_config().model_config  # gin calls GPT2Config inside scope MODEL
+    trained = train_config().model_config  # gin calls GPT2Config inside scope MODEL
     operative = tmp_path / "operative_config.gin"
     operative.write_text(gin.operative_config_str())
     assert "MODEL/GPT2Config.n_embd = 64" in operative.read_text()

@@ -10,7 +10,7 @@ Saving is asynchronous where orbax supports it: the arrays are copied off the de
 by a background thread while training goes on. Orbax writes into a temporary folder and renames
 it when complete, so a process killed mid-save leaves no checkpoint that looks finished; the
 latest *complete* step is what a restart resumes from. Once a save has finished, its files'
-checksums are recorded beside it (:func:`seal`, :mod:`tw_jax.train.integrity`), and every
+checksums are recorded beside it (:func:`seal`, :mod:`tw_jax.runtime.integrity`), and every
 restore (resume, a starting point, evaluation) checks them first: a damaged step is skipped for
 the newest intact one, with a warning naming it, and a run with no intact step stops with one
 line.
@@ -56,7 +56,7 @@ from tw_jax.io.atomic import disk_full_errno, disk_full_reason
 from tw_jax.io.paths import PathLike
 from tw_jax.models import families_by_type
 from tw_jax.models.hf_io import read_config
-from tw_jax.train.integrity import MANIFEST, check_step, write_manifest
+from tw_jax.runtime.integrity import MANIFEST, check_step, write_manifest
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +190,7 @@ def step_dir(mngr: Any, step: int) -> str:
 
 def seal(mngr: Any, step: int | None) -> None:
     """Wait for the save of ``step`` to finish, then record its checksums (process 0), so that
-    a later restore can tell it intact (:mod:`tw_jax.train.integrity`). A failed save, or
+    a later restore can tell it intact (:mod:`tw_jax.runtime.integrity`). A failed save, or
     checksums that cannot be written, is a :class:`CheckpointSaveError`."""
     if step is None:
         return

@@ -1,5 +1,5 @@
-"""The trainer's input pipeline: a seqio task or mixture → fixed-shape numpy batches, exactly
-resumable.
+"""The input pipeline of training and evaluation: a seqio task or mixture → fixed-shape numpy
+batches, exactly resumable.
 
 The model turns task features into model features (its ``convert_features``: see
 :mod:`tw_jax.models.features`), so this file never asks which family it feeds.
@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+import tw_jax.tasks
 from tw_jax.errors import UsageError
 from tw_jax.models import model_for
 
@@ -148,3 +149,10 @@ def vocabulary(name: str) -> Any:
     import seqio
 
     return seqio.get_mixture_or_task(name).output_features["targets"].vocabulary
+
+
+def ensure_tasks(name: str) -> None:
+    """Register the data folder's tasks (``tw_jax.tasks.register_all``, gin- or env-configured)
+    unless ``name`` is registered already; an unknown name is a one-line
+    :class:`tw_jax.tasks.UnknownTaskError` with the closest names and the data folder."""
+    tw_jax.tasks.require(name)

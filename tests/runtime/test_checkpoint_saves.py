@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from tw_jax.io import atomic
-from tw_jax.train import checkpoints
-from tw_jax.train.checkpoints import CheckpointSaveError, Saves
-from tw_jax.train.integrity import MANIFEST
+from tw_jax.runtime import checkpoints
+from tw_jax.runtime.checkpoints import CheckpointSaveError, Saves
+from tw_jax.runtime.integrity import MANIFEST
 
 _USAGE = namedtuple("usage", "total used free")
 NO_SPACE = ValueError(

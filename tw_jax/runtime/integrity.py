@@ -9,7 +9,7 @@ step is restored, :func:`check_step` reads them back.
 A step without the file (saved by an older tw_jax, or killed between orbax's commit and the
 checksums) is restored with a warning: it cannot be told apart from an intact one, and refusing
 it would throw away finished work. A save that fails, or whose checksums cannot be written (a
-full disk), leaves no such step: the trainer removes it (:class:`tw_jax.train.checkpoints.Saves`),
+full disk), leaves no such step: the trainer removes it (:class:`tw_jax.runtime.checkpoints.Saves`),
 and a half-written step is only ever orbax's temporary folder, which is never a step.
 """
 

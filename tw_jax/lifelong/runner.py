@@ -34,7 +34,7 @@ covers new + old as the reference code's loader does, not DIFF's step count. Tem
 Section 5.2: "we iterate through the training data only once" (``TRAIN_EPOCHS = 1``). INITIAL
 keeps ``TRAIN_STEPS`` (which the trainer's gin still needs set).
 
-Who trains. ``options.trainer`` (:mod:`tw_jax.evaluate.updates`): ``tw-jax train`` in this
+Who trains. ``options.trainer`` (:mod:`tw_jax.lifelong.updates`): ``tw-jax train`` in this
 process by default, or the real ``python -m t5x.train`` (``tw-jax lifelong --trainer t5x``,
 :mod:`tw_jax.t5x.lifelong`), months chained on T5X's checkpoints. Either leaves a tw_jax
 checkpoint in the update's MODEL_DIR, which is what is scored below.
@@ -101,17 +101,19 @@ from tw_jax.evaluate.month_eval import BlockCache, EvalSettings, evaluate_month
 from tw_jax.evaluate.probe_contexts import output_dir as contexts_dir
 from tw_jax.evaluate.results import BASE, NO_MONTH, Result, append_results, results_path
 from tw_jax.evaluate.runs import ModelSource, loaded_run
-from tw_jax.evaluate.updates import TwJaxTrainer, UpdateTrainer, trained_by
 from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
+from tw_jax.lifelong.updates import TwJaxTrainer, UpdateTrainer, trained_by
 from tw_jax.models import model_for
 from tw_jax.preprocess.accounting import STATS_FILE
 from tw_jax.preprocess.probes.probe_csv import read_probe_csv
+from tw_jax.runtime import gin_setup, task_data
 from tw_jax.tasks import LazyVocabulary
 from tw_jax.tasks.layout import resolve_data_dir
 from tw_jax.tasks.probes import LIGHTTUNING_MIX, QA_SUFFIX
-from tw_jax.train import data, gin_setup, trainer
+from tw_jax.train import trainer
 from tw_jax.train.config import TrainConfig
+from tw_jax.train.gin_config import train_config
 from tw_jax.train.preemption import TrainingPreempted
 from tw_jax.train.schedules import make_schedule
 
@@ -125,9 +127,10 @@ class LifelongError(ValueError):
     """A lifelong run that cannot start: bad months, unknown method, missing data."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class LifelongOptions:
-    """Everything a lifelong run needs (the CLI's arguments)."""
+    """Everything a lifelong run needs (the CLI's arguments); :func:`run_lifelong` resolves the
+    places into a copy, never into the caller's options."""
 
     gin_files: list[str]
     months: list[str]
@@ -239,7 +242,7 @@ def training_examples(task: str, lengths: Mapping[str, int], epochs: float) -> f
     provider = seqio.get_mixture_or_task(task)
     if isinstance(provider, tw_jax.tasks.MixReviewMixture):
         return provider.examples(epochs, lengths)
-    stream = data.task_dataset(task, lengths, shuffle=False, num_epochs=1)
+    stream = task_data.task_dataset(task, lengths, shuffle=False, num_epochs=1)
     count = int(stream.reduce(0, lambda n, _: n + 1))
     if count == 0:
         raise LifelongError(f"{task}: no training examples, so TRAIN_EPOCHS gives no steps")
@@ -257,7 +260,7 @@ def _sized(run: TrainConfig, task: str) -> TrainConfig:
     epochs = update_epochs()
     if epochs is None:
         return run
-    concrete = data.task_name(task, run.model_config)
+    concrete = task_data.task_name(task, run.model_config)
     steps = update_steps(concrete, run.task_feature_lengths, run.batch_size, epochs)
     log.info("%s: %g pass(es) at batch %d = %d steps", concrete, epochs, run.batch_size, steps)
     return run.replace(train_steps=steps)
@@ -300,7 +303,7 @@ def _gin_run(options: LifelongOptions, files: Sequence[str]) -> TrainConfig:
     # Not strict: a --gin macro of the method's files may be unused by INITIAL's (the run's
     # first parse, of the method's files, checks them).
     gin_setup.parse(files, options.gin_bindings, options.gin_search_paths, strict_macros=False)
-    return gin_setup.train_config()
+    return train_config()
 
 
 # --- evaluation ---------------------------------------------------------------------------
@@ -330,7 +333,7 @@ def _score(
     """``{month: [(category, metric, value)]}`` of one checkpoint for each month's groups."""
 
     config = run.model_config
-    vocabulary = _plain_vocabulary(data.vocabulary(data.task_name(vocabulary_task, config)))
+    vocabulary = _plain_vocabulary(task_data.vocabulary(task_data.task_name(vocabulary_task, config)))
     scored: dict[str, list[tuple[str, str, float]]] = {}
     with loaded_run(ModelSource(model_dir=model_dir), config, run.mesh_shape) as loaded:
         for month in months:
@@ -549,7 +552,7 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
         m: training_task(method, m, options.train_on) for m in months
     }
     # Checkpoints are found by absolute path; a URL stays a URL (never pathlib: gs:// → gs:/).
-    options.out_dir = paths.resolve(options.out_dir)
+    options = dataclasses.replace(options, out_dir=paths.resolve(options.out_dir))
     summary = LifelongSummary(method, results_path(options.out_dir))
 
     # No gin binding refers to TRAIN_EPOCHS (the runner reads it), so gin's check of unused
@@ -560,7 +563,7 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
                     strict_macros=False)
     update_epochs()
     data_dir = _data_dir(options)
-    options.data_dir = data_dir
+    options = dataclasses.replace(options, data_dir=data_dir)
     _register_tasks(data_dir)
     for month in months:
         folder = paths.join(data_dir, month)

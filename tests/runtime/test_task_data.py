@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from tw_jax.models import GPT2Config, T5Config, model_for
-from tw_jax.train.data import task_name
+from tw_jax.runtime.task_data import task_name
 
 DECODER, ENCDEC = GPT2Config(), T5Config()
 
