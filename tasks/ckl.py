@@ -55,7 +55,7 @@ from tw_jax.preprocess.ckl.release_files import (
     read_lama_set,
     ssm_pairs,
 )
-from tw_jax.preprocess.published import PublishedFile
+from tw_jax.preprocess.dumps.released import PublishedFile
 from tw_jax.tasks import metrics
 from tw_jax.tasks.mixreview import MixReviewMixture
 from tw_jax.tasks.preprocessors import tokenize_keep_text, tokenize_only

@@ -43,7 +43,7 @@ import seqio
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.csv_reader import BoundedReader
-from tw_jax.preprocess.published import PublishedFile, index_files
+from tw_jax.preprocess.dumps.released import PublishedFile, index_files
 from tw_jax.tasks import metrics
 from tw_jax.tasks.preprocessors import tokenize_keep_text
 from tw_jax.tasks.registration import Registrar

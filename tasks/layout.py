@@ -28,7 +28,7 @@ import os
 import re
 
 from tw_jax.io import paths
-from tw_jax.preprocess.accounting import STATS_FILE
+from tw_jax.preprocess.runners.accounting import STATS_FILE
 
 DATA_DIR_ENV = "TW_JAX_DATA_DIR"
 T5_VOCAB_ENV = "TW_JAX_T5_VOCAB"

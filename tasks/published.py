@@ -15,7 +15,7 @@ released zips ``TWiki_Diffsets.zip``, ``TWiki_Probes.zip``, ``Wikipedia_Full.zip
 plus ``twiki_mixreview_MMMM_lm`` where the initial month's full snapshot is present. The release
 has no SSM version, NON-DiffSet or light-tuning sets, so those tasks need ``tw-jax`` data.
 
-The folder or zip may be local or in a bucket (``gs://``); :mod:`tw_jax.preprocess.published`
+The folder or zip may be local or in a bucket (``gs://``); :mod:`tw_jax.preprocess.dumps.released`
 lists and reads its files (zip members in place, unsafe archives refused).
 """
 
@@ -31,8 +31,8 @@ import seqio
 import tensorflow as tf
 
 from tw_jax.errors import DumpError
+from tw_jax.preprocess.dumps.released import PublishedFile, csv_texts, index_files
 from tw_jax.preprocess.probes.probe_csv import read_probe_rows
-from tw_jax.preprocess.published import PublishedFile, csv_texts, index_files
 from tw_jax.tasks.mixreview import MixReviewMixture
 from tw_jax.tasks.probes import PROBE_SPLITS, register_row_tasks
 from tw_jax.tasks.registration import Registrar

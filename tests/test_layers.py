@@ -19,8 +19,8 @@ def test_the_repository_keeps_every_contract(tmp_path):
 
 def test_the_layout_is_the_installed_package(tmp_path):
     tree = lint_imports.lay_out(tmp_path) / "tw_jax"
-    assert (tree / "preprocess" / "readers.py").resolve() == (
-        lint_imports.REPO / "preprocess" / "readers.py")
+    assert (tree / "preprocess" / "dumps" / "wikipedia.py").resolve() == (
+        lint_imports.REPO / "preprocess" / "dumps" / "wikipedia.py")
     assert (tree / "tasks" / "twiki.py").resolve() == lint_imports.REPO / "tasks" / "twiki.py"
     assert (tree / "models" / "t5.py").is_symlink()
     assert not (tree / "gin_files").exists()  # data, not a package
@@ -30,8 +30,8 @@ def test_the_layout_is_the_installed_package(tmp_path):
     ("module", "line", "broken"),
     [
         # a stage reaching up into training
-        ("preprocess/readers.py", "import tw_jax.train.trainer",
-         "- tw_jax.preprocess.readers -> tw_jax.train.trainer"),
+        ("preprocess/dumps/wikipedia.py", "import tw_jax.train.trainer",
+         "- tw_jax.preprocess.dumps.wikipedia -> tw_jax.train.trainer"),
         # the ground floor reaching up into a stage, even inside a function
         ("tw_jax/io/paths.py", "def f():\n    from tw_jax.tasks import twiki",
          "- tw_jax.io.paths -> tw_jax.tasks.twiki"),

@@ -14,7 +14,7 @@ When gensim (the ``test`` extra) is installed, the real English Wikipedia dump i
 identity diff) and against a copy with seeded edits (a paragraph added to 10% of the articles,
 one new article). Those rows give article pairs/s and MB/s of wikitext per core, and the quality
 of the rendered text (leftover markup and abbreviation splits per 1,000 words, see
-tw_jax.preprocess.plaintext_audit).
+tw_jax.preprocess.plaintext.audit).
 
     python tools/bench_diffset.py [--articles 20000] [--workers 1,2] [--dir /tmp/bench_pair]
     python tools/bench_diffset.py --real-dump-only
@@ -39,13 +39,13 @@ from xml.sax.saxutils import unescape
 from bench_pair import write_bench_pair
 
 from tw_jax.preprocess.diffset.local import build_diffset
-from tw_jax.preprocess.multistream import repack_multistream
-from tw_jax.preprocess.plaintext_audit import (
+from tw_jax.preprocess.dumps.multistream import repack_multistream
+from tw_jax.preprocess.plaintext.audit import (
     abbreviation_splits,
     leftover_markup,
     per_thousand_words,
 )
-from tw_jax.preprocess.sentences import split_sentences
+from tw_jax.preprocess.plaintext.sentences import split_sentences
 
 REAL_DUMP = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 

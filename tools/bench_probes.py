@@ -150,7 +150,6 @@ def _cpu() -> float:
 
 
 def bench(old_path: str, new_path: str, workdir: str, rate: float, workers: int = 1) -> dict:
-    from tw_jax.preprocess.accounting import Skips
     from tw_jax.preprocess.probes.finish import ProbeOptions
     from tw_jax.preprocess.probes.local import (
         Categoriser,
@@ -163,6 +162,7 @@ def bench(old_path: str, new_path: str, workdir: str, rate: float, workers: int 
     )
     from tw_jax.preprocess.probes.stats import ProbeStats
     from tw_jax.preprocess.probes.store import OldSnapshot
+    from tw_jax.preprocess.runners.accounting import Skips
 
     stats = ProbeStats()
     options = ProbeOptions(unchanged_rate=rate)

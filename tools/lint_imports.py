@@ -34,8 +34,8 @@ def package_dirs(repo: Path = REPO) -> dict[str, Path]:
 def lay_out(target: Path, repo: Path = REPO, replace: Mapping[str, str] | None = None) -> Path:
     """``target/tw_jax``: the package as it installs, its files linked to the repository's.
 
-    ``replace`` maps a path inside the package (``preprocess/readers.py``) to text that stands in
-    for that file (what a test uses to add an import).
+    ``replace`` maps a path inside the package (``preprocess/dumps/wikipedia.py``) to text that
+    stands in for that file (what a test uses to add an import).
     """
     replace = dict(replace or {})
     folders = package_dirs(repo)

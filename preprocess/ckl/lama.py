@@ -1,11 +1,12 @@
 """InvariantLAMA-style probes from one Wikidata dump (``tw-jax ckl build-lama``).
 
 CKL's InvariantLAMA is the part of LAMA's T-REx whose relations cannot change over time: the 28
-relations of CKL Table 4 (``CKL_INVARIANT`` in :mod:`tw_jax.preprocess.templates`, which holds
-their templates), each fact a cloze sentence ``[X] was born in <extra_id_0> .`` with the object
-label as the answer. This builds the same from any snapshot, with the probes stage's machinery:
+relations of CKL Table 4 (``CKL_INVARIANT`` in :mod:`tw_jax.preprocess.facts.relation_templates`,
+which holds their templates), each fact a cloze sentence ``[X] was born in <extra_id_0> .`` with the
+object label as the answer. This builds the same from any snapshot, with the probes stage's
+machinery:
 
-1. the dump's labels go to a :class:`~tw_jax.preprocess.labels.LabelIndex` (SQLite, on disk);
+1. the dump's labels go to a :class:`~tw_jax.preprocess.facts.labels.LabelIndex` (SQLite, on disk);
 2. every item's non-deprecated facts of the 28 relations (:func:`facts.facts_of`), one per
    (relation, object), are rendered by :func:`steps.render_candidate` (labels, dates at their
    precision, quantities with units) and checked by :func:`rules.heuristic_reason` (subject and
@@ -34,17 +35,17 @@ from typing import Any
 
 from tw_jax.io.output_claim import scratch_dir
 from tw_jax.io.progress import progress as progress_bar
-from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.ckl.outputs import clear_stats, write_lama_folder
-from tw_jax.preprocess.labels import LabelIndex
+from tw_jax.preprocess.dumps.wikidata import iter_entities
+from tw_jax.preprocess.facts.labels import LabelIndex
+from tw_jax.preprocess.facts.relation_templates import CKL_INVARIANT, TEMPLATES, cloze
 from tw_jax.preprocess.probes.categorise import UNCHANGED, Candidate
 from tw_jax.preprocess.probes.facts import fact_hash, facts_of
 from tw_jax.preprocess.probes.records import Probe
 from tw_jax.preprocess.probes.rules import finalise, heuristic_reason
 from tw_jax.preprocess.probes.stats import ProbeStats
 from tw_jax.preprocess.probes.steps import render_candidate
-from tw_jax.preprocess.templates import CKL_INVARIANT, TEMPLATES, cloze
-from tw_jax.preprocess.wikidata import iter_entities
+from tw_jax.preprocess.runners.accounting import Skips
 
 DEFAULT_MAX_PER_RELATION = 1000  # LAMA's T-REx: at most 1000 facts per relation
 OVERSAMPLE = 2  # facts kept per relation while streaming, per final one (duplicates may drop)

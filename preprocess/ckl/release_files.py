@@ -3,7 +3,7 @@
 CKL's released files (``invariantLAMA.csv``, ``updatedLAMA.csv``, ``newLAMA.csv``,
 ``newLAMA_easy*.csv`` with their ``*_answers.json``; ``recent_news*.csv``,
 ``wikipedia_pretrain*.csv``) may sit anywhere below a folder or zip, local or in a bucket
-(:mod:`tw_jax.preprocess.published`). The tasks (:mod:`tw_jax.tasks.ckl`) and the phase builder
+(:mod:`tw_jax.preprocess.dumps.released`). The tasks (:mod:`tw_jax.tasks.ckl`) and the phase builder
 (:mod:`tw_jax.preprocess.ckl.phases`) both find and read them here.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from tw_jax.errors import DumpError
 from tw_jax.preprocess.ckl import release
-from tw_jax.preprocess.published import PublishedFile, index_files
+from tw_jax.preprocess.dumps.released import PublishedFile, index_files
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tw_jax.preprocess.mediawiki import Page
-from tw_jax.preprocess.readers import paragraphs_of
-from tw_jax.preprocess.sentences import split_sentences
+from tw_jax.preprocess.dumps.mediawiki import Page
+from tw_jax.preprocess.dumps.wikipedia import paragraphs_of
+from tw_jax.preprocess.plaintext.sentences import split_sentences
 
 NEW = "new"
 CHANGED = "changed"

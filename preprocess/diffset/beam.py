@@ -17,12 +17,12 @@ from typing import Any
 from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
 from tw_jax.io.tfrecord import encode_example
-from tw_jax.preprocess.accounting import dump_error_in
 from tw_jax.preprocess.diffset.algorithm import ArticleDiff, compare
 from tw_jax.preprocess.diffset.outputs import OUTPUTS, STATS_FILE, json_line, records_for
 from tw_jax.preprocess.diffset.stats import DiffsetStats
-from tw_jax.preprocess.mediawiki import Page, describe_page
-from tw_jax.preprocess.multistream import index_for, plan_ranges
+from tw_jax.preprocess.dumps.mediawiki import Page, describe_page
+from tw_jax.preprocess.dumps.multistream import index_for, plan_ranges
+from tw_jax.preprocess.runners.accounting import dump_error_in
 
 _PARTIAL_STATS = ".beam-stats.json"
 
@@ -128,7 +128,7 @@ def build_diffset_beam(
     """
     import apache_beam as beam
 
-    from tw_jax.preprocess.beam_options import pipeline_options
+    from tw_jax.preprocess.runners.beam_options import pipeline_options
 
     old_path, new_path, out = os.fspath(old_path), os.fspath(new_path), os.fspath(out_dir)
     options = pipeline_options(beam_options, (old_path, new_path, out))

@@ -7,9 +7,10 @@ in a process pool for several, and the results are written in the new dump's ord
 
 Reading a ``.bz2`` dump is mostly bz2 decompression, which one process does at a few thousand
 pages a second. A multistream dump with its index beside it (enwiki's
-``pages-articles-multistream.xml.bz2``; :func:`~tw_jax.preprocess.multistream.repack_multistream`
-makes one from any dump) is therefore read in byte ranges by the workers themselves, so reading
-scales with them; any other dump is read by the main process and only the comparison is spread.
+``pages-articles-multistream.xml.bz2``;
+:func:`~tw_jax.preprocess.dumps.multistream.repack_multistream` makes one from any dump) is
+therefore read in byte ranges by the workers themselves, so reading scales with them; any other
+dump is read by the main process and only the comparison is spread.
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ from tw_jax.io import paths
 from tw_jax.io.output_claim import scratch_dir
 from tw_jax.io.progress import progress as progress_bar
 from tw_jax.io.scratch_db import open_scratch
-from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.diffset.algorithm import compare
 from tw_jax.preprocess.diffset.outputs import DiffsetWriter, EncodedRecord, encode_records
 from tw_jax.preprocess.diffset.stats import ArticleSummary, DiffsetStats, summarize
-from tw_jax.preprocess.mediawiki import Page, describe_page
-from tw_jax.preprocess.multistream import index_for, iter_range_pages, plan_ranges
-from tw_jax.preprocess.parallel import WINDOW_PER_WORKER, fork_pool, ordered_map
-from tw_jax.preprocess.readers import IdBitmap, iter_articles, iter_dump_pages
+from tw_jax.preprocess.dumps.mediawiki import Page, describe_page
+from tw_jax.preprocess.dumps.multistream import index_for, iter_range_pages, plan_ranges
+from tw_jax.preprocess.dumps.wikipedia import IdBitmap, iter_articles, iter_dump_pages
+from tw_jax.preprocess.runners.accounting import Skips
+from tw_jax.preprocess.runners.process_pools import WINDOW_PER_WORKER, fork_pool, ordered_map
 
 _INSERT_BATCH = 2000
 _CHUNK = 64  # articles per task sent to a worker: amortises pickling and queue round trips

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from tw_jax.io import paths
-from tw_jax.preprocess.sentences import split_sentences
+from tw_jax.preprocess.plaintext.sentences import split_sentences
 
 
 def _jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:

@@ -11,8 +11,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.diffset.algorithm import EMPTY, IN_DIFFSET, ArticleDiff
+from tw_jax.preprocess.runners.accounting import Skips
 
 SIDES = ("old", "new")
 

@@ -7,8 +7,9 @@ not with the dump: one streaming pass keeps the articles whose title is wanted a
 of wanted redirects; a second pass runs only when such a target was not among the kept
 articles (a sitelink that names a redirect, which Wikidata rarely has).
 
-Pages are filtered as every stage filters them (:func:`tw_jax.preprocess.readers.iter_articles`:
-main namespace, no redirects, no duplicate ids, some text), each drop counted.
+Pages are filtered as every stage filters them
+(:func:`tw_jax.preprocess.dumps.wikipedia.iter_articles`: main namespace, no redirects, no
+duplicate ids, some text), each drop counted.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from tw_jax.preprocess.accounting import Skips
+from tw_jax.preprocess.dumps.wikipedia import Page, iter_articles, iter_dump_pages, paragraphs_of
 from tw_jax.preprocess.probes.articles import normalise_title, redirect_target
-from tw_jax.preprocess.readers import Page, iter_articles, iter_dump_pages, paragraphs_of
+from tw_jax.preprocess.runners.accounting import Skips
 
 
 @dataclass(frozen=True, slots=True)

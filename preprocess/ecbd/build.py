@@ -38,7 +38,6 @@ from typing import Any
 
 from tw_jax.io import paths
 from tw_jax.io.atomic import FolderCommit, discard
-from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.ecbd import spans as span_rules
 from tw_jax.preprocess.ecbd.articles import Article, read_articles
 from tw_jax.preprocess.ecbd.entities import OriginEntity, iter_origin_entities
@@ -49,6 +48,7 @@ from tw_jax.preprocess.ecbd.sentences import (
     entity_names,
     word_count,
 )
+from tw_jax.preprocess.runners.accounting import Skips
 
 SPLITS = ("dev", "test")
 FILE_KINDS = {"np": "np_spans", "random": "random_spans"}

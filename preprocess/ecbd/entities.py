@@ -19,8 +19,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.wikidata import Entity, iter_entities
+from tw_jax.preprocess.dumps.wikidata import Entity, iter_entities
+from tw_jax.preprocess.runners.accounting import Skips
 
 # In the order their dates are preferred.
 ORIGINATION_PROPERTIES: tuple[str, ...] = ("P580", "P571", "P585", "P575", "P6949", "P9448")

@@ -23,8 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.sentences import split_sentences
+from tw_jax.preprocess.plaintext.sentences import split_sentences
+from tw_jax.preprocess.runners.accounting import Skips
 
 MIN_SENTENCE_WORDS = 5
 _QUOTED = re.compile(r'"[^"]*"|“[^”]*”')

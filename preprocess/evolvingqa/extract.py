@@ -39,9 +39,9 @@ from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
 from tw_jax.io.output_claim import scratch_dir
 from tw_jax.io.progress import progress as progress_bar
-from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.diffset.local import OldIndex, build_diffset
 from tw_jax.preprocess.diffset.outputs import json_line
+from tw_jax.preprocess.dumps.wikipedia import iter_articles, iter_dump_pages, paragraphs_of
 from tw_jax.preprocess.evolvingqa import layout
 from tw_jax.preprocess.evolvingqa.entities import EntityTagger
 from tw_jax.preprocess.evolvingqa.passages import passages, revisions, without_sentences
@@ -52,7 +52,7 @@ from tw_jax.preprocess.evolvingqa.unchanged import (
     sample_key,
     select,
 )
-from tw_jax.preprocess.readers import iter_articles, iter_dump_pages, paragraphs_of
+from tw_jax.preprocess.runners.accounting import Skips
 from tw_jax.preprocess.ssm.local import build_ssm
 from tw_jax.text.spacy_pipeline import DEFAULT_MODEL
 

@@ -20,11 +20,11 @@ from itertools import islice
 from typing import Any
 
 from tw_jax.io import paths
-from tw_jax.preprocess.accounting import require_complete
 from tw_jax.preprocess.evolvingqa import filters, layout, prompts
 from tw_jax.preprocess.evolvingqa.client import ChatClient
 from tw_jax.preprocess.evolvingqa.qa_csv import PAPER_FINETUNE_FRACTION, QA, write_qa_sets
 from tw_jax.preprocess.evolvingqa.unchanged import iter_jsonl
+from tw_jax.preprocess.runners.accounting import require_complete
 
 _PAIR = re.compile(r"^\d{4}$")
 

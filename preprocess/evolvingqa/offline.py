@@ -27,11 +27,11 @@ from typing import Any
 
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
-from tw_jax.preprocess.accounting import require_complete
 from tw_jax.preprocess.evolvingqa.filters import same_answer
 from tw_jax.preprocess.evolvingqa.qa_csv import PAPER_FINETUNE_FRACTION, QA, write_qa_sets
 from tw_jax.preprocess.evolvingqa.questions import question
 from tw_jax.preprocess.probes.probe_csv import read_probe_csv
+from tw_jax.preprocess.runners.accounting import require_complete
 
 PREVIOUS_SEPARATOR = " | "
 _PAIR = re.compile(r"^\d{4}$")

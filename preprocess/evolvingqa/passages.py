@@ -23,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from tw_jax.preprocess.sentences import split_sentences
+from tw_jax.preprocess.plaintext.sentences import split_sentences
 from tw_jax.preprocess.ssm.chunks import chunk_spans
 
 # Below this similarity (difflib ratio of the two paragraphs' words) a new paragraph in a

@@ -1,18 +1,18 @@
 """Question templates for Wikidata relations: the offline generator's stand-in for an LLM.
 
-:mod:`tw_jax.preprocess.templates` has statement templates (``[X] was born in [Y] .``), good for
-cloze probes but not questions. Here each relation of that table gets a question about its
-subject whose answer is the object, written by hand in the same ``[X]`` notation; a relation
-without one gets a question derived from its label, "What is the {label} of [X]?", which reads
-well for noun labels ("image", "reference URL") and is marked as derived. :func:`question` says
-which kind it used.
+:mod:`tw_jax.preprocess.facts.relation_templates` has statement templates
+(``[X] was born in [Y] .``), good for cloze probes but not questions. Here each relation of that
+table gets a question about its subject whose answer is the object, written by hand in the same
+``[X]`` notation; a relation without one gets a question derived from its label, "What is the
+{label} of [X]?", which reads well for noun labels ("image", "reference URL") and is marked as
+derived. :func:`question` says which kind it used.
 """
 
 from __future__ import annotations
 
 from types import MappingProxyType
 
-from tw_jax.preprocess.templates import TEMPLATES
+from tw_jax.preprocess.facts.relation_templates import TEMPLATES
 
 QUESTIONS = MappingProxyType({
     "P19": "Where was [X] born?",

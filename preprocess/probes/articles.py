@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.scratch_db import open_scratch
-from tw_jax.preprocess.accounting import Skips, require_complete
-from tw_jax.preprocess.readers import iter_articles, iter_dump_pages, paragraphs_of
+from tw_jax.preprocess.dumps.wikipedia import iter_articles, iter_dump_pages, paragraphs_of
+from tw_jax.preprocess.runners.accounting import Skips, require_complete
 
 NEW, OLD = "new", "old"
 FULL, DIFF = "full", "diff"

@@ -17,7 +17,6 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from tw_jax.preprocess.accounting import Skips, dump_error_in
 from tw_jax.preprocess.probes.align import SubjectTexts
 from tw_jax.preprocess.probes.articles import DIFF, FULL, iter_titles, normalise_title
 from tw_jax.preprocess.probes.categorise import CATEGORIES, DELETED
@@ -26,6 +25,7 @@ from tw_jax.preprocess.probes.finish import ProbeOptions, finish
 from tw_jax.preprocess.probes.lighttuning import Sampler
 from tw_jax.preprocess.probes.stats import ProbeStats
 from tw_jax.preprocess.probes.steps import candidates_for, check_probe, label_ids, render_candidate
+from tw_jax.preprocess.runners.accounting import Skips, dump_error_in
 
 
 class _Collect:
@@ -41,7 +41,7 @@ class _Collect:
 def _read_wikidata(path: str, side: str) -> Iterator[Any]:
     import apache_beam as beam
 
-    from tw_jax.preprocess.wikidata import iter_entities
+    from tw_jax.preprocess.dumps.wikidata import iter_entities
 
     stats = ProbeStats()
     bad: list[str] = []
@@ -155,7 +155,7 @@ def _read_texts(path: str, kind: str) -> Iterator[tuple[tuple[str, int], tuple[s
 def _old_texts(path: str) -> Iterator[Any]:
     import apache_beam as beam
 
-    from tw_jax.preprocess.readers import iter_articles, iter_dump_pages, paragraphs_of
+    from tw_jax.preprocess.dumps.wikipedia import iter_articles, iter_dump_pages, paragraphs_of
 
     stats = ProbeStats()
     skips = stats.skips["old_wikipedia"]
@@ -248,10 +248,10 @@ def build_probes_beam(
     """Runs the pipeline (DirectRunner unless ``beam_options`` names another); returns stats."""
     import apache_beam as beam
 
-    from tw_jax.preprocess.beam_options import pipeline_options
     from tw_jax.preprocess.probes.articles import diffset_files
     from tw_jax.preprocess.probes.local import _header, check_dump
     from tw_jax.preprocess.probes.outputs import clear_stats, write_probes_folder
+    from tw_jax.preprocess.runners.beam_options import pipeline_options
 
     options = options or ProbeOptions()
     options.check()

@@ -8,8 +8,8 @@ import sys
 import time
 
 from tw_jax.io.cli_paths import input_folder, input_path, output_folder
-from tw_jax.preprocess.cli_options import add_runner_arguments
-from tw_jax.preprocess.wikidata import DEFAULT_MAX_SKIPPED_SHARE
+from tw_jax.preprocess.dumps.wikidata import DEFAULT_MAX_SKIPPED_SHARE
+from tw_jax.preprocess.runners.cli_options import add_runner_arguments
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -11,12 +11,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from tw_jax.preprocess.dumps.wikidata import DEFAULT_MAX_SKIPPED_SHARE
 from tw_jax.preprocess.probes.categorise import CATEGORIES
 from tw_jax.preprocess.probes.lighttuning import DEFAULT_SIZE, Sampler
 from tw_jax.preprocess.probes.records import Probe
 from tw_jax.preprocess.probes.rules import finalise
 from tw_jax.preprocess.probes.stats import ProbeStats
-from tw_jax.preprocess.wikidata import DEFAULT_MAX_SKIPPED_SHARE
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The Probes stage on one machine: three on-disk indexes, then one pass over the new dump.
 
-1. The new Wikidata dump's labels go to a :class:`~tw_jax.preprocess.labels.LabelIndex`.
+1. The new Wikidata dump's labels go to a :class:`~tw_jax.preprocess.facts.labels.LabelIndex`.
 2. The old dump's subjects (label, enwiki, facts) go to an :class:`OldSnapshot` store.
 3. Wikipedia titles and redirects, the DiffSet folder's texts and (optionally) the old
    snapshot's cleaned articles go to an :class:`ArticleStore`.
@@ -9,7 +9,7 @@
 
 An entity skipped as malformed in either dump is not categorised (it is marked in the old store,
 or met as a None side in the new pass) and is counted in ``skipped_one_side``; once each dump
-has been read, :func:`~tw_jax.preprocess.wikidata.check_skipped_share` fails the run if too
+has been read, :func:`~tw_jax.preprocess.dumps.wikidata.check_skipped_share` fails the run if too
 many of its lines were malformed (``ProbeOptions.max_skipped_share``).
 
 All indexes are SQLite files in a scratch folder, so memory holds only the probes that passed
@@ -33,9 +33,13 @@ from typing import Any
 
 from tw_jax.io.output_claim import scratch_dir
 from tw_jax.io.progress import progress as progress_bar
-from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.labels import LabelIndex
-from tw_jax.preprocess.parallel import fork_pool, ordered_map
+from tw_jax.preprocess.dumps.wikidata import (
+    check_skipped_share,
+    entities_from_lines,
+    iter_entities,
+    iter_lines,
+)
+from tw_jax.preprocess.facts.labels import LabelIndex
 from tw_jax.preprocess.probes.align import SubjectTexts
 from tw_jax.preprocess.probes.articles import (
     DIFF,
@@ -55,12 +59,8 @@ from tw_jax.preprocess.probes.records import Probe
 from tw_jax.preprocess.probes.stats import ProbeStats
 from tw_jax.preprocess.probes.steps import candidates_for, check_probe, render_candidate
 from tw_jax.preprocess.probes.store import MALFORMED, OldSnapshot
-from tw_jax.preprocess.wikidata import (
-    check_skipped_share,
-    entities_from_lines,
-    iter_entities,
-    iter_lines,
-)
+from tw_jax.preprocess.runners.accounting import Skips
+from tw_jax.preprocess.runners.process_pools import fork_pool, ordered_map
 
 
 def iter_sides(
@@ -302,7 +302,7 @@ def start_pool(workers: int, config: WorkerConfig) -> Pool:
 def _open_stores() -> tuple[OldSnapshot, Any, ArticleStore | None]:
     global _stores
     if _stores is None:  # opened on first use: the pool starts before the indexes are written
-        from tw_jax.preprocess.labels import LabelIndex
+        from tw_jax.preprocess.facts.labels import LabelIndex
 
         paths = _config.paths
         _stores = (

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from tw_jax.preprocess.accounting import Skips
 from tw_jax.preprocess.probes.categorise import CATEGORIES
+from tw_jax.preprocess.runners.accounting import Skips
 
 INPUTS = ("old_wikidata", "new_wikidata", "wikipedia", "old_wikipedia", "facts")
 SIDES = ("old", "new")

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from tw_jax.preprocess.facts.relation_templates import cloze, probe_text
+from tw_jax.preprocess.facts.values import render
 from tw_jax.preprocess.probes.align import SubjectTexts, alignment_reason
 from tw_jax.preprocess.probes.categorise import UNCHANGED, Candidate, categorise
 from tw_jax.preprocess.probes.facts import SubjectSide, fact_hash, sampled
@@ -21,8 +23,6 @@ from tw_jax.preprocess.probes.lighttuning import Sampler
 from tw_jax.preprocess.probes.records import Probe, make_probe
 from tw_jax.preprocess.probes.rules import heuristic_reason
 from tw_jax.preprocess.probes.stats import ProbeStats
-from tw_jax.preprocess.templates import cloze, probe_text
-from tw_jax.preprocess.values import render
 
 LabelOf = Callable[[str], "str | None"]
 

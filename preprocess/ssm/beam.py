@@ -29,7 +29,7 @@ from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
 from tw_jax.io.output_claim import scratch_dir
 from tw_jax.io.tfrecord import ShardedTFRecordWriter, frame, masked_crc32c, shard_name
-from tw_jax.preprocess.accounting import dump_error_in
+from tw_jax.preprocess.runners.accounting import dump_error_in
 from tw_jax.preprocess.ssm.examples import SsmOptions, process_job
 from tw_jax.preprocess.ssm.local import check_inputs
 from tw_jax.preprocess.ssm.outputs import (
@@ -192,7 +192,7 @@ def build_ssm_beam(
     """
     import apache_beam as beam
 
-    from tw_jax.preprocess.beam_options import pipeline_options, worker_requirements_flags
+    from tw_jax.preprocess.runners.beam_options import pipeline_options, worker_requirements_flags
 
     started = time.perf_counter()
     options = options or SsmOptions()

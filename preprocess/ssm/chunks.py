@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from tw_jax.preprocess.sentences import split_sentences
+from tw_jax.preprocess.plaintext.sentences import split_sentences
 
 _WORD = re.compile(r"\S+")
 

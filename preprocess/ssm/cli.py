@@ -9,7 +9,7 @@ import sys
 import time
 
 from tw_jax.io.cli_paths import input_folder, output_folder
-from tw_jax.preprocess.cli_options import add_runner_arguments
+from tw_jax.preprocess.runners.cli_options import add_runner_arguments
 
 
 def _names(value: str) -> tuple[str, ...]:

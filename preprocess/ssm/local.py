@@ -20,8 +20,8 @@ from typing import Any
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.progress import progress as progress_bar
-from tw_jax.preprocess.accounting import require_complete
-from tw_jax.preprocess.parallel import fork_pool, ordered_map
+from tw_jax.preprocess.runners.accounting import require_complete
+from tw_jax.preprocess.runners.process_pools import fork_pool, ordered_map
 from tw_jax.preprocess.ssm.examples import SsmOptions, process_job
 from tw_jax.preprocess.ssm.outputs import MAX_SHARD_BYTES, SsmWriter, build_report
 from tw_jax.preprocess.ssm.reader import (

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from tw_jax.preprocess.accounting import Skips
+from tw_jax.preprocess.runners.accounting import Skips
 
 _COUNTS = ("articles", "chunks", "examples", "words", "chars")
 

@@ -1,6 +1,6 @@
 """Hostile released files: a zip bomb is refused before it is inflated, an oversized CSV field
 is an error naming the file and line, and a file that could be read from two places (two
-members of one name, a folder and a zip) is refused naming both (tw_jax.preprocess.published,
+members of one name, a folder and a zip) is refused naming both (tw_jax.preprocess.dumps.released,
 tw_jax.io.csv_reader)."""
 
 import csv
@@ -13,8 +13,8 @@ import zipfile
 import pytest
 
 from tw_jax.errors import DumpError
+from tw_jax.preprocess.dumps.released import csv_texts, index_files
 from tw_jax.preprocess.probes.probe_csv import read_probe_rows
-from tw_jax.preprocess.published import csv_texts, index_files
 
 BOMB_BYTES = 1 << 30  # 1 GiB of CSV expanded, about 1 MiB stored
 
@@ -45,7 +45,7 @@ def test_a_zip_bomb_is_refused_unread_with_bounded_memory(tmp_path):
     # In a child process, so its peak memory is the reader's alone.
     script = textwrap.dedent(f"""
         from tw_jax.errors import DumpError
-        from tw_jax.preprocess.published import csv_texts, index_files
+        from tw_jax.preprocess.dumps.released import csv_texts, index_files
         (file,) = index_files({str(bomb)!r})
         try:
             list(csv_texts(file))
@@ -96,7 +96,7 @@ def test_an_oversized_field_names_the_file_and_line(tmp_path, monkeypatch):
 
 
 def test_extracting_a_zip_bomb_writes_nothing(tmp_path):
-    from tw_jax.preprocess.published import extract_safely
+    from tw_jax.preprocess.dumps.released import extract_safely
 
     bomb = _zip_bomb(tmp_path / "TWiki_Diffsets.zip")
     with pytest.raises(DumpError, match="refused as a zip bomb"):
@@ -108,7 +108,7 @@ PROBE_HEADER = "subject,relation,object\n"
 
 
 def test_an_archive_with_two_members_of_one_name_is_refused_naming_it(tmp_path):
-    from tw_jax.preprocess.published import UnsafeArchiveError
+    from tw_jax.preprocess.dumps.released import UnsafeArchiveError
 
     archive = tmp_path / "TWiki_Probes.zip"
     with zipfile.ZipFile(archive, "w") as handle, pytest.warns(UserWarning, match="Duplicate"):

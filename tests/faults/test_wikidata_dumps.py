@@ -1,13 +1,14 @@
 """Incomplete or wrong Wikidata dumps fail with one line naming the file; a malformed entity is
-skipped with its reason, never read as an entity without facts (tw_jax.preprocess.wikidata)."""
+skipped with its reason, never read as an entity without facts
+(tw_jax.preprocess.dumps.wikidata)."""
 
 import json
 
 import pytest
 
 from tw_jax.errors import DumpError
-from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.wikidata import iter_entities, iter_lines
+from tw_jax.preprocess.dumps.wikidata import iter_entities, iter_lines
+from tw_jax.preprocess.runners.accounting import Skips
 
 ENTITY = {"type": "item", "id": "Q{}", "labels": {"en": {"language": "en", "value": "E{}"}},
           "claims": {"P31": [{"mainsnak": {

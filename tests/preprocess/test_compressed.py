@@ -9,7 +9,7 @@ import lzma
 import pytest
 
 from tw_jax.errors import DumpError
-from tw_jax.preprocess.compressed import iter_chunks, open_binary, sniff_compression
+from tw_jax.preprocess.dumps.compressed import iter_chunks, open_binary, sniff_compression
 
 PAYLOAD = b"line one\nline two\n" * 1000
 

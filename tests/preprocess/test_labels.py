@@ -8,8 +8,8 @@ import json
 import pytest
 
 from tw_jax.errors import DumpError
-from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.labels import LabelIndex
+from tw_jax.preprocess.facts.labels import LabelIndex
+from tw_jax.preprocess.runners.accounting import Skips
 
 
 def entity(eid: str, label: str | None, **extra) -> dict:

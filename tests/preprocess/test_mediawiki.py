@@ -10,16 +10,16 @@ from xml.sax.saxutils import escape, quoteattr
 import pytest
 
 from tw_jax.errors import DumpError
-from tw_jax.preprocess import mediawiki
-from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.mediawiki import Page, iter_pages
-from tw_jax.preprocess.readers import (
+from tw_jax.preprocess.dumps import mediawiki
+from tw_jax.preprocess.dumps.mediawiki import Page, iter_pages
+from tw_jax.preprocess.dumps.wikipedia import (
     IdBitmap,
     iter_articles,
     iter_dump_pages,
     paragraphs_of,
     sniff_format,
 )
+from tw_jax.preprocess.runners.accounting import Skips
 
 NS_010 = "http://www.mediawiki.org/xml/export-0.10/"
 NS_011 = "http://www.mediawiki.org/xml/export-0.11/"
@@ -296,7 +296,7 @@ def test_corrupt_bz2_is_a_dump_error(tmp_path):
         list(iter_pages(path, Skips()))
 
 
-# -- readers: dispatch and the article filter --------------------------------------------------
+# -- dumps.wikipedia: dispatch and the article filter ----------------------------------------
 
 
 def test_sniff_and_dispatch_ignore_the_file_name(tmp_path):

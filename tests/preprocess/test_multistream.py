@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 
 from tw_jax.errors import DumpError
-from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.mediawiki import iter_pages
-from tw_jax.preprocess.multistream import (
+from tw_jax.preprocess.dumps.mediawiki import iter_pages
+from tw_jax.preprocess.dumps.multistream import (
     index_for,
     iter_range_pages,
     plan_ranges,
     repack_multistream,
     stream_offsets,
 )
+from tw_jax.preprocess.runners.accounting import Skips
 from tw_jax.sample_world.build import wikipedia_dump
 
 

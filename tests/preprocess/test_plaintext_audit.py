@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tw_jax.preprocess.plaintext_audit import (
+from tw_jax.preprocess.plaintext.audit import (
     abbreviation_splits,
     leftover_markup,
     per_thousand_words,

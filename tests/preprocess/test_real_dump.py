@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from tw_jax.preprocess.diffset.local import build_diffset
-from tw_jax.preprocess.plaintext_audit import abbreviation_splits, leftover_markup
-from tw_jax.preprocess.sentences import split_sentences
+from tw_jax.preprocess.plaintext.audit import abbreviation_splits, leftover_markup
+from tw_jax.preprocess.plaintext.sentences import split_sentences
 
 DUMP_NAME = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tw_jax.preprocess import sentences
-from tw_jax.preprocess.sentences import ABBREVIATIONS, split_sentences
+from tw_jax.preprocess.plaintext import sentences
+from tw_jax.preprocess.plaintext.sentences import ABBREVIATIONS, split_sentences
 
 
 def test_basic_terminators():

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from tw_jax.preprocess.templates import CKL_INVARIANT, MASK, TEMPLATES, cloze, probe_text
+from tw_jax.preprocess.facts.relation_templates import (
+    CKL_INVARIANT,
+    MASK,
+    TEMPLATES,
+    cloze,
+    probe_text,
+)
 from tw_jax.sample_world.schema import PROPERTIES
 
 # CKL Table 4 (spacing before the final period as in LAMA, see the module doc).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tw_jax.preprocess.values import render, render_amount
+from tw_jax.preprocess.facts.values import render, render_amount
 
 LABELS = {"Q5": "human", "Q712226": "square kilometre", "Q4917": "United States dollar"}
 

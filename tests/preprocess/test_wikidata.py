@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from tw_jax.errors import DumpError
-from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.labels import LabelIndex
-from tw_jax.preprocess.values import render
-from tw_jax.preprocess.wikidata import Claim, Entity, iter_entities
+from tw_jax.preprocess.dumps.wikidata import Claim, Entity, iter_entities
+from tw_jax.preprocess.facts.labels import LabelIndex
+from tw_jax.preprocess.facts.values import render
+from tw_jax.preprocess.runners.accounting import Skips
 
 E = "http://www.wikidata.org/entity/"
 

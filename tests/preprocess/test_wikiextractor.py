@@ -9,10 +9,15 @@ import json
 import pytest
 
 from tw_jax.errors import DumpError
-from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.mediawiki import Page
-from tw_jax.preprocess.readers import iter_articles, iter_dump_pages, paragraphs_of, sniff_format
-from tw_jax.preprocess.wikiextractor import iter_pages
+from tw_jax.preprocess.dumps.mediawiki import Page
+from tw_jax.preprocess.dumps.wikiextractor import iter_pages
+from tw_jax.preprocess.dumps.wikipedia import (
+    iter_articles,
+    iter_dump_pages,
+    paragraphs_of,
+    sniff_format,
+)
+from tw_jax.preprocess.runners.accounting import Skips
 
 
 def line(page_id: object, title: str, text: str, **extra: object) -> bytes:

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tw_jax.preprocess.wikitext import DROPPED_SECTIONS, to_paragraphs
+from tw_jax.preprocess.plaintext.wikitext import DROPPED_SECTIONS, to_paragraphs
 
 # -- what is removed ---------------------------------------------------------------------------
 

@@ -6,15 +6,15 @@ import time
 
 import pytest
 
-from tw_jax.preprocess.wikitext import to_paragraphs
-from tw_jax.preprocess.wikitext_quantities import (
+from tw_jax.preprocess.plaintext.wikitext import to_paragraphs
+from tw_jax.preprocess.plaintext.wikitext_quantities import (
     age_at,
     format_date,
     format_number,
     parse_date,
     unit_symbol,
 )
-from tw_jax.preprocess.wikitext_templates import canonical_name, split_arguments
+from tw_jax.preprocess.plaintext.wikitext_templates import canonical_name, split_arguments
 
 
 def render(wikitext: str) -> str:

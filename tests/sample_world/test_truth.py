@@ -56,8 +56,8 @@ def test_sentences_follow_the_rules(truth, month):
 
 def test_matches_the_preprocess_converter_when_present(truth):
     """The pipeline's own converter, where it exists, reads the sample exactly (oracle check)."""
-    wikitext = pytest.importorskip("tw_jax.preprocess.wikitext")
-    sentences = pytest.importorskip("tw_jax.preprocess.sentences")
+    wikitext = pytest.importorskip("tw_jax.preprocess.plaintext.wikitext")
+    sentences = pytest.importorskip("tw_jax.preprocess.plaintext.sentences")
     month = "2021-11"
     articles = truth["articles"][month]
     for p in truth["pages"][month]:

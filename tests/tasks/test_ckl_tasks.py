@@ -12,7 +12,7 @@ import seqio
 
 from tw_jax.errors import DumpError
 from tw_jax.preprocess.ckl.release_files import corpus_files, count_ssm_examples, find_files
-from tw_jax.preprocess.published import UnsafeArchiveError
+from tw_jax.preprocess.dumps.released import UnsafeArchiveError
 from tw_jax.runtime import task_data
 from tw_jax.tasks.ckl import eval_lengths, probe_tasks, register_ckl
 

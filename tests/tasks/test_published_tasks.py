@@ -13,7 +13,7 @@ import tensorflow as tf
 
 import tw_jax.tasks
 from tw_jax.errors import DumpError
-from tw_jax.preprocess.published import UnsafeArchiveError, extract_safely
+from tw_jax.preprocess.dumps.released import UnsafeArchiveError, extract_safely
 
 DIFF_0809 = [
     "Kreivstad joined Veistdale Rovers, on a two-year contract.",

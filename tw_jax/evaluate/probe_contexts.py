@@ -45,9 +45,9 @@ from tw_jax.evaluate.retrieval.snapshot import DEFAULT_CHUNK_WORDS, snapshot_sou
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
 from tw_jax.io.csv_reader import csv_rows
-from tw_jax.preprocess.accounting import STATS_FILE, require_complete
 from tw_jax.preprocess.probes.categorise import CATEGORIES, UPDATED
 from tw_jax.preprocess.probes.probe_csv import read_probe_csv
+from tw_jax.preprocess.runners.accounting import STATS_FILE, require_complete
 
 PROBES = "probes"
 CONTEXT = "context"

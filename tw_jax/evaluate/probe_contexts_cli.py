@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from tw_jax.evaluate.retrieval.snapshot import snapshot_file
     from tw_jax.io import paths
     from tw_jax.io.output_claim import claimed
-    from tw_jax.preprocess.accounting import STATS_FILE
+    from tw_jax.preprocess.runners.accounting import STATS_FILE
 
     for flag, value in (("--k", args.k), ("--context-words", args.context_words),
                         ("--chunk-words", args.chunk_words)):

@@ -105,8 +105,8 @@ from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
 from tw_jax.lifelong.updates import TwJaxTrainer, UpdateTrainer, trained_by
 from tw_jax.models import model_for
-from tw_jax.preprocess.accounting import STATS_FILE
 from tw_jax.preprocess.probes.probe_csv import read_probe_csv
+from tw_jax.preprocess.runners.accounting import STATS_FILE
 from tw_jax.runtime import gin_setup, task_data
 from tw_jax.tasks import LazyVocabulary
 from tw_jax.tasks.layout import resolve_data_dir

@@ -19,7 +19,7 @@ from tw_jax.cli_parser import OneLineErrorParser
 from tw_jax.errors import DumpError
 from tw_jax.preprocess.ckl.lama import LamaOptions, build_invariant_lama
 from tw_jax.preprocess.ckl.release import INVARIANT, join_answers, read_answers_json, read_lama_csv
-from tw_jax.preprocess.templates import CKL_INVARIANT, TEMPLATES
+from tw_jax.preprocess.facts.relation_templates import CKL_INVARIANT, TEMPLATES
 from tw_jax.sample_world.build import truth_file, wikidata_dump
 
 # CKL Table 4, in the paper's order: the 28 time-invariant relations of InvariantLAMA.

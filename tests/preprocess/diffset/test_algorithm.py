@@ -9,7 +9,7 @@ from tw_jax.preprocess.diffset.algorithm import (
     compare,
     new_sentences,
 )
-from tw_jax.preprocess.mediawiki import Page
+from tw_jax.preprocess.dumps.mediawiki import Page
 
 
 def page(text: str, id_: int = 7, title: str = "Varnholt", markup: str = "wikitext") -> Page:

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from tw_jax.preprocess.accounting import Skips
+from tw_jax.preprocess.dumps.wikidata import Claim, Entity
 from tw_jax.preprocess.ecbd.entities import origination, parse_years
 from tw_jax.preprocess.ecbd.sentences import (
     candidate_sentences,
@@ -15,7 +15,7 @@ from tw_jax.preprocess.ecbd.sentences import (
     word_count,
 )
 from tw_jax.preprocess.ecbd.spans import RANDOM, mask, random_spans
-from tw_jax.preprocess.wikidata import Claim, Entity
+from tw_jax.preprocess.runners.accounting import Skips
 
 
 def _entity(*claims: Claim) -> Entity:

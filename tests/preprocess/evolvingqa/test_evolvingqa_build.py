@@ -54,7 +54,7 @@ def _changed_set(old: dict, new: dict, min_chars: int) -> dict[int, str]:
 
 
 def _sentences(paragraph: str) -> list[str]:
-    from tw_jax.preprocess.sentences import split_sentences
+    from tw_jax.preprocess.plaintext.sentences import split_sentences
 
     return split_sentences(paragraph)
 

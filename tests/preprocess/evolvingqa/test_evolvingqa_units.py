@@ -9,7 +9,7 @@ from tw_jax.preprocess.evolvingqa import filters, layout, prompts
 from tw_jax.preprocess.evolvingqa.passages import passages, revisions, without_sentences
 from tw_jax.preprocess.evolvingqa.qa_csv import QA, dedupe, split_unchanged, write_qa_sets
 from tw_jax.preprocess.evolvingqa.questions import DERIVED, QUESTIONS, WRITTEN, question
-from tw_jax.preprocess.templates import TEMPLATES
+from tw_jax.preprocess.facts.relation_templates import TEMPLATES
 
 OLD = [
     "Alaska is a state. If it was an independent nation it would be the 16th largest country "

@@ -46,9 +46,9 @@ from tw_jax.errors import DumpError
 from tw_jax.evaluate.retrieval.base import Passage, Retriever
 from tw_jax.io import manifest, paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
-from tw_jax.preprocess.accounting import require_complete
 from tw_jax.preprocess.evolvingqa import layout
 from tw_jax.preprocess.evolvingqa.unchanged import iter_jsonl
+from tw_jax.preprocess.runners.accounting import require_complete
 
 log = logging.getLogger(__name__)
 

@@ -3,8 +3,8 @@
 For month pair ``MMMM`` the snapshot is the DiffSet stage's ``DATA/MMMM/diffset/full.jsonl``:
 every article of the new month's Wikipedia, one ``{id, title, text}`` object a line
 (:mod:`tw_jax.preprocess.diffset.outputs`). The folder must be complete (its ``stats.json``,
-written last, is there: :func:`~tw_jax.preprocess.accounting.require_complete`), or the error
-names it. Each article is cut into passages of at most ``chunk_words`` whitespace-separated
+written last, is there: :func:`~tw_jax.preprocess.runners.accounting.require_complete`), or the
+error names it. Each article is cut into passages of at most ``chunk_words`` whitespace-separated
 words by the chunker the SSM stage and EvolvingQA's passages use
 (:func:`tw_jax.preprocess.ssm.chunks.chunk_spans`): paragraph by paragraph, whole sentences
 packed greedily, only a sentence longer than ``chunk_words`` cut between words. A passage is
@@ -25,8 +25,8 @@ from tw_jax.errors import DumpError
 from tw_jax.evaluate.retrieval.base import Passage
 from tw_jax.evaluate.retrieval.index import INDEX, PassageSource
 from tw_jax.io import paths
-from tw_jax.preprocess.accounting import require_complete
 from tw_jax.preprocess.evolvingqa.unchanged import iter_jsonl
+from tw_jax.preprocess.runners.accounting import require_complete
 from tw_jax.preprocess.ssm.chunks import chunk_spans
 
 DIFFSET = "diffset"

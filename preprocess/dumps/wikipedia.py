@@ -13,11 +13,11 @@ import re
 from collections.abc import Iterable, Iterator
 
 from tw_jax.errors import DumpError
-from tw_jax.preprocess import mediawiki, wikiextractor
-from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.compressed import open_binary
-from tw_jax.preprocess.mediawiki import Page
-from tw_jax.preprocess.wikitext import to_paragraphs
+from tw_jax.preprocess.dumps import mediawiki, wikiextractor
+from tw_jax.preprocess.dumps.compressed import open_binary
+from tw_jax.preprocess.dumps.mediawiki import Page
+from tw_jax.preprocess.plaintext.wikitext import to_paragraphs
+from tw_jax.preprocess.runners.accounting import Skips
 
 __all__ = ["IdBitmap", "Page", "iter_articles", "iter_dump_pages", "paragraphs_of", "sniff_format"]
 
@@ -144,7 +144,7 @@ def _plain_paragraphs(text: str, title: str) -> list[str]:
 def paragraphs_of(page: Page) -> list[str]:
     """The plain-text paragraphs of an article, by docs/plaintext.md.
 
-    ``wikitext`` goes through :func:`tw_jax.preprocess.wikitext.to_paragraphs`; ``plain``
+    ``wikitext`` goes through :func:`tw_jax.preprocess.plaintext.wikitext.to_paragraphs`; ``plain``
     (WikiExtractor) text already has one paragraph a line, so each non-empty line, with
     whitespace runs collapsed, is a paragraph -- except a first line that repeats the title.
     """

@@ -1,4 +1,4 @@
-"""Print a normalised Wikidata value (see :class:`~tw_jax.preprocess.wikidata.Claim`) as probe text.
+"""A normalised Wikidata value (:class:`~tw_jax.preprocess.dumps.wikidata.Claim`) as probe text.
 
 The probe's object is what a reader of the article would write: an item's English label,
 a date as ``12 March 1990`` / ``March 1990`` / ``1990`` by precision, a quantity as its plain

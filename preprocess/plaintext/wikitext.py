@@ -14,7 +14,7 @@ hundred microseconds:
 2. templates ``{{…}}`` (parser functions and ``{{{parameters}}}`` included) and tables ``{|…|}``,
    found by matching every brace in one pass, so nesting and tables inside templates cost nothing
    extra; the inline templates that carry prose (``{{convert}}``, ``{{lang}}``, dates …) are
-   rendered by :mod:`~tw_jax.preprocess.wikitext_templates`, every other one is removed;
+   rendered by :mod:`~tw_jax.preprocess.plaintext.wikitext_templates`, every other one is removed;
 3. external links ``[url label]``; file and image links, their ``]]`` found by matching
    brackets (captions hold links and single brackets); 4. internal links, innermost first;
 5. remaining HTML tags; 6. behaviour switches; 7. bold and italic quotes (MediaWiki's own
@@ -59,8 +59,8 @@ from __future__ import annotations
 import html
 import re
 
-from tw_jax.preprocess.wikitext_templates import MARK, render_template
-from tw_jax.preprocess.wikitext_vocabulary import (
+from tw_jax.preprocess.plaintext.wikitext_templates import MARK, render_template
+from tw_jax.preprocess.plaintext.wikitext_vocabulary import (
     BEHAVIOUR_SWITCHES,
     DROPPED_ELEMENTS,
     DROPPED_LINK_NAMESPACES,

@@ -1,8 +1,8 @@
-"""The word lists of the wikitext renderer (tw_jax.preprocess.wikitext): sections left out,
-elements removed with their content, HTML tags, Wikipedia's language codes, namespaces.
+"""The word lists of the wikitext renderer (tw_jax.preprocess.plaintext.wikitext): sections left
+out, elements removed with their content, HTML tags, Wikipedia's language codes, namespaces.
 
-They are module-level frozensets so that a user can inspect them; tw_jax.preprocess.wikitext
-re-exports the public ones under the names it always had.
+They are module-level frozensets so that a user can inspect them;
+tw_jax.preprocess.plaintext.wikitext re-exports the public ones under the names it always had.
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ from pathlib import Path
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
-from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.compressed import open_binary
-from tw_jax.preprocess.mediawiki import Page, parse_export
+from tw_jax.preprocess.dumps.compressed import open_binary
+from tw_jax.preprocess.dumps.mediawiki import Page, parse_export
+from tw_jax.preprocess.runners.accounting import Skips
 
 _READ_BYTES = 1 << 20
 _ROOT_OPEN = b"<mediawiki>"

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from tw_jax.preprocess.wikitext_quantities import (
+from tw_jax.preprocess.plaintext.wikitext_quantities import (
     age_at,
     format_date,
     format_number,
@@ -44,7 +44,7 @@ __all__ = [
     "split_arguments",
 ]
 
-# Left where markup was removed (see tw_jax.preprocess.wikitext); never part of a value.
+# Left where markup was removed (see tw_jax.preprocess.plaintext.wikitext); never part of a value.
 MARK = "\x1f"
 
 Expand = Callable[[str], str]

@@ -43,8 +43,8 @@ from typing import Any
 import orjson
 
 from tw_jax.errors import DumpError
-from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.compressed import iter_chunks, open_binary
+from tw_jax.preprocess.dumps.compressed import iter_chunks, open_binary
+from tw_jax.preprocess.runners.accounting import Skips
 
 __all__ = [
     "DEFAULT_MAX_SKIPPED_SHARE",

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from xml.parsers import expat
 
 from tw_jax.errors import DumpError
-from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.compressed import CheckedStream, iter_chunks, open_binary
+from tw_jax.preprocess.dumps.compressed import CheckedStream, iter_chunks, open_binary
+from tw_jax.preprocess.runners.accounting import Skips
 
 CHUNK_BYTES = 1 << 20
 # Chunks decompressed ahead by a background thread (0: none). See compressed.iter_chunks.

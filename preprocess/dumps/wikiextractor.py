@@ -17,9 +17,9 @@ import os
 import re
 from collections.abc import Iterator
 
-from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.compressed import open_binary
-from tw_jax.preprocess.mediawiki import Page, describe_page, parse_int
+from tw_jax.preprocess.dumps.compressed import open_binary
+from tw_jax.preprocess.dumps.mediawiki import Page, describe_page, parse_int
+from tw_jax.preprocess.runners.accounting import Skips
 
 REQUIRED_FIELDS = ("id", "url", "title", "text")
 # A JSON escape of a UTF-16 surrogate: json.loads accepts a lone one, which no UTF-8 writer can

@@ -17,8 +17,8 @@ import sqlite3
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
-from tw_jax.preprocess.accounting import Skips
-from tw_jax.preprocess.wikidata import iter_records
+from tw_jax.preprocess.dumps.wikidata import iter_records
+from tw_jax.preprocess.runners.accounting import Skips
 
 __all__ = ["LabelIndex"]
 

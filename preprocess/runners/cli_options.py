@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from tw_jax.preprocess.beam_options import BeamOptionsError, check_flags
+from tw_jax.preprocess.runners.beam_options import BeamOptionsError, check_flags
 
 BEAM_OPTIONS = "--beam-options"
 
@@ -46,8 +46,8 @@ class _BeamOptionsParsing:
 
 def beam_flags(text: str) -> list[str]:
     """argparse type of ``--beam-options``: the Beam flags, with what a cluster runner needs
-    added (:func:`tw_jax.preprocess.beam_options.check_flags`); an unusable set is argparse's
-    one-line error, before any dump is opened."""
+    added (:func:`tw_jax.preprocess.runners.beam_options.check_flags`); an unusable set is
+    argparse's one-line error, before any dump is opened."""
     if not text.strip():
         return []
 
