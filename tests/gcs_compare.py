@@ -53,13 +53,14 @@ def generations(server, url: str) -> dict[str, int]:
 
 def json_content(data: bytes, renamed: dict[str, str], timings: tuple[str, ...]) -> dict:
     """A JSON file's content with the bucket run's input paths named as the local run's, and
-    without its (top-level) timings."""
+    without its (top-level) timings (measured: only their type and sign are checked)."""
     text = data.decode("utf-8")
     for remote, local in renamed.items():
         text = text.replace(remote, local)
     content = json.loads(text)
     for key in timings:
-        content.pop(key, None)
+        seconds = content.pop(key, None)
+        assert seconds is None or (isinstance(seconds, float) and seconds >= 0), (key, seconds)
     return content
 
 

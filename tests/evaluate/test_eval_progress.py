@@ -5,10 +5,13 @@ closing line; nothing when it is quick."""
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 import pytest
 
 from tw_jax.evaluate.month_eval import EvalSettings, evaluate_month
+from tw_jax.io import progress
+from tw_jax.io.progress import INTERVAL_ENV
 
 ROWS = {
     "unchanged": [("Ada Lovelace", "occupation", "mathematician", ""),
@@ -57,8 +60,12 @@ def test_a_month_reports_its_examples_and_its_end(probe_data, random_gpt2, gpt2_
 
 
 def test_a_quick_month_prints_nothing(probe_data, random_gpt2, gpt2_vocab, register_probes,
-                                      capsys):
+                                      capsys, monkeypatch):
     register_probes(probe_data)
+    # "Quick" is shorter than the interval (the default, 60 s): the progress's clock is stopped,
+    # so the month takes no time however loaded the machine is.
+    monkeypatch.delenv(INTERVAL_ENV, raising=False)
+    monkeypatch.setattr(progress, "time", SimpleNamespace(monotonic=lambda: 0.0))
     model, params = random_gpt2
     evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809",
                    EvalSettings(groups=("ppl",), batch_size=4))

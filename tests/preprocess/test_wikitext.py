@@ -351,9 +351,9 @@ MARKUP_CHARS = "{}[]|=<>'!-*#:;/ \nab&"
     ids=lambda g: repr(g[:12]),
 )
 def test_garbage_is_linear(garbage):
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: other work on the machine does not count
     to_paragraphs(garbage)
-    assert time.perf_counter() - start < 2.0
+    assert time.process_time() - start < 2.0
 
 
 def test_unbalanced_braces_do_not_eat_later_paragraphs():

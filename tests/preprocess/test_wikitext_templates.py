@@ -279,17 +279,17 @@ def test_quantities_helpers():
     ids=["deep nowrap", "deep convert", "unclosed lang", "many pipes"],
 )
 def test_nested_garbage_is_bounded(garbage):
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: other work on the machine does not count
     to_paragraphs(garbage)
-    assert time.perf_counter() - start < 2.0
+    assert time.process_time() - start < 2.0
 
 
 def test_numbered_arguments_far_out_are_not_iterated():
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: other work on the machine does not count
     assert render("{{chem|H|2|O|99999999=x}}") == "H2O"
     assert render("{{chem|H|3=O}}") == "HO"  # 2 is empty
     assert render("{{chem|H|2|O|" + "9" * 5000 + "=x}}") == "H2O"
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
 
 
 def test_nesting_beyond_the_depth_limit_is_dropped():

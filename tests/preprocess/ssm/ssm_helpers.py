@@ -39,5 +39,6 @@ def folder_bytes(folder: Path) -> dict[str, bytes]:
 
 def stats_without_time(folder: Path) -> dict:
     stats = json.loads((folder / "stats.json").read_text())
-    stats.pop("seconds")
+    seconds = stats.pop("seconds")  # measured: its type and sign, never its value
+    assert isinstance(seconds, float) and seconds >= 0, seconds
     return stats
