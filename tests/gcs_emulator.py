@@ -74,7 +74,7 @@ class GcsEmulator:
             "CLOUDSDK_CONFIG": os.path.join(self._root.name, "no-gcloud"),
         }
 
-    def _wait(self, timeout: float = 20.0) -> None:
+    def _wait(self, timeout: float = 120.0) -> None:  # generous: a loaded machine starts slowly
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._process.poll() is not None:

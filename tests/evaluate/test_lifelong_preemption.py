@@ -9,8 +9,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from waiting import wait_until
 
 from tw_jax.demo import run_demo
 
@@ -42,11 +43,12 @@ def test_sigterm_inside_a_month_resumes_there(tmp_path):
                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
-    deadline = time.monotonic() + 400
-    while _logged(month_dir) < 3:
+
+    def three_steps_logged():
         assert process.poll() is None, process.communicate()[1][-3000:]
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+        return _logged(month_dir) >= 3
+
+    wait_until(three_steps_logged, timeout=400, what="the month's training to log 3 steps")
     process.send_signal(signal.SIGTERM)
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 0, stderr[-3000:]

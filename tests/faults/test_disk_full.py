@@ -36,15 +36,45 @@ _LIMITED = (
     "limit = int(sys.argv[1]); resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)); "
     "os.execv(sys.argv[2], sys.argv[2:])"
 )
+# The same, for the asynchronous save that fails in the background: argv[2] is the module of the
+# run's Saves, argv[3] a step; at that step's poll (the last before the next checkpoint period)
+# the run first waits until the pending save has ended, so that poll sees the failure at the
+# latest, however long the failing write takes on a loaded machine (instead of the test hoping
+# it fails within that many training steps).
+_LIMITED_SAVE_ENDED_BY = """\
+import importlib, resource, runpy, signal, sys, time
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+saves, ended_by = importlib.import_module(sys.argv[2]).Saves, int(sys.argv[3])
+poll = saves.poll
+
+def poll_once_ended(self, done):
+    if done == ended_by and self.pending is not None:
+        deadline = time.monotonic() + 300
+        while self.mngr.is_saving_in_progress():
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"the save of step {self.pending} still runs after 300 s")
+            time.sleep(0.05)
+    poll(self, done)
+
+saves.poll = poll_once_ended
+del sys.argv[1:4]
+runpy.run_module("tw_jax.cli", run_name="__main__", alter_sys=True)
+"""
 # Lines that native libraries (XLA, TensorFlow) print on start-up, whatever the run does.
 _NATIVE_LOG = re.compile(r"^([IWEF]\d{4} [\d:.]+ +\d+ \S+:\d+\] |WARNING: All log messages "
                          r"before absl::InitializeLog\(\) is called)")
 TRAIN_FILES = ["diff.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"]
 
 
-def _tw_jax(args: list[str], *, limit: int | None = None, env: dict | None = None):
+def _tw_jax(args: list[str], *, limit: int | None = None, env: dict | None = None,
+            save_ended_by: int | None = None):
     command = [sys.executable, "-m", "tw_jax.cli", *args]
-    if limit is not None:
+    if save_ended_by is not None:
+        command = [sys.executable, "-c", _LIMITED_SAVE_ENDED_BY, str(limit),
+                   checkpoints.__name__, str(save_ended_by), *args]
+    elif limit is not None:
         command = [sys.executable, "-c", _LIMITED, str(limit), *command]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
 
@@ -192,8 +222,9 @@ def test_a_checkpoint_past_the_file_size_limit_stops_training_and_the_rerun_resu
     limit = 4 << 20  # the run's other files fit; the checkpoint's data files (~12 MB) do not
 
     # Asynchronous save (the default): its background write fails; training stops as soon as
-    # that is seen, before the next checkpoint period (step 20).
-    result = _tw_jax(_train_args(run, 40), limit=limit, env=env)
+    # that is seen, before the next checkpoint period (step 20). How many steps the failing
+    # write takes depends on the machine: the run waits for it at step 19's poll if need be.
+    result = _tw_jax(_train_args(run, 40), limit=limit, env=env, save_ended_by=19)
     assert result.returncode == 2
     line = _error_line(result.stderr)
     found = re.fullmatch(

@@ -21,6 +21,11 @@ from tw_jax.io.output_claim import LOCK_NAME, claimed, scratch_dir
 SMALL_WORLD = ["--entities", "60"]
 
 
+def _live_process() -> subprocess.Popen:
+    """A process that runs until the test kills it (ten minutes at most, should one be left)."""
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+
+
 def _ended_pid() -> int:
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
@@ -85,7 +90,7 @@ def test_an_out_that_is_a_file_is_one_line_and_exit_2(tmp_path, capsys):
 
 
 def test_a_second_run_on_a_held_folder_refuses_naming_the_first(tmp_path, capsys):
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    holder = _live_process()
     try:
         _lock(tmp_path / "out", holder.pid)
         assert main(["sample-world", "--out", str(tmp_path / "out"), *SMALL_WORLD]) == 2
@@ -211,7 +216,7 @@ def test_scratch_that_runs_out_of_space_is_one_line(tmp_path, monkeypatch):
 
 
 def test_a_second_training_run_on_a_model_dir_refuses(data_bindings, tmp_path, capsys):
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    holder = _live_process()
     model_dir = tmp_path / "model"
     try:
         _lock(model_dir, holder.pid)

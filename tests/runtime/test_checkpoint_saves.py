@@ -8,6 +8,7 @@ import errno
 import logging
 import sys
 from collections import namedtuple
+from collections.abc import Callable
 from types import SimpleNamespace
 
 import numpy as np
@@ -177,29 +178,42 @@ def test_quieting_is_installed_once(tmp_path):
     assert logging.getLogger("absl").filters.count(checkpoints._ORBAX_FILTER) == 1
 
 
-def test_what_late_writes_of_a_failed_save_bring_back_is_removed_too(tmp_path):
+class _Clock:
+    """``time`` for :func:`checkpoints.remove_failed_save`: seconds pass only in its sleeps, and
+    the writes due by then happen during them (so the test never depends on how fast threads
+    run on a loaded machine)."""
+
+    def __init__(self, writes: list[tuple[float, Callable[[], None]]]) -> None:
+        self.now = 0.0
+        self.writes = sorted(writes, key=lambda write: write[0])
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        while self.writes and self.writes[0][0] <= self.now + 1e-9:
+            self.writes.pop(0)[1]()
+
+
+def test_what_late_writes_of_a_failed_save_bring_back_is_removed_too(tmp_path, monkeypatch):
     """Orbax raises on the first failed write while the other items' writes still run; those
     make the temporary folder again after the first removal. Removal goes on until nothing has
     come back for the settle time."""
-    import threading
-    import time
-
     folder = tmp_path / "checkpoints" / "10"
     temporary = tmp_path / "checkpoints" / "10.orbax-checkpoint-tmp-17"
     (temporary / "params").mkdir(parents=True)
     unsealed = folder / "meta"
     recreated = []
 
-    def late_writer():
-        for _ in range(3):  # three late writes, 0.1 s apart
-            time.sleep(0.1)
-            (temporary / "opt_state").mkdir(parents=True, exist_ok=True)
-            unsealed.mkdir(parents=True, exist_ok=True)
-            recreated.append(True)
+    def late_write():
+        (temporary / "opt_state").mkdir(parents=True, exist_ok=True)
+        unsealed.mkdir(parents=True, exist_ok=True)
+        recreated.append(True)
 
-    writer = threading.Thread(target=late_writer)
-    writer.start()
+    clock = _Clock([(0.1, late_write), (0.2, late_write), (0.3, late_write)])  # 0.1 s apart
+    monkeypatch.setattr(checkpoints, "time", clock)
     checkpoints.remove_failed_save(str(folder), settle=0.3)
-    writer.join()
-    assert len(recreated) == 3
+    assert len(recreated) == 3  # all three came before the removal settled
+    assert clock.now >= 0.6 - 1e-9  # and it waited the settle time after the last one
     assert sorted(p.name for p in (tmp_path / "checkpoints").iterdir()) == []

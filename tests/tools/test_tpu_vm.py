@@ -19,10 +19,10 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tools" / "tpu_vm.sh"
@@ -48,8 +48,10 @@ if home and "ssh" in argv:
     sys.exit(subprocess.run(["bash", "-c", command], cwd=home, env=env).returncode)
 """
 
-# tw-jax on the worker: records its argv, pid and TW_JAX_GPT2_VOCAB, prints a line for the log,
-# and on SIGTERM notes it and exits 0 (what tw-jax does after saving its checkpoint).
+# tw-jax on the worker: records its argv, pid and TW_JAX_GPT2_VOCAB (whole, under its final name
+# at once), prints a line for the log, runs until it is signalled (ten minutes at most, should a
+# test leave it behind), and on SIGTERM notes it and exits 0 (what tw-jax does after saving its
+# checkpoint).
 FAKE_TW_JAX = """\
 import json, os, signal, sys, time
 from pathlib import Path
@@ -63,8 +65,9 @@ signal.signal(signal.SIGTERM, on_term)
 started = {"argv": sys.argv[1:], "pid": os.getpid(), "cwd": os.getcwd(),
            "vocab": os.environ.get("TW_JAX_GPT2_VOCAB")}
 print("training", flush=True)
-(home / "started.json").write_text(json.dumps(started))
-time.sleep(60)
+(home / "started.json.tmp").write_text(json.dumps(started))
+os.replace(home / "started.json.tmp", home / "started.json")
+time.sleep(600)
 """
 
 RUN_REMOTE = (
@@ -262,12 +265,8 @@ def test_logs_stop_delete_status_dry_run(tmp_path, gcloud):
     ]
 
 
-def _wait_for(path: Path, seconds: float = 20.0) -> str:
-    deadline = time.monotonic() + seconds
-    while not path.exists() or not path.read_text():
-        assert time.monotonic() < deadline, f"{path} did not appear"
-        time.sleep(0.05)
-    return path.read_text()
+def _wait_for(path: Path) -> str:
+    return wait_until(lambda: path.exists() and path.read_text(), what=f"{path} to appear")
 
 
 def test_run_logs_stop_on_a_worker(tmp_path, gcloud):

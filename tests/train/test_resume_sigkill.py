@@ -4,11 +4,11 @@ parameters bitwise equal to those of a run that was never interrupted (CPU, drop
 import signal
 import subprocess
 import sys
-import time
 
 import jax
 import numpy as np
 from train_helpers import read_metrics, subprocess_env
+from waiting import wait_until
 
 from tw_jax.runtime.checkpoints import read_params
 
@@ -38,13 +38,14 @@ def test_sigkill_then_restart_is_bitwise_equal(tmp_path, train_data, compile_cac
 
     process = subprocess.Popen(_command(killed), env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    while process.poll() is None and time.monotonic() < deadline:
+
+    def saved_step_6_or_ended():
         done = _finished_steps(killed)
-        if done and done[-1] >= 6:
-            process.send_signal(signal.SIGKILL)
-            break
-        time.sleep(0.05)
+        return process.poll() is not None or (done and done[-1] >= 6)
+
+    wait_until(saved_step_6_or_ended, what="the run to save step 6")
+    if process.poll() is None:
+        process.send_signal(signal.SIGKILL)
     assert process.wait(timeout=60) == -signal.SIGKILL, "the run ended before it could be killed"
     at_kill = _finished_steps(killed)
     assert 6 <= at_kill[-1] < STEPS
