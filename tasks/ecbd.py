@@ -31,7 +31,6 @@ only, entity-averaged) is :mod:`tw_jax.evaluate.ecbd`, which ``tw-jax ecbd eval`
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import re
@@ -40,6 +39,7 @@ from dataclasses import dataclass
 
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
+from tw_jax.io.jsonl import parse_record
 from tw_jax.tasks import metrics
 from tw_jax.tasks.layout import resolve_data_dir
 from tw_jax.tasks.preprocessors import tokenize_keep_text
@@ -94,12 +94,7 @@ def _span_of(record: Mapping, answer: str) -> str | None:
 def parse_example(line: str, path: str, number: int, subset: str, split: str) -> EcbdExample:
     """One line of an ECBD file (see the module docstring)."""
     where = f"line {number}"
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as error:
-        raise DumpError(path, where, f"not JSON ({error.msg})") from None
-    if not isinstance(record, dict):
-        raise DumpError(path, where, "not a JSON object")
+    record = parse_record(line, path, number)
     missing = [f for f in _REQUIRED if f not in record]
     if missing:
         raise DumpError(path, where, f"missing {', '.join(missing)}")

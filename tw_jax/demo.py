@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from tw_jax.demo_training import DEMO_METHODS, DemoTraining
+from tw_jax.io import jsonl
 from tw_jax.io.cli_paths import output_path
 
 
@@ -155,9 +156,8 @@ def _vocabularies(data_dir: Path, months: list[str], pairs: list[str]) -> dict[s
 
     def texts():
         for source in sources:
-            with open(source, encoding="utf-8") as handle:
-                for line in handle:
-                    yield json.loads(line)["text"]
+            for record in jsonl.records(source, ("text",)):
+                yield record["text"]
 
     return write_demo_vocabularies(texts(), data_dir / "vocab")
 

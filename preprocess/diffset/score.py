@@ -7,20 +7,16 @@ show that the stage keeps every changed sentence and nothing else.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from typing import Any
 
-from tw_jax.io import paths
+from tw_jax.io import jsonl
 from tw_jax.preprocess.plaintext.sentences import split_sentences
 
 
 def _jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    with paths.open_file(path, "r", encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield json.loads(line)
+    return jsonl.records(path)
 
 
 def diffset_sentences(diffset_jsonl: str | os.PathLike[str]) -> set[tuple[int, str]]:

@@ -26,7 +26,6 @@ written atomically (in a bucket an object appears whole when its upload complete
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
@@ -38,6 +37,7 @@ from typing import Any
 
 from tw_jax.io import paths
 from tw_jax.io.atomic import FolderCommit, discard
+from tw_jax.io.jsonl import json_line
 from tw_jax.preprocess.ecbd import spans as span_rules
 from tw_jax.preprocess.ecbd.articles import Article, read_articles
 from tw_jax.preprocess.ecbd.entities import OriginEntity, iter_origin_entities
@@ -174,7 +174,7 @@ def split_entities(subset: str, qids: Sequence[str], options: BuildOptions) -> d
 def _write_jsonl(folder: FolderCommit, name: str, rows: Sequence[dict[str, Any]]) -> None:
     with folder.open(name, "w", encoding="utf-8") as handle:
         for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            handle.write(json_line(row))
 
 
 def build_ecbd(

@@ -33,6 +33,7 @@ from typing import Any
 
 from tw_jax.io import paths
 from tw_jax.io.growing import GrowingFile
+from tw_jax.io.jsonl import json_line
 
 RETRIED_STATUS = frozenset({429, 500, 502, 503, 504})
 
@@ -103,7 +104,7 @@ class ChatClient:
     def _remember(self, key: str, reply: str) -> None:
         if self._cache_path is None:
             return
-        line = json.dumps({"key": key, "reply": reply}, ensure_ascii=False) + "\n"
+        line = json_line({"key": key, "reply": reply})
         with self._lock:
             self._cache[key] = reply
             if self._cache_file is None:

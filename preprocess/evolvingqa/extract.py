@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tw_jax.errors import DumpError
-from tw_jax.io import paths
+from tw_jax.io import jsonl, paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
 from tw_jax.io.output_claim import scratch_dir
 from tw_jax.io.progress import progress as progress_bar
@@ -48,7 +48,6 @@ from tw_jax.preprocess.evolvingqa.passages import passages, revisions, without_s
 from tw_jax.preprocess.evolvingqa.unchanged import (
     Candidates,
     digest,
-    iter_jsonl,
     sample_key,
     select,
 )
@@ -183,7 +182,8 @@ def _stages(out: str, pair: str, old_dump: str, new_dump: str, options: BuildOpt
 
 
 def _changed_ids(diffset_jsonl: str) -> set[int]:
-    return {int(r["id"]) for r in iter_jsonl(diffset_jsonl) if r.get("kind") == "changed"}
+    return {int(r["id"]) for r in jsonl.records(diffset_jsonl, ("id", "text"))
+            if r.get("kind") == "changed"}
 
 
 def _index_old(
@@ -229,8 +229,8 @@ def _index_old(
 
 def _joined(diffset_jsonl: str, full_jsonl: str) -> Iterator[tuple[dict, dict]]:
     """(DiffSet record, the article's full record): diffset.jsonl is full.jsonl's subsequence."""
-    full = iter_jsonl(full_jsonl)
-    for record in iter_jsonl(diffset_jsonl):
+    full = jsonl.records(full_jsonl, ("id", "text"))
+    for record in jsonl.records(diffset_jsonl, ("id", "text")):
         for whole in full:
             if whole["id"] == record["id"]:
                 yield record, whole
@@ -325,7 +325,8 @@ def _write_unchanged(out: str, checked_path: str, selected: set[int], tagger: En
                      summary: dict[str, Any]) -> int:
     folder = layout.window_dir(out)
     discard(paths.join(folder, layout.STATS_FILE))
-    records = (r for r in iter_jsonl(checked_path) if int(r["article_id"]) in selected)
+    records = (r for r in jsonl.records(checked_path, ("id", "text"))
+               if int(r["article_id"]) in selected)
     count, bare = _write_tagged(
         paths.join(folder, layout.UNCHANGED_PASSAGES), records, {"text": "entities"}, tagger
     )

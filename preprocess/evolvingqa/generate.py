@@ -19,11 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import islice
 from typing import Any
 
-from tw_jax.io import paths
+from tw_jax.io import jsonl, paths
 from tw_jax.preprocess.evolvingqa import filters, layout, prompts
 from tw_jax.preprocess.evolvingqa.client import ChatClient
 from tw_jax.preprocess.evolvingqa.qa_csv import PAPER_FINETUNE_FRACTION, QA, write_qa_sets
-from tw_jax.preprocess.evolvingqa.unchanged import iter_jsonl
 from tw_jax.preprocess.runners.accounting import require_complete
 
 _PAIR = re.compile(r"^\d{4}$")
@@ -131,7 +130,7 @@ EDITED_FIELDS = ("id", "title", "old_month", "new_month", "old_text", "new_text"
 
 
 def _limited(path: str, limit: int | None, fields: tuple[str, ...]) -> Iterator[dict[str, Any]]:
-    return islice(iter_jsonl(path, fields), limit)
+    return islice(jsonl.records(path, fields), limit)
 
 
 def generate_with_llm(

@@ -19,14 +19,12 @@ snapshot:
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from tw_jax.errors import DumpError
-from tw_jax.io import paths
+from tw_jax.io import jsonl
 from tw_jax.io.scratch_db import open_scratch
 
 OVERSAMPLE = 1.5  # some sampled candidates changed in the first month (below the Changed filter)
@@ -39,25 +37,6 @@ def digest(text: str) -> bytes:
 
 def sample_key(seed: int, article_id: int) -> bytes:
     return hashlib.blake2b(f"{seed}:{article_id}".encode(), digest_size=8).digest()
-
-
-def iter_jsonl(
-    path: str | os.PathLike[str], required: tuple[str, ...] = ("id", "text")
-) -> Iterator[dict[str, Any]]:
-    """Records of a stage's JSON-lines file (local or ``gs://``, streamed), each an object with
-    the ``required`` fields; a bad line is a :class:`DumpError` with its number."""
-    with paths.open_file(path, "r", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DumpError(str(path), f"line {number}", f"not JSON ({error.msg})") from None
-            if not isinstance(record, dict) or any(f not in record for f in required):
-                raise DumpError(str(path), f"line {number}",
-                                f"expected an object with {', '.join(required)}")
-            yield record
 
 
 def _batched(items: Iterable[Any], size: int = _BATCH) -> Iterator[list[Any]]:
@@ -85,7 +64,7 @@ class Candidates:
 
     def add_pair(self, unchanged_jsonl: str) -> None:
         """Fold in one pair's ``unchanged.jsonl`` (in month order)."""
-        records = iter_jsonl(unchanged_jsonl)
+        records = jsonl.records(unchanged_jsonl, ("id", "text"))
         if self.pairs == 0:
             for batch in _batched(records):
                 self.db.executemany(

@@ -11,13 +11,12 @@ enwiki (6.3M articles).
 
 from __future__ import annotations
 
-import json
 import re
 import zlib
 from collections.abc import Iterator
 
 from tw_jax.errors import DumpError
-from tw_jax.io import paths
+from tw_jax.io import jsonl, paths
 from tw_jax.io.scratch_db import open_scratch
 from tw_jax.preprocess.dumps.wikipedia import iter_articles, iter_dump_pages, paragraphs_of
 from tw_jax.preprocess.runners.accounting import Skips, require_complete
@@ -65,15 +64,12 @@ def iter_titles(path: str, skips: Skips) -> Iterator[tuple[str, int | None, str 
 
 def read_jsonl_texts(path: str) -> Iterator[tuple[int, str]]:
     """(id, text) of a DiffSet folder's JSONL file; a bad line is an error naming file and line."""
-    with paths.open_file(path, "r", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                yield int(record["id"]), str(record["text"])
-            except (ValueError, KeyError, TypeError) as error:
-                raise DumpError(path, f"line {number}", f"not a DiffSet record: {error}") from None
+    for number, record in jsonl.numbered_records(path):
+        try:
+            page_id, text = int(record["id"]), str(record["text"])
+        except (ValueError, KeyError, TypeError) as error:
+            raise DumpError(path, f"line {number}", f"not a DiffSet record: {error}") from None
+        yield page_id, text
 
 
 _SCHEMA = """

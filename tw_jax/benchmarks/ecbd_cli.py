@@ -180,7 +180,7 @@ def _load_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
 
 def run_eval(args: argparse.Namespace) -> int:
     from tw_jax.evaluate import ecbd
-    from tw_jax.io.atomic import atomic_open
+    from tw_jax.io.jsonl import write_records
     from tw_jax.runtime.checkpoints import CheckpointError
     from tw_jax.runtime.gin_setup import GinConfigError
     from tw_jax.tasks.ecbd import INPUTS, read_ecbd
@@ -207,9 +207,7 @@ def run_eval(args: argparse.Namespace) -> int:
         run = ecbd.evaluate_ecbd(model, params, vocabulary, data, name, options)
     out = args.out
     results_file = ecbd.append_results(out, run.results)
-    with atomic_open(paths.join(out, f"ecbd_examples.{name}.jsonl"), "w",
-                     encoding="utf-8") as handle:
-        handle.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in run.records)
+    write_records(paths.join(out, f"ecbd_examples.{name}.jsonl"), run.records)
     print(f"ecbd {name}: {len(run.records)} scored examples; {len(run.results)} results "
           f"appended to {results_file}")
     for what, count in sorted(run.notes.items()):

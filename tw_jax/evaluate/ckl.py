@@ -35,7 +35,7 @@ from tw_jax.evaluate.report import ResultIndex, ckl_table
 from tw_jax.evaluate.results import Result, read_results
 from tw_jax.evaluate.runs import ModelSource, loaded_run, source_config
 from tw_jax.io import paths
-from tw_jax.io.atomic import atomic_open
+from tw_jax.io.jsonl import write_records
 from tw_jax.models import model_for
 from tw_jax.preprocess.ckl.phases import MANIFEST
 from tw_jax.runtime import task_data
@@ -128,12 +128,9 @@ def write_predictions(folder: str | os.PathLike[str], label: str, scores: SetSco
     """``folder/<label>.<task>.jsonl``: id and prediction per probe (the reference's log);
     ``folder`` is local or a ``gs://`` URL."""
 
-    path = paths.join(folder, f"{label}.{scores.task}.jsonl")
-    with atomic_open(path, "w", encoding="utf-8") as handle:
-        for row_id, prediction in zip(scores.ids, scores.predictions, strict=True):
-            handle.write(json.dumps({"id": row_id, "prediction": prediction},
-                                    ensure_ascii=False) + "\n")
-    return path
+    return write_records(paths.join(folder, f"{label}.{scores.task}.jsonl"), (
+        {"id": row_id, "prediction": prediction}
+        for row_id, prediction in zip(scores.ids, scores.predictions, strict=True)))
 
 
 # --- phases -------------------------------------------------------------------------------

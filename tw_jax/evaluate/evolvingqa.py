@@ -28,7 +28,6 @@ where the updated answer ranks first by summed log-likelihood; Table 5's "Update
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +41,7 @@ from tw_jax.evaluate.rank import RankItem, RankResult
 from tw_jax.evaluate.results import Result
 from tw_jax.evaluate.runs import ModelSource, loaded_run
 from tw_jax.io import paths
-from tw_jax.io.atomic import atomic_open
+from tw_jax.io.jsonl import write_records
 from tw_jax.models import model_for
 from tw_jax.text.answers import normalize_answer
 
@@ -174,11 +173,9 @@ def write_predictions(folder: str | os.PathLike[str], scores: SetScores,
     """``folder/<set>.jsonl``: question, answers and prediction per row (error analysis);
     ``folder`` is local or a ``gs://`` URL."""
 
-    path = paths.join(folder, f"{scores.name}.jsonl")
-    with atomic_open(path, "w", encoding="utf-8") as handle:
-        for row, prediction in zip(rows, scores.predictions, strict=True):
-            handle.write(json.dumps({**row, "prediction": prediction}, ensure_ascii=False) + "\n")
-    return path
+    return write_records(paths.join(folder, f"{scores.name}.jsonl"), (
+        {**row, "prediction": prediction}
+        for row, prediction in zip(rows, scores.predictions, strict=True)))
 
 
 def format_table(sets: Sequence[SetScores]) -> str:

@@ -24,7 +24,6 @@ part-of-speech tagger (Lazaridou et al., 2021), reported relative to INITIAL.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 from collections.abc import Iterable, Iterator, Sequence
@@ -35,7 +34,7 @@ import numpy as np
 
 from tw_jax.data.tokens import Span, encode_with_offsets, span_mask
 from tw_jax.errors import DumpError
-from tw_jax.io import paths
+from tw_jax.io import jsonl
 from tw_jax.models import model_for
 from tw_jax.models.token_scores import TokenScores
 from tw_jax.text.spacy_pipeline import resolve_model
@@ -99,19 +98,12 @@ def read_articles(path: str | os.PathLike[str]) -> Iterator[str]:
     or in a bucket."""
 
     path = os.fspath(path)
-    with paths.open_file(path, "r", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DumpError(path, f"line {number}", f"not JSON ({error.msg})") from None
-            text = record.get("text") if isinstance(record, dict) else None
-            if not isinstance(text, str):
-                raise DumpError(path, f"line {number}", "no string field 'text'")
-            if text.strip():
-                yield text
+    for number, record in jsonl.numbered_records(path):
+        text = record.get("text")
+        if not isinstance(text, str):
+            raise DumpError(path, f"line {number}", "no string field 'text'")
+        if text.strip():
+            yield text
 
 
 @dataclass(frozen=True)

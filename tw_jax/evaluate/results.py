@@ -37,13 +37,13 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
-from tw_jax.io.jsonl import append_lines
+from tw_jax.io.jsonl import append_lines, parse_record
 
 RESULTS_FILE = "results.jsonl"
 BASE = "base"
@@ -211,12 +211,7 @@ def append_results(out_dir: str | os.PathLike[str], results: Iterable[Result]) -
 def parse_line(line: str, path: str, number: int) -> Result:
     """One line of a results file; :class:`DumpError` names the file and line when it is bad."""
     where = f"line {number}"
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as error:
-        raise DumpError(path, where, f"not JSON ({error.msg}); a torn last line?") from None
-    if not isinstance(record, Mapping):
-        raise DumpError(path, where, "not a JSON object")
+    record = parse_record(line, path, number, hint="; a torn last line?")
     missing = [f for f in FIELDS if f not in record]
     extra = sorted(set(record) - set(FIELDS))
     if missing or extra:

@@ -24,6 +24,7 @@ import seqio
 
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
+from tw_jax.io.jsonl import json_line
 from tw_jax.io.tfrecord import frame
 
 
@@ -70,7 +71,7 @@ class JSONLogger(seqio.Logger):
             for index, example in enumerate(dataset.as_numpy_iterator()):
                 record = {"input": _plain(example), "target": _plain(targets[index])}
                 record.update({kind: _plain(inferences[kind][index]) for kind in kinds})
-                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                handle.write(json_line(record))
 
 
 class TensorBoardLogger(seqio.Logger):

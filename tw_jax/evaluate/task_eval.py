@@ -23,7 +23,6 @@ or host count trained them. Paths may be relative or gs:// URLs.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -37,6 +36,7 @@ from tw_jax.evaluate.seqio_eval import SeqioModel, until_eos
 from tw_jax.evaluate.seqio_loggers import JSONLogger, TensorBoardLogger, metric_values
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, write_json
+from tw_jax.io.jsonl import json_line
 from tw_jax.io.paths import PathLike
 from tw_jax.io.progress import progress
 from tw_jax.models.sharding import activate
@@ -177,7 +177,7 @@ def infer(
                     "targets": _text(vocab, example.get("targets")),
                     "prediction": vocab.decode(until_eos(row, vocab.eos_id)),
                 }
-                lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+                lines.append(json_line(record))
     if jax.process_index() == 0:
         with atomic_open(output, "w", encoding="utf-8") as handle:
             handle.writelines(lines)

@@ -1,6 +1,12 @@
-"""One appender for every JSON-lines results file (``results.jsonl``, ``ecbd_results.jsonl``).
+"""JSON lines, read and written one way everywhere: a stage's records, results, predictions.
 
-A results file grows by whole rows, and survives the runs that append to it being killed:
+Reading (:func:`records`, :func:`numbered_records`, :func:`parse_record`) streams a file, local
+or ``gs://``, skips blank lines, and makes a line that is not a JSON object (or lacks a field the
+reader needs) a :class:`~tw_jax.errors.DumpError` naming the file and the line. Writing
+(:func:`json_line`, :func:`write_records`) keeps non-ASCII text as is (UTF-8) and replaces a file
+whole and atomically.
+
+A results file, which several runs extend, has its appender (:func:`append_lines`). It grows by whole rows, and survives the runs that append to it being killed:
 
 - **A torn last line is repaired before appending.** A file whose last line has no newline
   ends with a row cut by a crash, or with a whole row written without its newline elsewhere.
@@ -21,12 +27,60 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
+from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 
 log = logging.getLogger(__name__)
+
+
+def parse_record(line: str, path: paths.PathLike, number: int, required: Sequence[str] = (),
+                 hint: str = "") -> dict[str, Any]:
+    """One line as a JSON object with the ``required`` fields; anything else is a
+    :class:`DumpError` naming ``path`` and line ``number`` (``hint`` ends a not-JSON message)."""
+    where = f"line {number}"
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise DumpError(os.fspath(path), where, f"not JSON ({error.msg}){hint}") from None
+    if not isinstance(record, dict):
+        raise DumpError(os.fspath(path), where, "not a JSON object")
+    if any(field not in record for field in required):
+        raise DumpError(os.fspath(path), where,
+                        f"expected an object with {', '.join(required)}")
+    return record
+
+
+def numbered_records(path: paths.PathLike, required: Sequence[str] = ()
+                     ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` of each non-blank line of ``path``, streamed
+    (:func:`parse_record` says what a bad line raises)."""
+    with paths.open_file(path, "r", encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                yield number, parse_record(line, path, number, required)
+
+
+def records(path: paths.PathLike, required: Sequence[str] = ()) -> Iterator[dict[str, Any]]:
+    """Each non-blank line of ``path`` as a JSON object (see :func:`numbered_records`)."""
+    for _, record in numbered_records(path, required):
+        yield record
+
+
+def json_line(record: Mapping[str, Any]) -> str:
+    """``record`` as one JSON line with its newline, non-ASCII text kept as is."""
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def write_records(path: paths.PathLike, rows: Iterable[Mapping[str, Any]]) -> str:
+    """``rows`` as the JSON-lines file ``path`` (local or ``gs://``), replaced whole and
+    atomically; returns the path."""
+    with atomic_open(path, "w", encoding="utf-8") as handle:
+        handle.writelines(json_line(row) for row in rows)
+    return os.fspath(path)
 
 
 def repaired(data: bytes, where: str) -> bytes:
@@ -109,4 +163,5 @@ def _read_all(fd: int, size: int) -> bytes:
     return b"".join(chunks)
 
 
-__all__ = ["append_lines", "repaired"]
+__all__ = ["append_lines", "json_line", "numbered_records", "parse_record", "records", "repaired",
+           "write_records"]

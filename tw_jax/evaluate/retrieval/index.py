@@ -44,10 +44,9 @@ from typing import Any
 
 from tw_jax.errors import DumpError
 from tw_jax.evaluate.retrieval.base import Passage, Retriever
-from tw_jax.io import manifest, paths
+from tw_jax.io import jsonl, manifest, paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
 from tw_jax.preprocess.evolvingqa import layout
-from tw_jax.preprocess.evolvingqa.unchanged import iter_jsonl
 from tw_jax.preprocess.runners.accounting import require_complete
 
 log = logging.getLogger(__name__)
@@ -141,7 +140,7 @@ def read_passages(files: dict[str, str]) -> list[Passage]:
     seen: dict[str, str] = {}
     for kind in (UNCHANGED, NEW, EDITED):
         path, field = files[kind], _TEXT_FIELD[kind]
-        for number, record in enumerate(iter_jsonl(path, ("id", "title", field)), start=1):
+        for number, record in enumerate(jsonl.records(path, ("id", "title", field)), start=1):
             text, title = record[field], record["title"]
             if not isinstance(text, str) or not isinstance(title, str):
                 raise DumpError(path, f"record {number}", f"{field} and title must be strings")
@@ -176,7 +175,7 @@ def load_passages(folder: str) -> list[Passage]:
     """The passages of a stored index, in index order."""
     path = paths.join(folder, PASSAGES)
     return [Passage(str(r["id"]), str(r["title"]), str(r["text"]))
-            for r in iter_jsonl(path, ("id", "title", "text"))]
+            for r in jsonl.records(path, ("id", "title", "text"))]
 
 
 def evolvingqa_source(data: str, pair: str) -> PassageSource:

@@ -24,8 +24,7 @@ from typing import Any
 from tw_jax.errors import DumpError
 from tw_jax.evaluate.retrieval.base import Passage
 from tw_jax.evaluate.retrieval.index import INDEX, PassageSource
-from tw_jax.io import paths
-from tw_jax.preprocess.evolvingqa.unchanged import iter_jsonl
+from tw_jax.io import jsonl, paths
 from tw_jax.preprocess.runners.accounting import require_complete
 from tw_jax.preprocess.ssm.chunks import chunk_spans
 
@@ -59,7 +58,7 @@ def read_snapshot(path: str, chunk_words: int) -> list[Passage]:
     text is not a string, or whose id repeats, is a :class:`DumpError` naming the record."""
     found: list[Passage] = []
     seen: dict[str, int] = {}
-    for number, record in enumerate(iter_jsonl(path, ("id", "title", "text")), start=1):
+    for number, record in enumerate(jsonl.records(path, ("id", "title", "text")), start=1):
         title, text = record["title"], record["text"]
         if not isinstance(text, str) or not isinstance(title, str):
             raise DumpError(path, f"record {number}", "title and text must be strings")
