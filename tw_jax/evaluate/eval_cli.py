@@ -3,7 +3,7 @@
     tw-jax eval  --gin_file=diff.gin --gin_file=models/gpt2_tiny.gin --gin.MODEL_DIR=/tmp/run
     tw-jax infer --gin_file=diff.gin --gin.MODEL_DIR=gs://b/run --gin.tw_jax.evaluate.infer.max_examples=5
 
-The flags are ``tw-jax train``'s (:func:`tw_jax.train.cli.add_gin_command`); what runs is
+The flags are ``tw-jax train``'s (:func:`tw_jax.runtime.gin_command.add_gin_command`); what runs is
 :mod:`tw_jax.evaluate.task_eval`. ``eval`` runs ``seqio.Evaluator`` on a task or mixture and
 prints one line per task with its metrics: ``perplexity`` (the mean of per-example
 perplexities: on a probe task, the lifelong report's probe perplexity), ``token_perplexity``
