@@ -8,28 +8,23 @@ show that the stage keeps every changed sentence and nothing else.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from typing import Any
 
 from tw_jax.io import jsonl
 from tw_jax.preprocess.plaintext.sentences import split_sentences
 
 
-def _jsonl(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    return jsonl.records(path)
-
-
 def diffset_sentences(diffset_jsonl: str | os.PathLike[str]) -> set[tuple[int, str]]:
     return {
         (record["id"], sentence)
-        for record in _jsonl(diffset_jsonl)
+        for record in jsonl.records(diffset_jsonl)
         for paragraph in record["text"].split("\n")
         for sentence in split_sentences(paragraph)
     }
 
 
 def truth_sentences(truth_jsonl: str | os.PathLike[str]) -> set[tuple[int, str]]:
-    return {(r["id"], s) for r in _jsonl(truth_jsonl) for s in r["sentences"]}
+    return {(r["id"], s) for r in jsonl.records(truth_jsonl) for s in r["sentences"]}
 
 
 def score(

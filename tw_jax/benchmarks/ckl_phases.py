@@ -7,7 +7,6 @@ stands above the runner; what is recorded where is :func:`tw_jax.evaluate.ckl.sc
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,7 +24,13 @@ from tw_jax.evaluate.ckl import (
 from tw_jax.evaluate.results import BASE, Result, append_results
 from tw_jax.evaluate.runs import ModelSource
 from tw_jax.io import paths
-from tw_jax.lifelong.runner import INITIAL, default_initial_gin_files, method_name
+from tw_jax.lifelong.runner import (
+    INITIAL,
+    default_initial_gin_files,
+    method_name,
+    read_state,
+    state_file,
+)
 from tw_jax.tasks.ckl import register_ckl
 from tw_jax.tasks.vocab import t5_path
 
@@ -48,11 +53,12 @@ class PhasesOptions:
 
 
 def _checkpoint(out: str, method: str, trained_through: str) -> str:
-    path = paths.join(out, "state", method, f"{trained_through}.json")
-    if not paths.isfile(path):
+    path = state_file(out, method, trained_through)
+    state = read_state(path)
+    if state is None:
         raise DumpError(path, None, f"no {method} checkpoint through {trained_through} "
                         "(run tw-jax lifelong on the phases folder first)")
-    return str(json.loads(paths.read_text(path))["model_dir"])
+    return str(state["model_dir"])
 
 
 def evaluate_phases(options: PhasesOptions) -> list[Result]:

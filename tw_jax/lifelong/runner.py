@@ -274,13 +274,13 @@ def default_initial_gin_files(gin_files: Sequence[str]) -> list[str]:
 # --- state --------------------------------------------------------------------------------
 
 
-def _state_path(out_dir: str, method: str, trained_through: str) -> str:
+def state_file(out_dir: str, method: str, trained_through: str) -> str:
+    """Where a run in ``out_dir`` records one update (``OUT/state/<method>/<trained>.json``)."""
     return paths.join(out_dir, "state", method, f"{trained_through}.json")
 
 
-def _read_state(path: str) -> dict[str, Any] | None:
-    import json
-
+def read_state(path: str) -> dict[str, Any] | None:
+    """An update's recorded state (its ``model_dir`` among them), None before it finished."""
     if not paths.exists(path):
         return None
     try:
@@ -468,8 +468,8 @@ def _initial_step(
     files = options.initial_gin_files or default_initial_gin_files(options.gin_files)
     first = months[0][:2]
     task = f"twiki_full_{first}_{{objective}}"
-    state_path = _state_path(options.out_dir, INITIAL, BASE)
-    state = _read_state(state_path)
+    state_path = state_file(options.out_dir, INITIAL, BASE)
+    state = read_state(state_path)
     run = _gin_run(options, files)
     pretrained = options.initial_checkpoint
     if state is not None and pretrained and state.get("model_dir") != str(pretrained):
@@ -518,8 +518,8 @@ def _open_book(options: LifelongOptions, method: str, months: Sequence[str], dat
             raise LifelongError(
                 f"{marker}: no {method} contexts for {month} (run tw-jax probe-contexts "
                 f"--data {data_dir} --month {month} --retriever {method})")
-        state_path = _state_path(options.out_dir, method, month)
-        state = _read_state(state_path) or {
+        state_path = state_file(options.out_dir, method, month)
+        state = read_state(state_path) or {
             "model_dir": initial, "reader": INITIAL, "retriever": method, "evaluated": [],
             "train_seconds": _index_seconds(marker), "seconds_recorded": False}
         _record(options, files, state_path, state, method, month, [month], data_dir,
@@ -577,8 +577,8 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
         _open_book(options, method, months, data_dir, previous["model_dir"], summary)
         return summary
     for month in months:
-        state_path = _state_path(options.out_dir, method, month)
-        state = _read_state(state_path)
+        state_path = state_file(options.out_dir, method, month)
+        state = read_state(state_path)
         if state is None:
             model_dir = paths.join(options.out_dir, "checkpoints", method, month)
             run = _sized(_gin_run(options, options.gin_files), tasks[month])
