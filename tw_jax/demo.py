@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,7 +51,11 @@ DEMO_WORLD = DemoWorld(entities=360, change_rounds=3, max_object_frac=0.25, max_
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "demo", help="run the pipeline end to end on the embedded sample world"
+        "demo", help="run the pipeline end to end on the embedded sample world",
+        description="Build the sample world's data, train INITIAL and each method month after "
+                    "month, score every checkpoint and write the report.",
+        epilog="Ctrl-C (or SIGTERM) saves a checkpoint of the training under way and exits 0 "
+               "with one line; the same command resumes there.",
     )
     parser.add_argument("--out", default="demo_out", type=output_path,
                         help="output folder (default: demo_out)")
@@ -177,10 +182,38 @@ def _salient_spans(
     return counts
 
 
+def _settings(args: argparse.Namespace) -> DemoTraining:
+    return DemoTraining(
+        methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
+        initial_steps=args.initial_steps, update_steps=args.update_steps,
+        update_epochs=None if args.update_steps else args.update_epochs,
+        max_probes=args.max_probes,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
+    from tw_jax.demo_training import check_settings
+    from tw_jax.lifelong.runner import LifelongError
     from tw_jax.text.spacy_pipeline import DEFAULT_MODEL, resolve_model
+    from tw_jax.train.preemption import TrainingPreempted
 
     resolve_model(DEFAULT_MODEL)  # the SSM files need it: fail now, not after the data
+    settings = _settings(args)
+    if not args.no_train:
+        try:  # every argument checked before the data is built or anything trains
+            check_settings(settings)
+        except (ValueError, LifelongError) as error:
+            print(f"tw-jax demo: error: {error}", file=sys.stderr)
+            return 2
+    try:
+        return _run(args, settings)
+    except TrainingPreempted as stopped:
+        # Ctrl-C (or SIGTERM) saved a checkpoint: one line, exit 0, as tw-jax train and lifelong.
+        print(f"demo: {stopped}", file=sys.stderr)
+        return 0
+
+
+def _run(args: argparse.Namespace, settings: DemoTraining) -> int:
     started = time.perf_counter()
     summary = run_demo(args.out, seed=args.seed, workers=args.workers, world=DEMO_WORLD)
     for pair, figures in summary["pairs"].items():
@@ -198,12 +231,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from tw_jax.demo_training import train_and_report
 
-    settings = DemoTraining(
-        methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
-        initial_steps=args.initial_steps, update_steps=args.update_steps,
-        update_epochs=None if args.update_steps else args.update_epochs,
-        max_probes=args.max_probes,
-    )
     trained = train_and_report(summary["data"], Path(args.out), settings)
     summary["training"] = trained
     with open(Path(args.out) / "summary.json", "w", encoding="utf-8") as handle:

@@ -80,6 +80,36 @@ def _budget(settings: DemoTraining, method: str) -> list[str]:
     return [f"TRAIN_EPOCHS={settings.update_epochs}"]
 
 
+class DemoSettingsError(ValueError):
+    """Demo settings that cannot run (an unknown method, one the model cannot use): raised
+    before any data is built or anything trains."""
+
+
+def check_settings(settings: DemoTraining) -> None:
+    """Each method is one the lifelong runner trains, and its gin files with the demo's model
+    build a run (:func:`~tw_jax.train.gin_config.train_config` refuses a variant the model
+    lacks, as ``modular`` on GPT-2)."""
+    from tw_jax.evaluate.groups import TRAINS_ON
+    from tw_jax.lifelong.runner import check_months
+    from tw_jax.runtime import gin_setup
+    from tw_jax.train.gin_config import train_config
+
+    check_months(settings.months)
+    if not settings.methods:
+        raise DemoSettingsError("no methods given (e.g. --methods diff,lora)")
+    unknown = [m for m in settings.methods if m not in TRAINS_ON]
+    if unknown:
+        raise DemoSettingsError(
+            f"unknown method(s) {', '.join(unknown)}; the demo trains: {', '.join(TRAINS_ON)}")
+    try:
+        for method in ("initial", *settings.methods):
+            gin_setup.parse([f"{method}.gin", settings.model_gin, "runs/demo.gin"],
+                            _budget(settings, method), runner_macros=("TRAIN_EPOCHS",))
+            train_config()
+    except gin_setup.GinConfigError as error:
+        raise DemoSettingsError(f"method {method}: {error}") from None
+
+
 def train_and_report(data_dir: str | Path, out_dir: str | Path,
                      settings: DemoTraining = DemoTraining()) -> dict[str, Any]:
     """INITIAL, then every method over ``settings.months``; results in ``OUT/runs``, the report

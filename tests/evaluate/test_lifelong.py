@@ -109,13 +109,34 @@ def compile_cache(tmp_path_factory):
 @pytest.fixture(scope="module")
 def first_run(tmp_path_factory, compile_cache) -> dict:
     from tw_jax.demo import run_demo
+    from tw_jax.runtime import gin_setup
 
     root = tmp_path_factory.mktemp("lifelong")
     data = Path(run_demo(root / "demo")["data"])
     out = root / "out"
-    assert _cli(_argv(data, out)) == 0
+    parsed, parse = [], gin_setup.parse
+
+    def counted(files, *args, **kwargs):
+        parsed.append(list(files))
+        return parse(files, *args, **kwargs)
+
+    gin_setup.parse = counted
+    try:
+        assert _cli(_argv(data, out)) == 0
+    finally:
+        gin_setup.parse = parse
     results = out / "results.jsonl"
-    return {"data": data, "out": out, "text": results.read_text(encoding="utf-8")}
+    return {"data": data, "out": out, "text": results.read_text(encoding="utf-8"),
+            "parsed": parsed}
+
+
+def test_gin_is_parsed_once_per_run_the_files_describe(first_run):
+    """INITIAL's files and the method's, once each when the run starts; the three trainings and
+    the evaluations take typed configs (each MODEL_DIR's config.gin is its own run's)."""
+    assert first_run["parsed"] == [
+        ["initial.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"],
+        ["diff.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"],
+    ]
 
 
 def test_first_run_writes_every_expected_result(first_run):

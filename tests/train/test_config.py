@@ -6,6 +6,7 @@ import dataclasses
 import gin
 import pytest
 
+from tw_jax.models.sharding import LOGICAL_AXIS_RULES
 from tw_jax.runtime import gin_setup
 from tw_jax.train import trainer
 from tw_jax.train.config import TrainConfig, gin_lines
@@ -73,6 +74,45 @@ def test_the_gin_record_names_what_python_changed():
     again = train_config()
     assert (again.model_dir, again.initial_checkpoint_path, again.model_config.freeze) == (
         "/runs/b", "/runs/a", "none")
+
+
+def test_a_run_keeps_its_own_gin_record_and_sharding_table_when_gin_changes():
+    """The lifelong runner parses INITIAL's files and the method's once, up front: each run's
+    config.gin, operative_config.gin and sharding table are its own, not the last parse's."""
+    config = _config("LEARNING_RATE=0.25", "tw_jax.models.axis_rules.rules=[('batch', 'data')]")
+    assert config.axis_rules == (("batch", "data"),)
+    assert "LEARNING_RATE = 0.25" in config.gin_record.config
+    assert "axis_rules.rules = [('batch', 'data')]" in config.gin_record.operative
+    assert "TRAIN_STEPS = 12" in config.gin_record.operative
+    gin_setup.parse(["diff.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"],
+                    ["MODEL_DIR='/runs/b'", "LEARNING_RATE=0.5"])
+    other = train_config()
+    derived = config.replace(model_dir="/runs/c")
+    written = trainer.gin_config_text("config.gin", derived)
+    assert "LEARNING_RATE = 0.25" in written and "LEARNING_RATE = 0.5" not in written
+    assert written.endswith("tw_jax.train.train.model_dir = '/runs/c'\n")
+    operative = trainer.gin_config_text("operative_config.gin", derived)
+    assert "MODEL/T5Config" in operative and "GPT2Config" not in operative
+    assert other.axis_rules == LOGICAL_AXIS_RULES  # gin's default table, resolved
+    assert "GPT2Config" in other.gin_record.operative
+
+
+def test_a_method_whose_variant_the_model_lacks_is_refused_before_training():
+    """modular.gin switches Modular on for T5 only: on GPT-2 it would train without it."""
+    gin_setup.parse(["modular.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"])
+    with pytest.raises(gin_setup.GinConfigError) as error:
+        train_config()
+    assert str(error.value) == (
+        "gin binds T5Config.modular (the modular method) but the run's MODEL is a GPT2Config, "
+        "which has no modular variant: pick another method or model")
+    gin_setup.parse(["lora.gin", "models/bart_tiny.gin", "runs/cpu_smoke.gin"])
+    bart = train_config().model_config
+    assert (type(bart).__name__, bart.lora.rank, bart.lora.alpha) == ("BARTConfig", 4, 16.0)
+
+
+def test_gin_cannot_bind_what_python_fills_in():
+    with pytest.raises(gin_setup.GinConfigError, match="gin_record"):
+        gin_setup.parse(SMOKE, ["tw_jax.train.train.gin_record=None"])
 
 
 def test_a_run_without_model_dir_is_refused():

@@ -219,10 +219,6 @@ def training_task(method: str, month: str, train_on: str | None = None) -> str:
 EPOCHS_MACRO = "TRAIN_EPOCHS"
 
 
-def _binds_epochs(binding: str) -> bool:
-    return gin_setup.binding_key(binding) == EPOCHS_MACRO
-
-
 def update_epochs() -> float | None:
     """``TRAIN_EPOCHS`` of the parsed gin configuration (None: size updates by TRAIN_STEPS)."""
     value = gin_setup.macro(EPOCHS_MACRO)
@@ -255,9 +251,9 @@ def update_steps(task: str, lengths: Mapping[str, int], batch_size: int, epochs:
     return max(1, math.ceil(training_examples(task, lengths, epochs) / batch_size))
 
 
-def _sized(run: TrainConfig, task: str) -> TrainConfig:
-    """``run`` with TRAIN_STEPS replaced by ``TRAIN_EPOCHS`` passes over ``task``, when set."""
-    epochs = update_epochs()
+def _sized(run: TrainConfig, task: str, epochs: float | None) -> TrainConfig:
+    """``run`` with TRAIN_STEPS replaced by ``epochs`` (``TRAIN_EPOCHS``) passes over ``task``,
+    when set."""
     if epochs is None:
         return run
     concrete = task_data.task_name(task, run.model_config)
@@ -295,15 +291,35 @@ def read_state(path: str) -> dict[str, Any] | None:
 # --- gin ----------------------------------------------------------------------------------
 
 
-def _gin_run(options: LifelongOptions, files: Sequence[str]) -> TrainConfig:
-    """The run ``files`` (and the --gin bindings after them) describe; each update sets its own
-    MODEL_DIR, task and start point on it. Parsed again before each training, so the gin record
-    the trainer writes into MODEL_DIR is that step's."""
+@dataclass(frozen=True)
+class ParsedRuns:
+    """The runs the gin files describe, parsed once when the run starts and passed down as
+    typed Python: ``initial`` (INITIAL's files) and ``method`` (the method's files, None for a
+    method that trains nothing), each with its own gin record for its MODEL_DIRs; the method's
+    ``TRAIN_EPOCHS`` and ``DATA_DIR``."""
 
-    # Not strict: a --gin macro of the method's files may be unused by INITIAL's (the run's
-    # first parse, of the method's files, checks them).
-    gin_setup.parse(files, options.gin_bindings, options.gin_search_paths, strict_macros=False)
-    return train_config()
+    initial: TrainConfig
+    method: TrainConfig | None
+    epochs: float | None
+    data_dir: str | None
+
+
+def parse_runs(options: LifelongOptions, method: str) -> ParsedRuns:
+    """Parse INITIAL's gin files, then the method's (whose state gin keeps: task registration
+    reads its bindings). Each update sets its own MODEL_DIR, task and start point on these."""
+    initial_files = options.initial_gin_files or default_initial_gin_files(options.gin_files)
+    # Not strict: a --gin macro of the method's files may be unused by INITIAL's (the method's
+    # parse below checks them).
+    gin_setup.parse(initial_files, options.gin_bindings, options.gin_search_paths,
+                    strict_macros=False)
+    initial = train_config()
+    # No gin binding refers to TRAIN_EPOCHS (the runner reads it), so gin's check of unused
+    # macros must not count it.
+    gin_setup.parse(options.gin_files, options.gin_bindings, options.gin_search_paths,
+                    runner_macros=(EPOCHS_MACRO,))
+    trains = method not in (INITIAL, *OPEN_BOOK)
+    return ParsedRuns(initial, train_config() if trains else None, update_epochs(),
+                      gin_setup.macro("DATA_DIR"))
 
 
 # --- evaluation ---------------------------------------------------------------------------
@@ -392,7 +408,7 @@ def _lighttune(
 
 
 def _record(
-    options: LifelongOptions, files: Sequence[str], state_path: str, state: dict[str, Any],
+    options: LifelongOptions, run: TrainConfig, state_path: str, state: dict[str, Any],
     method: str, trained_through: str, months: Sequence[str], data_dir: str,
     vocabulary_task: str, summary: LifelongSummary, source: str | None = None,
 ) -> None:
@@ -406,7 +422,6 @@ def _record(
     pending = [m for m in months if missing[m]]
     results: list[Result] = []
     if pending:
-        run = _gin_run(options, files)
         scored = _score(options, run, state["model_dir"], pending, missing, data_dir,
                         vocabulary_task, summary, source=source)
         for month in pending:
@@ -446,8 +461,8 @@ def _done_groups(state: Mapping[str, Any], month: str) -> list[str]:
 # --- the run ------------------------------------------------------------------------------
 
 
-def _data_dir(options: LifelongOptions) -> str:
-    found = resolve_data_dir(options.data_dir or gin_setup.macro("DATA_DIR"))
+def _data_dir(options: LifelongOptions, runs: ParsedRuns) -> str:
+    found = resolve_data_dir(options.data_dir or runs.data_dir)
     if not found:
         raise LifelongError("no data folder: pass --data (or set DATA_DIR / $TW_JAX_DATA_DIR)")
     return found
@@ -460,17 +475,16 @@ def _register_tasks(data_dir: str) -> None:
 
 
 def _initial_step(
-    options: LifelongOptions, method: str, months: Sequence[str], data_dir: str,
+    options: LifelongOptions, run: TrainConfig, months: Sequence[str], data_dir: str,
     summary: LifelongSummary,
 ) -> dict[str, Any]:
-    """Make sure INITIAL exists and is scored; returns its state (``model_dir``: its
+    """Make sure INITIAL (``run``) exists and is scored; returns its state (``model_dir``: its
     checkpoint)."""
     files = options.initial_gin_files or default_initial_gin_files(options.gin_files)
     first = months[0][:2]
     task = f"twiki_full_{first}_{{objective}}"
     state_path = state_file(options.out_dir, INITIAL, BASE)
     state = read_state(state_path)
-    run = _gin_run(options, files)
     pretrained = options.initial_checkpoint
     if state is not None and pretrained and state.get("model_dir") != str(pretrained):
         raise LifelongError(
@@ -487,7 +501,7 @@ def _initial_step(
         write_json(state_path, state)
     elif not state.get("given"):
         _check_trainer(state_path, state, options.trainer)
-    _record(options, files, state_path, state, INITIAL, BASE, months, data_dir,
+    _record(options, run, state_path, state, INITIAL, BASE, months, data_dir,
             f"twiki_diffset_{months[0]}_{{objective}}", summary)
     return state
 
@@ -501,13 +515,12 @@ def _check_trainer(state_path: str, state: Mapping[str, Any], trainer: UpdateTra
             f"with {trainer.name}; use another --out, or --trainer {trained_by(state)}")
 
 
-def _open_book(options: LifelongOptions, method: str, months: Sequence[str], data_dir: str,
-               initial: str, summary: LifelongSummary) -> None:
+def _open_book(options: LifelongOptions, run: TrainConfig, method: str, months: Sequence[str],
+               data_dir: str, initial: str, summary: LifelongSummary) -> None:
     """Retrieval instead of training: INITIAL reads each month's probes with the passages
     ``method`` (a retriever) found for them in that month's snapshot (``tw-jax
     probe-contexts``), recorded as trained through that month: update the index, not the
-    weights (EvolvingQA's DPR row, for TemporalWiki)."""
-    files = options.initial_gin_files or default_initial_gin_files(options.gin_files)
+    weights (EvolvingQA's DPR row, for TemporalWiki); ``run``: INITIAL's."""
     for group in options.metrics:
         if group not in OPEN_BOOK_GROUPS:
             summary.skipped[f"{method}/{group}"] = (
@@ -522,7 +535,7 @@ def _open_book(options: LifelongOptions, method: str, months: Sequence[str], dat
         state = read_state(state_path) or {
             "model_dir": initial, "reader": INITIAL, "retriever": method, "evaluated": [],
             "train_seconds": _index_seconds(marker), "seconds_recorded": False}
-        _record(options, files, state_path, state, method, month, [month], data_dir,
+        _record(options, run, state_path, state, method, month, [month], data_dir,
                 f"twiki_diffset_{months[0]}_{{objective}}", summary, source=method)
 
 
@@ -555,14 +568,8 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
     options = dataclasses.replace(options, out_dir=paths.resolve(options.out_dir))
     summary = LifelongSummary(method, results_path(options.out_dir))
 
-    # No gin binding refers to TRAIN_EPOCHS (the runner reads it), so gin's check of unused
-    # macros skips it; the second parse reads and checks its value before anything trains.
-    gin_setup.parse(options.gin_files, [b for b in options.gin_bindings if not _binds_epochs(b)],
-                    options.gin_search_paths)
-    gin_setup.parse(options.gin_files, options.gin_bindings, options.gin_search_paths,
-                    strict_macros=False)
-    update_epochs()
-    data_dir = _data_dir(options)
+    runs = parse_runs(options, method)
+    data_dir = _data_dir(options, runs)
     options = dataclasses.replace(options, data_dir=data_dir)
     _register_tasks(data_dir)
     for month in months:
@@ -570,18 +577,20 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
         if not paths.isdir(folder):
             raise LifelongError(f"{folder}: no data for month {month} (run tw-jax diffset/probes)")
 
-    previous = _initial_step(options, method, months, data_dir, summary)
+    previous = _initial_step(options, runs.initial, months, data_dir, summary)
     if method == INITIAL:
         return summary
     if method in OPEN_BOOK:
-        _open_book(options, method, months, data_dir, previous["model_dir"], summary)
+        _open_book(options, runs.initial, method, months, data_dir, previous["model_dir"],
+                   summary)
         return summary
+    assert runs.method is not None  # parse_runs builds it for every method that trains
     for month in months:
         state_path = state_file(options.out_dir, method, month)
         state = read_state(state_path)
         if state is None:
             model_dir = paths.join(options.out_dir, "checkpoints", method, month)
-            run = _sized(_gin_run(options, options.gin_files), tasks[month])
+            run = _sized(runs.method, tasks[month], runs.epochs)
             state = options.trainer.train(run, options.gin_files, model_dir, tasks[month],
                                           previous, data_dir)
             summary.trained.append(month)
@@ -589,7 +598,7 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
         else:
             _check_trainer(state_path, state, options.trainer)
         targets = months if options.eval_matrix else [month]
-        _record(options, options.gin_files, state_path, state, method, month, targets,
+        _record(options, runs.method, state_path, state, method, month, targets,
                 data_dir, tasks[month], summary)
         previous = state
     return summary

@@ -78,7 +78,10 @@ def axis_rules(rules: LogicalRules = LOGICAL_AXIS_RULES) -> tuple[tuple[str, Any
 
 
 def _table(rules: LogicalRules | None) -> tuple[tuple[str, Any], ...]:
-    return axis_rules() if rules is None else tuple(rules)
+    """``rules``, else the table :func:`activate` made current (a run's own), else gin's."""
+    if rules is not None:
+        return tuple(rules)
+    return tuple(nn.get_logical_axis_rules()) or axis_rules()
 
 
 def make_mesh(

@@ -131,12 +131,15 @@ def parse(
     gin_search_paths: Sequence[str] = (),
     required_macros: Sequence[str] = (),
     strict_macros: bool = True,
+    runner_macros: Sequence[str] = (),
 ) -> None:
     """Clear gin, then parse the files (in order) and the bindings (``KEY=VALUE``) after them.
 
     With ``strict_macros``, a binding of a macro that nothing in the parsed configuration uses
     (``TRAIN_STEP=3`` for ``TRAIN_STEPS``: gin would define a new macro and the run would keep
-    the default) is a :class:`GinConfigError` naming the closest macros that are used."""
+    the default) is a :class:`GinConfigError` naming the closest macros that are used;
+    ``runner_macros`` are read by the caller itself (the lifelong runner's ``TRAIN_EPOCHS``),
+    so no binding needs to use them."""
     register_configurables()
     gin.clear_config()
     _reset_search_paths()
@@ -155,7 +158,7 @@ def parse(
     finally:
         logging.getLogger().removeFilter(quiet)
     if strict_macros:
-        _check_macro_bindings(bindings)
+        _check_macro_bindings([b for b in bindings if binding_key(b) not in runner_macros])
     missing = [name for name in required_macros if not _macro_is_set(name)]
     if missing:
         raise GinConfigError(

@@ -32,6 +32,11 @@ class RunModel:
     mesh: jax.sharding.Mesh
     param_shardings: Any
     abstract_params: Any  # unboxed ShapeDtypeStructs with shardings
+    rules: tuple[tuple[str, Any], ...] | None = None  # None: the table in force (gin's)
+
+    def activate(self) -> Any:
+        """The run's mesh and sharding table made current (:func:`~tw_jax.models.sharding.activate`)."""
+        return activate(self.mesh, self.rules)
 
     @property
     def config(self) -> Any:
@@ -47,7 +52,7 @@ class RunModel:
         def init(rng: jax.Array) -> Any:
             return nn.unbox(self.module.init(rng, *self.model.dummy_inputs())["params"])
 
-        with activate(self.mesh):
+        with self.activate():
             return jax.jit(init, out_shardings=self.param_shardings)(jax.random.key(seed))
 
     def place(self, params: Any) -> Any:
@@ -61,16 +66,19 @@ class RunModel:
 def build_run_model(
     config: Any, mesh_shape: Sequence[int] = (-1, 1, 1),
     devices: Sequence[jax.Device] | None = None,
+    rules: Sequence[tuple[str, Any]] | None = None,
 ) -> RunModel:
     """Model, ``(data, fsdp, model)`` mesh and parameter shardings for ``config``, over
-    ``devices`` (default: every device of the run; ``tw-jax compile`` passes a TPU topology's)."""
+    ``devices`` (default: every device of the run; ``tw-jax compile`` passes a TPU topology's),
+    through the sharding table ``rules`` (None: the table in force)."""
     mesh = make_mesh(tuple(mesh_shape), devices=devices)
     boxed = abstract_variables(config)["params"]
-    shardings = mesh_shardings(boxed, mesh)
+    table = None if rules is None else tuple(rules)
+    shardings = mesh_shardings(boxed, mesh, table)
     abstract = jax.tree.map(
         lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), nn.unbox(boxed), shardings
     )
-    return RunModel(model_for(config), mesh, shardings, abstract)
+    return RunModel(model_for(config), mesh, shardings, abstract, table)
 
 
 def opt_state_shardings(abstract_state: Any, run: RunModel) -> Any:

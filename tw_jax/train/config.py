@@ -10,7 +10,10 @@ the CKL and EvolvingQA commands, notebooks) derive one run from another with
     trainer.train(base.replace(model_dir="out/0809", mixture_or_task_name="twiki_diffset_0809_lm"))
 
 A config built from gin no longer reads gin: its optimizer and schedule functions carry their
-bound parameters (``functools.partial``), so parsing other gin files later changes nothing in it.
+bound parameters (``functools.partial``), its sharding table is resolved (``axis_rules``), and
+what gin parsed is kept in it (:class:`GinRecord`, written to MODEL_DIR as ``config.gin`` and
+``operative_config.gin``), so parsing other gin files later changes nothing in it: the lifelong
+runner parses INITIAL's and the method's files once each, up front, and trains both.
 """
 
 from __future__ import annotations
@@ -24,6 +27,22 @@ import gin
 import optax
 
 from tw_jax.train.optimizers import make_optimizer
+
+
+@dataclasses.dataclass(frozen=True)
+class GinRecord:
+    """What gin parsed for a run, captured when its :class:`TrainConfig` was built: ``config``
+    (every binding, ``gin.config_str()``), ``operative`` (the bindings the run's configurables
+    used, ``gin.operative_config_str()``) and ``bound`` (gin's arguments of
+    ``tw_jax.train.train``, against which fields Python changed later are recorded)."""
+
+    config: str
+    operative: str
+    bound: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+# Fields Python fills in after gin (train_config), never gin bindings of ``train``.
+NOT_GIN_FIELDS = ("axis_rules", "gin_record")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +81,10 @@ class TrainConfig:
     # Several examples a row (seqio's packing, segment ids and positions: each example's loss is
     # what it is alone); T5X's DatasetConfig.pack. gin: PACK = True.
     pack: bool = False
+    # The logical-axis sharding table (None: gin's ``axis_rules``, else the default table);
+    # train_config() resolves it, so a later gin parse cannot change how this run shards.
+    axis_rules: Sequence[tuple[str, Any]] | None = None
+    gin_record: GinRecord | None = None  # None: built in Python, not from gin
 
     def replace(self, **changes: Any) -> TrainConfig:
         """This run with ``changes`` (field names); an unknown name is a TypeError."""
@@ -98,6 +121,8 @@ def gin_lines(config: TrainConfig, bound: Mapping[str, Any]) -> list[str]:
     """
     lines = []
     for field in dataclasses.fields(config):
+        if field.name in NOT_GIN_FIELDS:
+            continue
         value = getattr(config, field.name)
         if field.name in bound and _equal(bound[field.name], value):
             continue

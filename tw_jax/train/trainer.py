@@ -52,7 +52,6 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import gin
 import jax
 import jax.numpy as jnp
 import optax
@@ -62,7 +61,7 @@ from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 from tw_jax.io.output_claim import claimed
 from tw_jax.io.paths import PathLike
-from tw_jax.models.sharding import activate, batch_sharding, global_batch, replicated
+from tw_jax.models.sharding import batch_sharding, global_batch, replicated
 from tw_jax.models.variants import TRAINABLE
 from tw_jax.runtime import checkpoints, distributed, task_data
 from tw_jax.runtime.run_model import (
@@ -87,14 +86,14 @@ class TrainingDivergedError(RuntimeError):
 
 
 def gin_config_text(name: str, config: TrainConfig) -> str:
-    """The gin config (all bindings, or the operative ones), ending with the run's fields that
-    Python set after gin (:func:`~tw_jax.train.config.gin_lines`)."""
-    text = gin.operative_config_str() if name == "operative_config.gin" else gin.config_str()
-    try:
-        bound = gin.get_bindings("tw_jax.train.train")
-    except (ValueError, TypeError):  # gin never parsed, or its macros unset: all fields count
-        bound = {}
-    overrides = gin_lines(config, bound)
+    """The run's gin record (all bindings, or the operative ones: what gin parsed when the config
+    was built, :class:`~tw_jax.train.config.GinRecord`), ending with the run's fields that
+    Python set after gin (:func:`~tw_jax.train.config.gin_lines`). A config built in Python
+    has no gin record: its file lists the fields that differ from the defaults."""
+    record = config.gin_record
+    text = "" if record is None else (
+        record.operative if name == "operative_config.gin" else record.config)
+    overrides = gin_lines(config, {} if record is None else record.bound)
     if overrides:
         text += "\n# The run's fields as trained (set in Python after gin):\n" + "\n".join(overrides) + "\n"
     return text
@@ -134,7 +133,7 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
     mixture_or_task_name = task_data.task_name(mixture_or_task_name, model_config)
     task_data.ensure_tasks(mixture_or_task_name)
 
-    run = build_run_model(model_config, config.mesh_shape)
+    run = build_run_model(model_config, config.mesh_shape, rules=config.axis_rules)
     _check_vocabulary(model_config, mixture_or_task_name)
 
     train_step = build_train_step(
@@ -158,7 +157,7 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
         record_config(model_dir, config_text, latest)
     fresh: list[str] = []
     checkpoint_dir = paths.join(model_dir, checkpoints.CHECKPOINTS)
-    with activate(run.mesh):
+    with run.activate():
         if latest is not None:
             params, opt_state, meta = checkpoints.restore(
                 mngr, latest, run.abstract_params, with_shardings(abstract_opt, opt_shardings)
@@ -329,7 +328,8 @@ def build_train_step(
     )
     abstract_opt = jax.eval_shape(tx.init, run.abstract_params)
     opt_shardings = opt_state_shardings(abstract_opt, run)
-    batch_shardings = {k: batch_sharding(run.mesh, 2) for k in run.model.batch_features(pack)}
+    batch_shardings = {k: batch_sharding(run.mesh, 2, run.rules)
+                       for k in run.model.batch_features(pack)}
     jitted = jax.jit(
         make_train_step(run.model, tx, trainable, seed),
         in_shardings=(run.param_shardings, opt_shardings, replicated(run.mesh), batch_shardings),
