@@ -60,9 +60,8 @@ class BenchSetup:
     config: Any  # GPT2Config | T5Config, with the method's variant and freeze policy
     lengths: dict[str, int]  # task feature lengths, as TASK_FEATURE_LENGTHS
     batch_size: int
-    optimizer_fn: Callable[..., Any]  # gin-configured tw_jax.train.make_optimizer
+    optimizer: Any  # the run's optimizer config (tw_jax.train.optimizers: AdamWConfig ...)
     schedule_fn: Callable[..., Any] | None
-    optimizer: dict[str, Any]  # make_optimizer's gin bindings (name, clip_norm, ...)
     base_lr: float
     accumulate_steps: int
     mesh_shape: tuple[int, ...]
@@ -172,6 +171,7 @@ def load_setup(args: argparse.Namespace, platform_name: str) -> BenchSetup:
     from tw_jax.models import model_for
     from tw_jax.models.base import EncoderDecoderModel
     from tw_jax.runtime import gin_setup
+    from tw_jax.train.gin_config import train_config
 
     files = ["base.gin", f"models/{args.model}.gin", f"methods/{args.method}.gin"]
     run_file = run_file_for(args.run, platform_name)
@@ -182,7 +182,7 @@ def load_setup(args: argparse.Namespace, platform_name: str) -> BenchSetup:
     try:
         gin_setup.parse(files, bindings)
         train_args = gin.get_bindings("tw_jax.train.train")
-        optimizer = gin.get_bindings("tw_jax.train.make_optimizer")
+        optimizer = train_config().optimizer
         schedule = gin.get_bindings("tw_jax.train.make_schedule")
     except (gin_setup.GinConfigError, ValueError, TypeError) as error:
         raise BenchError(f"gin: {error}") from error
@@ -210,8 +210,7 @@ def load_setup(args: argparse.Namespace, platform_name: str) -> BenchSetup:
                          f"{config.n_positions}")
     return BenchSetup(
         model_name=args.model, method=args.method, config=config, lengths=lengths,
-        batch_size=batch, optimizer_fn=train_args["optimizer_fn"],
-        schedule_fn=train_args.get("schedule_fn"), optimizer=dict(optimizer),
+        batch_size=batch, optimizer=optimizer, schedule_fn=train_args.get("schedule_fn"),
         base_lr=float(schedule.get("base_lr", 1e-3)),
         accumulate_steps=int(train_args.get("accumulate_steps", 1)),
         mesh_shape=tuple(train_args.get("mesh_shape", (-1, 1, 1))),
@@ -333,8 +332,8 @@ def train_record(
         "param_dtype": setup.config.param_dtype,
         "remat": bool(setup.config.remat),
         "freeze": _freeze_policy(setup.config),
-        "optimizer": setup.optimizer.get("name"),
-        "clip_norm": setup.optimizer.get("clip_norm"),
+        "optimizer": setup.optimizer.name,
+        "clip_norm": setup.optimizer.clip_norm,
         "batch": setup.batch_size,
         "lengths": setup.model_lengths,
         "tokens_per_step": setup.tokens_per_step,

@@ -47,7 +47,7 @@ def measure(config: Any, task: str, pack: bool, steps: int, warmup: int) -> dict
 
     run = build_run_model(config.model_config, config.mesh_shape)
     step_fn = build_train_step(
-        run, config.model_config, optimizer_fn=config.optimizer_fn,
+        run, config.model_config, optimizer=config.optimizer,
         schedule_fn=config.schedule_fn, train_steps=max(steps + warmup, 4),
         accumulate_steps=1, seed=config.seed, pack=pack)
     stream = task_data.batches(task, config.task_feature_lengths, config.batch_size, run.model,

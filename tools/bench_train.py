@@ -115,7 +115,7 @@ def _run(
         raise BenchError(f"batch {setup.batch_size} must divide over the mesh's {ways} "
                          "data x fsdp shards")
     step = build_train_step(
-        run, config, optimizer_fn=setup.optimizer_fn, schedule_fn=setup.schedule_fn,
+        run, config, optimizer=setup.optimizer, schedule_fn=setup.schedule_fn,
         train_steps=args.warmup + args.steps + 1, accumulate_steps=setup.accumulate_steps,
         seed=setup.seed,
     )

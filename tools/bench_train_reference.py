@@ -412,15 +412,15 @@ class RecAdam:
 
 
 def make_optimizer(setup: bench_common.BenchSetup, params: list[Any], cuda: bool) -> Any:
-    """The torch optimizer matching the gin's ``make_optimizer`` binding."""
+    """The torch optimizer matching the gin's optimizer config (``OPTIMIZER``)."""
     import torch
 
     options = setup.optimizer
-    name = options.get("name")
+    name = options.name
     lr = setup.base_lr
-    wd = float(options.get("weight_decay", 0.0) or 0.0)
-    betas = (float(options.get("b1", 0.9)), float(options.get("b2", 0.999)))
-    eps = float(options.get("eps", 1e-8))
+    wd = float(getattr(options, "weight_decay", 0.0) or 0.0)
+    betas = (float(getattr(options, "b1", 0.9)), float(getattr(options, "b2", 0.999)))
+    eps = float(getattr(options, "eps", 1e-8))
     if name == "adamw":
         return torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=wd,
                                  fused=True if cuda else None)
@@ -429,19 +429,18 @@ def make_optimizer(setup: bench_common.BenchSetup, params: list[Any], cuda: bool
 
         return Adafactor(
             params, lr=lr, eps=(1e-30, 1e-3),
-            clip_threshold=float(options.get("adafactor_clipping_threshold", 1.0) or 1.0),
-            decay_rate=-float(options.get("adafactor_decay_rate", 0.8)),
-            beta1=options.get("adafactor_momentum"), weight_decay=wd,
-            scale_parameter=bool(options.get("adafactor_multiply_by_parameter_scale", True)),
+            clip_threshold=float(options.clipping_threshold or 1.0),
+            decay_rate=-float(options.decay_rate),
+            beta1=options.momentum, weight_decay=wd,
+            scale_parameter=bool(options.multiply_by_parameter_scale),
             relative_step=False, warmup_init=False,
         )
     if name == "recadam":
         return RecAdam(
             params, lr=lr, betas=betas, eps=eps,
-            gamma=float(options.get("recadam_gamma", 5000.0)),
-            k=float(options.get("recadam_k", 0.5)), t0=float(options.get("recadam_t0", 250.0)),
-            anneal=str(options.get("recadam_anneal", "sigmoid")),
-            total_steps=options.get("recadam_total_steps"), weight_decay=wd, fused=cuda,
+            gamma=float(options.gamma), k=float(options.k), t0=float(options.t0),
+            anneal=str(options.anneal), total_steps=options.total_steps, weight_decay=wd,
+            fused=cuda,
         )
     if name == "sgd":
         return torch.optim.SGD(params, lr=lr)
@@ -479,7 +478,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         )
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = make_optimizer(setup, params, cuda)
-    clip = setup.optimizer.get("clip_norm")
+    clip = setup.optimizer.clip_norm
     vocab = config.vocab_size
 
     def loss_of(batch: dict[str, Any]) -> Any:

@@ -37,12 +37,14 @@ def test_gin_builds_the_run_its_files_describe():
 
 
 def test_a_built_run_does_not_change_when_gin_does():
-    config = _config("LEARNING_RATE=0.25", "SCHEDULE='constant'", "OPTIMIZER='adamw'")
-    gin_setup.parse(SMOKE, ["MODEL_DIR='/runs/b'", "LEARNING_RATE=0.5", "OPTIMIZER='adafactor'"])
+    config = _config("LEARNING_RATE=0.25", "SCHEDULE='constant'", "CLIP_NORM=0.5",
+                     "OPTIMIZER=@tw_jax.train.AdamWConfig()")
+    gin_setup.parse(SMOKE, ["MODEL_DIR='/runs/b'", "LEARNING_RATE=0.5", "CLIP_NORM=2.0",
+                            "OPTIMIZER=@tw_jax.train.AdafactorConfig()"])
     assert float(config.schedule_fn(total_steps=10)(0)) == 0.25
-    assert config.optimizer_fn.keywords["name"] == "adamw"
+    assert (type(config.optimizer).__name__, config.optimizer.clip_norm) == ("AdamWConfig", 0.5)
     gin.clear_config()  # nothing bound at all: the config still builds its optimizer
-    assert config.optimizer_fn(schedule=config.schedule_fn(total_steps=10)) is not None
+    assert config.optimizer(schedule=config.schedule_fn(total_steps=10)) is not None
 
 
 def test_replace_derives_a_run_and_refuses_unknown_fields():

@@ -14,7 +14,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, data_bindin
     gin_setup.parse(
         ["diff.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"],
         [*data_bindings, f"MODEL_DIR='{model_dir}'", "TRAIN_STEPS=6", "CHECKPOINT_PERIOD=1",
-         "tw_jax.train.make_optimizer.name='sgd'", "CLIP_NORM=None", "LEARNING_RATE=1e38",
+         "OPTIMIZER=@tw_jax.train.SGDConfig()", "CLIP_NORM=None", "LEARNING_RATE=1e38",
          "SCHEDULE='constant'"],
     )
     with pytest.raises(trainer.TrainingDivergedError,
@@ -37,7 +37,7 @@ def test_infinite_updates_with_a_finite_loss_are_never_saved(tmp_path, data_bind
     def overflowing(schedule, labels=None, accumulate_steps=1):
         return optax.chain(optax.sgd(schedule), optax.scale(float("inf")))
 
-    config = train_config().replace(model_dir=str(model_dir), optimizer_fn=overflowing)
+    config = train_config().replace(model_dir=str(model_dir), optimizer=overflowing)
     with pytest.raises(trainer.TrainingDivergedError,
                        match=r"^the updated parameters are not finite at step 1; training "
                              r"stopped, no checkpoint was saved$"):

@@ -5,7 +5,7 @@ T5X is imported only when one of the names below is first used (``bash tools/set
 installs it), so ``tw-jax``'s own commands, ``tw-jax t5x-checkpoint`` included, never load it.
 ``gin/t5x/*.gin`` import :mod:`tw_jax.t5x.configurables`, which registers these names with gin
 (``tw_jax.t5x.model`` ...) and tw_jax's own (model configs and variants,
-``tw_jax.train.make_optimizer`` / ``make_schedule``, ``tw_jax.tasks``):
+the optimizer configs ``tw_jax.train.AdamWConfig`` ..., ``make_schedule``, ``tw_jax.tasks``):
 
 - :func:`model` — T5X's ``EncoderDecoderModel`` / ``DecoderOnlyModel`` of a tw_jax config
   (:mod:`tw_jax.t5x.models`);

@@ -1,7 +1,7 @@
 """What the gin files under ``gin/t5x/`` bind T5X's scripts to, registered with gin under
 ``tw_jax.t5x.*`` (importing this module imports T5X; ``tw_jax.t5x`` gives these names lazily).
 Importing it also makes tw_jax's own gin names known (model configs and variants,
-``tw_jax.train.make_optimizer`` / ``make_schedule``, ``tw_jax.tasks``)."""
+the optimizer configs ``tw_jax.train.AdamWConfig`` ..., ``make_schedule``, ``tw_jax.tasks``)."""
 
 
 from __future__ import annotations

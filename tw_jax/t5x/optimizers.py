@@ -1,8 +1,8 @@
 """Optimizers for tw_jax's models under T5X: our optax chain through T5X's ``OptaxWrapper``, or
 T5X's own Adafactor with factor rules for our axis names; both freeze what the method freezes.
 
-- :func:`optax_optimizer` — ``tw-jax train``'s optimizer (:func:`tw_jax.train.make_optimizer`:
-  Adafactor, AdamW, RecAdam or SGD, clipping, accumulation) and schedule
+- :func:`optax_optimizer` — ``tw-jax train``'s optimizer (a config of
+  :mod:`tw_jax.train.optimizers`: Adafactor, AdamW, RecAdam or SGD, clipping, accumulation) and schedule
   (:func:`tw_jax.train.make_schedule` over ``total_steps``), freezing by the model's trainable
   predicate, wrapped in ``t5x.optimizers.OptaxWrapper``. T5X's ``learning_rate_fn`` is then only
   logged; :func:`learning_rate_fn` gives it the same schedule so the logs say what is applied.
@@ -32,7 +32,7 @@ from t5x import optimizers as t5x_optimizers
 from tw_jax.models import model_for
 from tw_jax.models.variants import trainable_predicate
 from tw_jax.train.freezing import FROZEN
-from tw_jax.train.optimizers import make_optimizer
+from tw_jax.train.optimizers import resolve
 from tw_jax.train.recadam import RecallState
 from tw_jax.train.schedules import make_schedule
 
@@ -69,16 +69,16 @@ def learning_rate_fn(schedule_fn: Callable[..., optax.Schedule] | None = None,
 def optax_optimizer(
     model_config: Any,
     total_steps: int,
-    optimizer_fn: Callable[..., optax.GradientTransformation] | None = None,
+    optimizer: Callable[..., optax.GradientTransformation] | None = None,
     schedule_fn: Callable[..., optax.Schedule] | None = None,
     accumulate_steps: int = 1,
 ) -> t5x_optimizers.OptaxWrapper:
     """``tw-jax train``'s optimizer for ``model_config`` as a T5X ``optimizer_def``:
-    ``optimizer_fn(schedule=..., labels=..., accumulate_steps=...)`` (gin's
-    ``tw_jax.train.make_optimizer``; default Adafactor), the schedule over ``total_steps``
-    optimizer updates, and freezing by the model's trainable predicate when it freezes any
-    parameter (as ``tw-jax train`` builds it)."""
-    build = optimizer_fn or (lambda **kw: make_optimizer("adafactor", **kw))
+    ``optimizer(schedule=..., labels=..., accumulate_steps=...)`` (gin's ``%OPTIMIZER``, an
+    optimizer config such as ``@tw_jax.train.AdamWConfig()``; default Adafactor), the schedule
+    over ``total_steps`` optimizer updates, and freezing by the model's trainable predicate when
+    it freezes any parameter (as ``tw-jax train`` builds it)."""
+    build = resolve(optimizer)
     updates = max(int(total_steps) // int(accumulate_steps), 1)
     schedule = learning_rate_fn(schedule_fn, updates)
     # The model's own labels, as a function: T5X hands the optimizer FrozenDicts of params.

@@ -48,7 +48,7 @@ from tw_jax.platforms import has_tpu_chips, module_installed
 from tw_jax.runtime.run_model import RunModel, build_run_model, with_shardings
 from tw_jax.runtime.score_step import make_score_step
 from tw_jax.train.flops import train_step_flops
-from tw_jax.train.optimizers import make_optimizer
+from tw_jax.train.optimizers import resolve
 from tw_jax.train.trainer import build_train_step
 
 GIB = 1024**3
@@ -284,7 +284,7 @@ def compile_for_topology(
     batch_size: int,
     num_slices: int = 1,
     step: str = "train",
-    optimizer_fn: Callable[..., optax.GradientTransformation] = make_optimizer,
+    optimizer: Callable[..., optax.GradientTransformation] | None = None,
     schedule_fn: Callable[..., optax.Schedule] | None = None,
     accumulate_steps: int = 1,
     mesh_shape: Sequence[int] = (-1, 1, 1),
@@ -325,7 +325,7 @@ def compile_for_topology(
     started = time.perf_counter()
     if step == "train":
         lowered = _lower_train(
-            run, rows, task_feature_lengths, optimizer_fn=optimizer_fn,
+            run, rows, task_feature_lengths, optimizer=resolve(optimizer),
             schedule_fn=schedule_fn, train_steps=train_steps,
             accumulate_steps=accumulate_steps, seed=seed,
         )

@@ -9,24 +9,24 @@ the CKL and EvolvingQA commands, notebooks) derive one run from another with
     base = gin_config.train_config()                       # after gin_setup.parse(...)
     trainer.train(base.replace(model_dir="out/0809", mixture_or_task_name="twiki_diffset_0809_lm"))
 
-A config built from gin no longer reads gin: its optimizer and schedule functions carry their
-bound parameters (``functools.partial``), its sharding table is resolved (``axis_rules``), and
-what gin parsed is kept in it (:class:`GinRecord`, written to MODEL_DIR as ``config.gin`` and
-``operative_config.gin``), so parsing other gin files later changes nothing in it: the lifelong
-runner parses INITIAL's and the method's files once each, up front, and trains both.
+A config built from gin no longer reads gin: its optimizer is a frozen config and its schedule
+function carries its bound parameters (``functools.partial``), its sharding table is resolved
+(``axis_rules``), and what gin parsed is kept in it (:class:`GinRecord`, written to MODEL_DIR
+as ``config.gin`` and ``operative_config.gin``), so parsing other gin files later changes
+nothing in it: the lifelong runner parses INITIAL's and the method's files once each, up front,
+and trains both.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import gin
 import optax
 
-from tw_jax.train.optimizers import make_optimizer
+from tw_jax.train.optimizers import AdafactorConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,9 +49,9 @@ NOT_GIN_FIELDS = ("axis_rules", "gin_record")
 class TrainConfig:
     """T5X's ``train`` arguments.
 
-    ``optimizer_fn(schedule=..., labels=..., accumulate_steps=...)`` builds the optax
-    transformation (``make_optimizer`` with its name, clipping and RecAdam options bound;
-    default Adafactor, as T5X);
+    ``optimizer`` is the optimizer's config (:mod:`tw_jax.train.optimizers`: ``AdamWConfig``,
+    ``RecAdamConfig`` ...; default Adafactor, as T5X), or any function called like one,
+    ``optimizer(schedule=..., labels=..., accumulate_steps=...)``, giving the optax transformation;
     ``schedule_fn(total_steps=...)`` the learning-rate schedule (None: constant 1e-3).
     ``batch_size`` is global (every host reads the same stream, see :mod:`tw_jax.train.trainer`).
     ``peak_flops`` (per device) overrides the table used for the MFU figure; None on CPU leaves
@@ -64,9 +64,7 @@ class TrainConfig:
     train_steps: int
     batch_size: int
     model_dir: str | None  # None: a template for runs that set it (the lifelong runner's)
-    optimizer_fn: Callable[..., optax.GradientTransformation] = functools.partial(
-        make_optimizer, "adafactor"
-    )
+    optimizer: Callable[..., optax.GradientTransformation] = AdafactorConfig()
     schedule_fn: Callable[..., optax.Schedule] | None = None
     accumulate_steps: int = 1
     mesh_shape: Sequence[int] = (-1, 1, 1)

@@ -5,7 +5,7 @@ structure as the params, each leaf ``"trainable"`` or ``"frozen"`` (a prefix tre
 :func:`freeze` routes trainable leaves through the optimizer and frozen ones through
 ``optax.set_to_zero()``, via ``optax.transforms.partition``. The partition masks frozen leaves
 out before the optimizer's ``init``, so they get no moments, no factored statistics, no RecAdam
-anchor and no gradient accumulator (when accumulation sits inside, as ``make_optimizer`` puts
+anchor and no gradient accumulator (when accumulation sits inside, as the optimizer configs put
 it): for a frozen T5-large encoder that is gigabytes not allocated. ``optax.masked`` alone would
 not do: it passes unselected updates through unchanged instead of zeroing them.
 

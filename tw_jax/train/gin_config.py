@@ -1,7 +1,8 @@
 """The trainer's gin configurables, and the :class:`TrainConfig` the parsed gin files describe.
 
 Importing this module registers ``train`` (T5X's name for the trainer's arguments:
-``tw_jax.train.train.progress = False``), ``make_schedule``, ``make_optimizer`` and ``compile``;
+``tw_jax.train.train.progress = False``), ``make_schedule``, the optimizer configs
+(``AdafactorConfig``, ``AdamWConfig``, ``RecAdamConfig``, ``SGDConfig``) and ``compile``;
 :func:`tw_jax.runtime.gin_setup.register_configurables` imports it before any gin file is parsed.
 """
 
@@ -16,34 +17,34 @@ import gin
 from tw_jax.models import families_by_type
 from tw_jax.models.sharding import axis_rules
 from tw_jax.runtime.gin_setup import GinConfigError, register_configurables
-from tw_jax.train import aot, optimizers, schedules  # noqa: F401  (aot declares ``compile``)
+from tw_jax.train import aot, optimizers, schedules  # noqa: F401  (aot: compile; optimizers: configs)
 from tw_jax.train.config import NOT_GIN_FIELDS, GinRecord, TrainConfig
 
 __all__ = ["train_config"]
 
 gin.external_configurable(schedules.make_schedule, module="tw_jax.train")
-gin.external_configurable(optimizers.make_optimizer, module="tw_jax.train")
 gin.external_configurable(TrainConfig, name="train", module="tw_jax.train",
                           denylist=list(NOT_GIN_FIELDS))
 
 
 def train_config() -> TrainConfig:
     """The run the parsed gin files describe, as a :class:`TrainConfig` that no longer reads gin:
-    a gin-configured optimizer or schedule function becomes the plain function with its bound
-    parameters (``functools.partial``), the sharding table is resolved, and the parsed gin is
-    recorded (:class:`~tw_jax.train.config.GinRecord`) for the run's MODEL_DIR."""
+    a gin-configured schedule function becomes the plain function with its bound parameters
+    (``functools.partial``), the optimizer is its config (an old-style name becomes one, see
+    :func:`tw_jax.train.optimizers.resolve`), the sharding table is resolved, and the parsed gin
+    is recorded (:class:`~tw_jax.train.config.GinRecord`) for the run's MODEL_DIR."""
     register_configurables()
     try:
         config = gin.get_configurable("tw_jax.train.train")()
+        config = config.replace(optimizer=optimizers.resolve(config.optimizer),
+                                schedule_fn=_bound(config.schedule_fn))
         rules = axis_rules()  # called through gin, so the operative record lists the table
         bound = gin.get_bindings("tw_jax.train.train")
     except (ValueError, TypeError) as error:
         raise GinConfigError(f"gin: {str(error).splitlines()[0]}") from None
     _check_variants(config.model_config)
     record = GinRecord(gin.config_str(), gin.operative_config_str(), bound)
-    return config.replace(optimizer_fn=_bound(config.optimizer_fn),
-                          schedule_fn=_bound(config.schedule_fn), axis_rules=rules,
-                          gin_record=record)
+    return config.replace(axis_rules=rules, gin_record=record)
 
 
 VARIANTS = ("lora", "kadapter", "modular")
@@ -53,10 +54,10 @@ def _check_variants(model_config: Any) -> None:
     """A method file switches its variant on per model family (``kadapter.gin`` binds
     ``T5Config.kadapter`` and ``GPT2Config.kadapter``); a variant bound only for other families
     than the run's MODEL would silently train without it (``modular.gin`` on GPT-2)."""
-    model_class = type(model_config)
+    model_name = type(model_config).__name__  # gin's subclass of the config class keeps its name
     for family in families_by_type().values():
         other = family.config_class
-        if other is model_class:
+        if isinstance(model_config, other):
             continue
         try:
             bound = gin.get_bindings(other)
@@ -67,9 +68,9 @@ def _check_variants(model_config: Any) -> None:
                 has = any(f.name == name for f in dataclasses.fields(model_config))
                 raise GinConfigError(
                     f"gin binds {other.__name__}.{name} (the {name} method) but the run's MODEL "
-                    f"is a {model_class.__name__}, which "
+                    f"is a {model_name}, which "
                     + (f"is given none (the family may not support it; else bind "
-                       f"{model_class.__name__}.{name} too)"
+                       f"{model_name}.{name} too)"
                        if has else f"has no {name} variant: pick another method or model"))
 
 

@@ -1,12 +1,18 @@
-"""The trainer's optimizer, assembled from parts: base rule, clipping, accumulation, freezing.
+"""The trainer's optimizer: one frozen config per base rule, assembled with clipping,
+accumulation and freezing.
 
-``make_optimizer`` returns one ``optax.GradientTransformation`` built inside out as::
+A run names its optimizer as a config (gin: ``OPTIMIZER = @tw_jax.train.AdamWConfig()``,
+``tw_jax.train.AdamWConfig.b2 = 0.98``; Python: ``AdamWConfig(b2=0.98)``), as Levanter's
+``OptimizerConfig`` and T5X's gin-bound optax factories do: :class:`AdafactorConfig`,
+:class:`AdamWConfig`, :class:`RecAdamConfig` or :class:`SGDConfig`, each holding only its own
+settings. Calling a config, ``config(schedule, accumulate_steps=k, labels=labels)``, returns one
+``optax.GradientTransformation`` built inside out as::
 
-    freeze( MultiSteps( chain( clip_by_global_norm, adafactor | adamw | recadam ), k ), labels )
+    freeze( MultiSteps( chain( clip_by_global_norm, adafactor | adamw | recadam | sgd ), k ), labels )
 
-- Clipping sees the gradient averaged over the microbatches of one update, and only the
-  trainable leaves (frozen ones are masked out before it), as PyTorch Lightning's clipping does
-  after accumulation.
+- Clipping (``clip_norm``, every config) sees the gradient averaged over the microbatches of one
+  update, and only the trainable leaves (frozen ones are masked out before it), as PyTorch
+  Lightning's clipping does after accumulation.
 - ``optax.MultiSteps`` averages ``accumulate_steps`` microbatch gradients and applies the inner
   rule once per ``k`` calls; in between it returns zero updates, so params change only every
   ``k`` steps. Schedules and RecAdam count optimizer updates, not microbatches: set their
@@ -18,101 +24,191 @@
 Adafactor uses the settings of T5 and T5X: factored second moments for matrices whose two
 largest dimensions are at least 128, ``decay_rate`` 0.8 (β2 = 1 − t^−0.8), update clipping at
 RMS 1.0, step scaled by the parameter's RMS (``multiply_by_parameter_scale``, floor 1e-3),
-ε1 = 1e-30 and no momentum (``b1``/``b2``/``eps`` are Adam's and unused here; set
-``adafactor_momentum`` for a first moment). Our models keep attention kernels 3-D,
-``(embed, heads, kv)`` and ``(heads, kv, embed)``, where Mesh TensorFlow's T5 had 2-D
-``(d_model, heads·d_kv)`` matrices; optax would factor only the two largest axes
+ε1 = 1e-30 and no momentum (set ``momentum`` for a first moment). Our models keep attention
+kernels 3-D, ``(embed, heads, kv)`` and ``(heads, kv, embed)``, where Mesh TensorFlow's T5 had
+2-D ``(d_model, heads·d_kv)`` matrices; optax would factor only the two largest axes
 (``embed`` × ``kv`` = 1024 × 64 in T5-large, under the 128 threshold) and keep a full second
 moment for ~40% of T5-large. :func:`as_matrices` runs Adafactor on the 2-D view instead (on by
-default, ``adafactor_as_matrices``): the factored statistics of T5, ~1.1 GiB less state for
-T5-large. Its ``weight_decay`` is optax's ``weight_decay_rate``: applied after the learning rate,
-so not scaled by it (T5X likewise). AdamW's ``weight_decay`` is PyTorch's: multiplied by the
-learning rate. Plain ``sgd`` (no momentum, no decay) is there for tests and debugging.
+default, ``as_matrices``): the factored statistics of T5, ~1.1 GiB less state for T5-large. Its
+``weight_decay`` is optax's ``weight_decay_rate``: applied after the learning rate, so not scaled
+by it (T5X likewise). AdamW's ``weight_decay`` is PyTorch's: multiplied by the learning rate.
+Plain :class:`SGDConfig` (no momentum, no decay) is there for tests and debugging.
+
+The configs replace ``make_optimizer``'s 21 flat parameters; gin's error for a binding of the
+old ones names the new binding (:func:`flat_binding_moved`), and an optimizer given by its old
+name (``OPTIMIZER = 'adamw'``) still works, with a warning (:func:`resolve`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import abc
+import dataclasses
+import warnings
+from typing import Any, ClassVar
 
+import gin
 import jax
 import optax
 
+from tw_jax.runtime.gin_setup import moved_configurable
 from tw_jax.train.freezing import freeze
 from tw_jax.train.recadam import recadam
 
-OPTIMIZERS: tuple[str, ...] = ("adafactor", "adamw", "recadam", "sgd")
+GIN_MODULE = "tw_jax.train"
 
 
-def make_optimizer(
-    name: str,
-    schedule: optax.ScalarOrSchedule,
-    *,
-    weight_decay: float = 0.0,
-    b1: float = 0.9,
-    b2: float = 0.999,
-    eps: float = 1e-8,
-    clip_norm: float | None = None,
-    accumulate_steps: int = 1,
-    labels: Any = None,
-    adafactor_decay_rate: float = 0.8,
-    adafactor_clipping_threshold: float | None = 1.0,
-    adafactor_momentum: float | None = None,
-    adafactor_factored: bool = True,
-    adafactor_min_dim_size_to_factor: int = 128,
-    adafactor_multiply_by_parameter_scale: bool = True,
-    adafactor_as_matrices: bool = True,
-    recadam_gamma: float = 5000.0,
-    recadam_k: float = 0.5,
-    recadam_t0: float = 250.0,
-    recadam_anneal: str = "sigmoid",
-    recadam_total_steps: int | None = None,
-) -> optax.GradientTransformation:
-    """The optimizer ``name`` (one of :data:`OPTIMIZERS`) with LR ``schedule`` (a float or schedule).
+@dataclasses.dataclass(frozen=True)
+class OptimizerConfig(abc.ABC):
+    """What every optimizer takes: ``clip_norm`` clips the global norm of each update's gradient
+    (None: no clipping). A subclass gives its base rule (:meth:`base`) and its ``name``."""
 
-    ``b1``, ``b2`` and ``eps`` are Adam's (adamw, recadam). ``clip_norm`` clips the global norm
-    of the gradient of each update; ``accumulate_steps`` microbatches make one update; ``labels``
-    (a "trainable"/"frozen" tree) freezes. The ``recadam_*`` options are those of
-    :func:`tw_jax.train.recadam.recadam` (``recadam_total_steps`` switches its time to a fraction
-    of training).
-    """
-    if accumulate_steps < 1:
-        raise ValueError(f"accumulate_steps must be >= 1, got {accumulate_steps}")
-    if clip_norm is not None and clip_norm <= 0:
-        raise ValueError(f"clip_norm must be > 0 or None, got {clip_norm}")
-    if name == "adafactor":
-        base = optax.adafactor(
+    name: ClassVar[str]
+    clip_norm: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.clip_norm is not None and self.clip_norm <= 0:
+            raise ValueError(f"clip_norm must be > 0 or None, got {self.clip_norm}")
+
+    @abc.abstractmethod
+    def base(self, schedule: optax.ScalarOrSchedule) -> optax.GradientTransformation:
+        """The base rule at learning rate ``schedule`` (a float or a schedule of updates)."""
+
+    def __call__(
+        self, schedule: optax.ScalarOrSchedule, *, accumulate_steps: int = 1, labels: Any = None,
+    ) -> optax.GradientTransformation:
+        """The transformation the trainer applies: :meth:`base` after clipping,
+        ``accumulate_steps`` microbatches an update, frozen where ``labels`` (a
+        "trainable"/"frozen" tree, or a function of the params giving one) say so."""
+        if accumulate_steps < 1:
+            raise ValueError(f"accumulate_steps must be >= 1, got {accumulate_steps}")
+        tx = self.base(schedule)
+        if self.clip_norm is not None:
+            tx = optax.chain(optax.clip_by_global_norm(self.clip_norm), tx)
+        if accumulate_steps > 1:
+            tx = optax.MultiSteps(tx, every_k_schedule=accumulate_steps).gradient_transformation()
+        if labels is not None:
+            tx = freeze(tx, labels)
+        return tx
+
+
+@dataclasses.dataclass(frozen=True)
+class AdafactorConfig(OptimizerConfig):
+    """Adafactor with T5's settings (see the module docstring); ``as_matrices`` factors 3-D
+    kernels as the 2-D matrices of Mesh TensorFlow's T5."""
+
+    name: ClassVar[str] = "adafactor"
+    weight_decay: float = 0.0
+    decay_rate: float = 0.8
+    clipping_threshold: float | None = 1.0
+    momentum: float | None = None
+    factored: bool = True
+    min_dim_size_to_factor: int = 128
+    multiply_by_parameter_scale: bool = True
+    as_matrices: bool = True
+
+    def base(self, schedule: optax.ScalarOrSchedule) -> optax.GradientTransformation:
+        rule = optax.adafactor(
             learning_rate=schedule,
-            min_dim_size_to_factor=adafactor_min_dim_size_to_factor,
-            decay_rate=adafactor_decay_rate,
-            multiply_by_parameter_scale=adafactor_multiply_by_parameter_scale,
-            clipping_threshold=adafactor_clipping_threshold,
-            momentum=adafactor_momentum,
-            weight_decay_rate=weight_decay or None,
+            min_dim_size_to_factor=self.min_dim_size_to_factor,
+            decay_rate=self.decay_rate,
+            multiply_by_parameter_scale=self.multiply_by_parameter_scale,
+            clipping_threshold=self.clipping_threshold,
+            momentum=self.momentum,
+            weight_decay_rate=self.weight_decay or None,
             eps=1e-30,
-            factored=adafactor_factored,
+            factored=self.factored,
         )
-        if adafactor_as_matrices:
-            base = as_matrices(base)
-    elif name == "adamw":
-        base = optax.adamw(schedule, b1=b1, b2=b2, eps=eps, weight_decay=weight_decay)
-    elif name == "recadam":
-        base = recadam(
-            schedule, b1=b1, b2=b2, eps=eps, gamma=recadam_gamma, k=recadam_k, t0=recadam_t0,
-            anneal=recadam_anneal, total_steps=recadam_total_steps, weight_decay=weight_decay,
-        )
-    elif name == "sgd":
-        if weight_decay:
-            raise ValueError("sgd here is plain gradient descent; it takes no weight_decay")
-        base = optax.sgd(schedule)
-    else:
-        raise ValueError(f"unknown optimizer {name!r}; expected one of {OPTIMIZERS}")
+        return as_matrices(rule) if self.as_matrices else rule
 
-    tx = base if clip_norm is None else optax.chain(optax.clip_by_global_norm(clip_norm), base)
-    if accumulate_steps > 1:
-        tx = optax.MultiSteps(tx, every_k_schedule=accumulate_steps).gradient_transformation()
-    if labels is not None:
-        tx = freeze(tx, labels)
-    return tx
+
+@dataclasses.dataclass(frozen=True)
+class AdamWConfig(OptimizerConfig):
+    """AdamW; ``weight_decay`` is PyTorch's (multiplied by the learning rate)."""
+
+    name: ClassVar[str] = "adamw"
+    weight_decay: float = 0.0
+    b1: float = 0.9
+    b2: float = 0.999
+    eps: float = 1e-8
+
+    def base(self, schedule: optax.ScalarOrSchedule) -> optax.GradientTransformation:
+        return optax.adamw(schedule, b1=self.b1, b2=self.b2, eps=self.eps,
+                           weight_decay=self.weight_decay)
+
+
+@dataclasses.dataclass(frozen=True)
+class RecAdamConfig(AdamWConfig):
+    """RecAdam (:func:`tw_jax.train.recadam.recadam`: its ``gamma``, ``k``, ``t0``, ``anneal``;
+    ``total_steps`` switches its time to a fraction of training) with Adam's settings."""
+
+    name: ClassVar[str] = "recadam"
+    gamma: float = 5000.0
+    k: float = 0.5
+    t0: float = 250.0
+    anneal: str = "sigmoid"
+    total_steps: int | None = None
+
+    def base(self, schedule: optax.ScalarOrSchedule) -> optax.GradientTransformation:
+        return recadam(
+            schedule, b1=self.b1, b2=self.b2, eps=self.eps, gamma=self.gamma, k=self.k,
+            t0=self.t0, anneal=self.anneal, total_steps=self.total_steps,
+            weight_decay=self.weight_decay,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class SGDConfig(OptimizerConfig):
+    """Plain gradient descent: no momentum, no weight decay."""
+
+    name: ClassVar[str] = "sgd"
+
+    def base(self, schedule: optax.ScalarOrSchedule) -> optax.GradientTransformation:
+        return optax.sgd(schedule)
+
+
+CONFIGS: dict[str, type[OptimizerConfig]] = {
+    cls.name: cls for cls in (AdafactorConfig, AdamWConfig, RecAdamConfig, SGDConfig)
+}
+OPTIMIZERS: tuple[str, ...] = tuple(CONFIGS)
+for _cls in CONFIGS.values():
+    gin.external_configurable(_cls, module=GIN_MODULE)
+
+
+def resolve(optimizer: Any) -> Any:
+    """``optimizer`` as the trainer calls it: a config (or any function of the same call) as
+    given; None as Adafactor (T5X's default); an old-style name (``OPTIMIZER = 'adamw'``) as that
+    optimizer's config with its gin bindings, with a warning naming the new binding."""
+    if optimizer is None:
+        return AdafactorConfig()
+    if not isinstance(optimizer, str):
+        return optimizer
+    cls = CONFIGS.get(optimizer)
+    if cls is None:
+        raise ValueError(f"unknown optimizer {optimizer!r}; expected one of {OPTIMIZERS} or a "
+                         f"config such as @{GIN_MODULE}.AdamWConfig()")
+    warnings.warn(
+        f"OPTIMIZER = {optimizer!r} is deprecated: bind the optimizer's config, "
+        f"OPTIMIZER = @{GIN_MODULE}.{cls.__name__}()", FutureWarning, stacklevel=2)
+    return gin.get_configurable(f"{GIN_MODULE}.{cls.__name__}")()
+
+
+def flat_binding_moved(parameter: str) -> str:
+    """Where a binding of ``make_optimizer``'s flat ``parameter`` went."""
+    configs = ", ".join(f"{GIN_MODULE}.{cls.__name__}" for cls in CONFIGS.values())
+    if parameter == "name":
+        return f"bind the optimizer's config instead of its name: OPTIMIZER = @{GIN_MODULE}." \
+               f"AdamWConfig() (one of {configs})"
+    for prefix, cls in (("adafactor_", AdafactorConfig), ("recadam_", RecAdamConfig)):
+        if parameter.startswith(prefix):
+            return f"bind {GIN_MODULE}.{cls.__name__}.{parameter.removeprefix(prefix)}"
+    owners = [cls for cls in CONFIGS.values()
+              if parameter in {field.name for field in dataclasses.fields(cls)}]
+    if owners:
+        return "bind " + " or ".join(f"{GIN_MODULE}.{cls.__name__}.{parameter}" for cls in owners)
+    return f"bind the fields of the optimizer's config ({configs})"
+
+
+moved_configurable(f"{GIN_MODULE}.make_optimizer", flat_binding_moved)
 
 
 def matrix_shape(shape: tuple[int, ...]) -> tuple[int, int] | None:

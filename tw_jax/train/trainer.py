@@ -137,7 +137,7 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
     _check_vocabulary(model_config, mixture_or_task_name)
 
     train_step = build_train_step(
-        run, model_config, optimizer_fn=config.optimizer_fn, schedule_fn=config.schedule_fn,
+        run, model_config, optimizer=config.optimizer, schedule_fn=config.schedule_fn,
         train_steps=train_steps, accumulate_steps=accumulate_steps, seed=seed, pack=config.pack,
     )
     tx, schedule = train_step.tx, train_step.schedule
@@ -305,7 +305,7 @@ def build_train_step(
     run: RunModel,
     model_config: Any,
     *,
-    optimizer_fn: Callable[..., optax.GradientTransformation],
+    optimizer: Callable[..., optax.GradientTransformation],
     schedule_fn: Callable[..., optax.Schedule] | None,
     train_steps: int,
     accumulate_steps: int,
@@ -323,7 +323,7 @@ def build_train_step(
         total_steps=updates
     )
     frozen_any = not all(jax.tree.leaves(trainable))
-    tx = optimizer_fn(
+    tx = optimizer(
         schedule=schedule, labels=labels if frozen_any else None, accumulate_steps=accumulate_steps
     )
     abstract_opt = jax.eval_shape(tx.init, run.abstract_params)

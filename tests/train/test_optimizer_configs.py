@@ -1,0 +1,118 @@
+"""The optimizer configs give the very updates of the flat ``make_optimizer`` they replace, gin
+builds them, and an old binding is either still understood or an error naming the new one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from tw_jax.runtime import gin_setup
+from tw_jax.train.gin_config import train_config
+from tw_jax.train.optimizers import (
+    AdafactorConfig,
+    AdamWConfig,
+    RecAdamConfig,
+    SGDConfig,
+    resolve,
+)
+from tw_jax.train.schedules import make_schedule
+
+SMOKE = ["diff.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"]
+
+# Each config with its make_optimizer call of commit 6115122 (main, before the configs).
+CASES = {
+    # make_optimizer("adafactor", ..., adafactor_min_dim_size_to_factor=2, weight_decay=0.01)
+    "adafactor": AdafactorConfig(min_dim_size_to_factor=2, weight_decay=0.01),
+    # ("adafactor", ..., adafactor_min_dim_size_to_factor=2, adafactor_as_matrices=False,
+    #  adafactor_momentum=0.9, adafactor_decay_rate=0.7, adafactor_clipping_threshold=None)
+    "adafactor_per_axis": AdafactorConfig(min_dim_size_to_factor=2, as_matrices=False,
+                                          momentum=0.9, decay_rate=0.7, clipping_threshold=None),
+    # ("adamw", ..., weight_decay=0.1, b1=0.8, b2=0.99, eps=1e-6, clip_norm=0.5)
+    "adamw": AdamWConfig(weight_decay=0.1, b1=0.8, b2=0.99, eps=1e-6, clip_norm=0.5),
+    # ("recadam", ..., recadam_gamma=50.0, recadam_k=1.0, recadam_t0=1.0, weight_decay=0.01,
+    #  accumulate_steps=2)
+    "recadam": RecAdamConfig(gamma=50.0, k=1.0, t0=1.0, weight_decay=0.01),
+    # ("recadam", ..., recadam_anneal="linear", recadam_total_steps=4, recadam_t0=0.5,
+    #  recadam_k=0.5)
+    "recadam_fraction": RecAdamConfig(anneal="linear", total_steps=4, t0=0.5, k=0.5),
+    # ("sgd", ..., clip_norm=1.0, labels={"b": "frozen", "w": "trainable"})
+    "sgd": SGDConfig(clip_norm=1.0),
+}
+ACCUMULATE = {"recadam": 2}
+LABELS = {"sgd": {"b": "frozen", "w": "trainable"}}
+
+# The parameters after 4 updates, as make_optimizer gave them (float32, shortest repr; the
+# schedule and gradients of the test below).
+EXPECTED = json.loads((Path(__file__).parent / "optimizer_updates.json").read_text())
+
+
+def tiny_tree() -> dict[str, jax.Array]:
+    """A 3-D kernel (Adafactor's 2-D view) and a vector."""
+    w = (np.arange(24, dtype=np.float32).reshape(2, 3, 4) - 7.5) / 10
+    return {"b": jnp.asarray([0.5, -0.25, 1.0], jnp.float32), "w": jnp.asarray(w)}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_configs_give_make_optimizers_updates_bit_for_bit(case):
+    schedule = make_schedule("warmup_linear", 1e-2, 4, warmup_fraction=0.25, final_fraction=0.0)
+    tx = CASES[case](schedule, accumulate_steps=ACCUMULATE.get(case, 1),
+                     labels=LABELS.get(case))
+    params = tiny_tree()
+    state = tx.init(params)
+    for step in range(4):
+        grads = jax.tree.map(lambda leaf, s=step: jnp.sin(leaf * (s + 1)), tiny_tree())
+        updates, state = tx.update(grads, state, params)
+        params = optax.apply_updates(params, updates)
+    for leaf, expected in EXPECTED[case].items():
+        np.testing.assert_array_equal(np.ravel(params[leaf]), np.array(expected, np.float32))
+
+
+def test_gin_builds_the_model_files_optimizer_with_its_clip_norm():
+    gin_setup.parse(SMOKE, ["MODEL_DIR='/runs/a'", "CLIP_NORM=0.5",
+                            "tw_jax.train.AdamWConfig.b2=0.98"])
+    optimizer = train_config().optimizer
+    assert isinstance(optimizer, AdamWConfig) and not isinstance(optimizer, RecAdamConfig)
+    assert (optimizer.clip_norm, optimizer.b1, optimizer.b2) == (0.5, 0.9, 0.98)
+
+
+def test_a_method_file_keeps_its_optimizer_whatever_model_file_follows():
+    gin_setup.parse(["diff.gin", "methods/recadam.gin", "models/t5_tiny.gin", "runs/cpu_smoke.gin"],
+                    ["MODEL_DIR='/runs/a'"])
+    optimizer = train_config().optimizer
+    assert isinstance(optimizer, RecAdamConfig)
+    # cpu_smoke.gin's short-run annealing, the model file's CLIP_NORM (None for T5).
+    assert (optimizer.gamma, optimizer.k, optimizer.t0, optimizer.clip_norm) == (
+        100.0, 1.0, 3.0, None)
+
+
+def test_an_optimizer_named_the_old_way_still_builds_with_a_warning():
+    gin_setup.parse(SMOKE, ["MODEL_DIR='/runs/a'", "OPTIMIZER='adafactor'", "CLIP_NORM=2.0"])
+    with pytest.warns(FutureWarning, match=r"^OPTIMIZER = 'adafactor' is deprecated: bind the "
+                      r"optimizer's config, OPTIMIZER = @tw_jax\.train\.AdafactorConfig\(\)$"):
+        optimizer = train_config().optimizer
+    assert isinstance(optimizer, AdafactorConfig) and optimizer.clip_norm == 2.0
+    with pytest.raises(ValueError, match=r"^unknown optimizer 'lion'; expected one of"):
+        resolve("lion")
+
+
+@pytest.mark.parametrize(("binding", "new"), [
+    ("tw_jax.train.make_optimizer.recadam_gamma = 5000.0", "bind tw_jax.train.RecAdamConfig.gamma"),
+    ("make_optimizer.adafactor_decay_rate = 0.7", "bind tw_jax.train.AdafactorConfig.decay_rate"),
+    ("tw_jax.train.make_optimizer.b2 = 0.98",
+     "bind tw_jax.train.AdamWConfig.b2 or tw_jax.train.RecAdamConfig.b2"),
+    ("tw_jax.train.make_optimizer.name = 'sgd'",
+     "bind the optimizer's config instead of its name: OPTIMIZER = @tw_jax.train.AdamWConfig() "
+     "(one of tw_jax.train.AdafactorConfig, tw_jax.train.AdamWConfig, "
+     "tw_jax.train.RecAdamConfig, tw_jax.train.SGDConfig)"),
+])
+def test_a_binding_of_make_optimizer_is_an_error_naming_the_new_binding(binding, new):
+    selector = binding[:binding.index("make_optimizer")] + "make_optimizer"
+    with pytest.raises(gin_setup.GinConfigError) as error:
+        gin_setup.parse(SMOKE, ["MODEL_DIR='/runs/a'", binding])
+    assert str(error.value) == f"gin: {selector} is gone; {new} (--gin bindings, line 2)"
