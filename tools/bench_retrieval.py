@@ -13,7 +13,7 @@ a vocabulary of made-up words, each with a title; every question takes six disti
 passage (and a few stopwords around them), as EvolvingQA's questions reuse their passage's words,
 so ``passage_hit@k`` (the source passage among the top k) says the search is doing its job. With
 ``--data DATA --month MMMM`` the corpus is that month's snapshot
-(:func:`tw_jax.evaluate.retrieval.index.read_passages`) and the questions are synthetic as above.
+(:func:`tw_jax.retrieval.index.read_passages`) and the questions are synthetic as above.
 
 Timed: ``build`` (tokenising and indexing, in memory), ``save`` into a temporary folder and
 ``load`` back, and ``search`` of every question at depth ``--k`` (best of ``--repeats``). One
@@ -54,7 +54,7 @@ def _vocabulary(size: int, rng: np.random.Generator) -> list[str]:
 
 def synthetic_passages(count: int, words: int, seed: int) -> list[Any]:
     """``count`` passages of ``words`` Zipf-distributed made-up words (see the docstring)."""
-    from tw_jax.evaluate.retrieval.base import Passage
+    from tw_jax.retrieval.base import Passage
 
     rng = np.random.default_rng(seed)
     vocab = np.array(_vocabulary(50_000, rng))
@@ -79,13 +79,13 @@ def synthetic_questions(passages: list[Any], count: int, seed: int) -> tuple[lis
 
 
 def _bert_base() -> Any:
-    from tw_jax.models.bert import BertConfig
+    from tw_jax.retrieval.bert import BertConfig
 
     return BertConfig(dropout_rate=0.0, attention_dropout=0.0)  # BERT-base, as DPR's encoders
 
 
 def _bert_tiny() -> Any:
-    from tw_jax.models.bert import BertConfig
+    from tw_jax.retrieval.bert import BertConfig
 
     return BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                       intermediate_size=128, dropout_rate=0.0, attention_dropout=0.0)
@@ -104,7 +104,7 @@ def _wordpiece_vocabulary(seed: int) -> list[str]:
 
 
 def _retriever(args: argparse.Namespace) -> Any:
-    from tw_jax.evaluate.retrieval import retriever_class
+    from tw_jax.retrieval import retriever_class
 
     cls = retriever_class(args.retriever)
     if args.retriever == "dpr":
@@ -135,7 +135,7 @@ def _folder_bytes(folder: str) -> int:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.data:
-        from tw_jax.evaluate.retrieval.index import passage_files, read_passages
+        from tw_jax.retrieval.index import passage_files, read_passages
 
         passages = read_passages(passage_files(args.data, args.month))
         source = f"{args.data} {args.month}"

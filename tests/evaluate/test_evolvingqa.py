@@ -18,8 +18,8 @@ from tw_jax.cli import main
 from tw_jax.cli_parser import OneLineErrorParser
 from tw_jax.evaluate import evolvingqa as eqa
 from tw_jax.evaluate.rank import RankItem
-from tw_jax.evaluate.retrieval.recall import first_hit, has_answer
 from tw_jax.models import scoring
+from tw_jax.retrieval.recall import first_hit, has_answer
 
 
 def _cli(argv: list[str]) -> int:

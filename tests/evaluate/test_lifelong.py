@@ -410,10 +410,10 @@ def test_open_book_reads_initial_with_each_months_contexts(first_run, tmp_path, 
 
     from tw_jax.evaluate.perplexity import mean_perplexity, probe_perplexities
     from tw_jax.evaluate.probe_contexts import write_probe_contexts
-    from tw_jax.evaluate.retrieval import retriever_class
     from tw_jax.evaluate.runs import load_params
     from tw_jax.models.sharding import activate
     from tw_jax.preprocess.probes.probe_csv import read_probe_csv
+    from tw_jax.retrieval import retriever_class
     from tw_jax.runtime import gin_setup
     from tw_jax.runtime.run_model import build_run_model
     from tw_jax.tasks import LazyVocabulary

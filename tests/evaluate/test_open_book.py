@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tw_jax.evaluate import open_book as ob
-from tw_jax.evaluate.retrieval.base import Passage
-from tw_jax.evaluate.retrieval.bm25 import BM25Retriever
-from tw_jax.evaluate.retrieval.index import MonthIndex
+from tw_jax.retrieval.base import Passage
+from tw_jax.retrieval.bm25 import BM25Retriever
+from tw_jax.retrieval.index import MonthIndex
 
 PASSAGES = [
     Passage("unchanged/7:0", "Varnholt", "Varnholt is a country.\nIts capital   is Trurhollow."),

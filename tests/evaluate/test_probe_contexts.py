@@ -16,12 +16,12 @@ from eqa_world import build_eqa_world, tiny_dpr_encoders
 from tw_jax.cli import main
 from tw_jax.errors import DumpError
 from tw_jax.evaluate import probe_contexts as pc
-from tw_jax.evaluate.retrieval.base import Passage
-from tw_jax.evaluate.retrieval.bm25 import BM25Retriever
-from tw_jax.evaluate.retrieval.index import MARKER, source_index
-from tw_jax.evaluate.retrieval.recall import has_answer
-from tw_jax.evaluate.retrieval.snapshot import article_passages, read_snapshot, snapshot_source
 from tw_jax.preprocess.probes.probe_csv import read_probe_csv
+from tw_jax.retrieval.base import Passage
+from tw_jax.retrieval.bm25 import BM25Retriever
+from tw_jax.retrieval.index import MARKER, source_index
+from tw_jax.retrieval.recall import has_answer
+from tw_jax.retrieval.snapshot import article_passages, read_snapshot, snapshot_source
 
 MONTH = "0809"
 CATEGORIES = ("unchanged", "updated", "new", "deleted")
@@ -317,7 +317,7 @@ def test_every_retriever_is_an_open_book_method():
     """``tw-jax lifelong --method <retriever>`` knows every registered retriever."""
     from tw_jax.evaluate.groups import OPEN_BOOK
     from tw_jax.evaluate.results import METHODS
-    from tw_jax.evaluate.retrieval import known_retrievers
+    from tw_jax.retrieval import known_retrievers
 
     assert sorted(OPEN_BOOK) == sorted(known_retrievers())
     assert set(OPEN_BOOK) <= set(METHODS)

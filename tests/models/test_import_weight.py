@@ -12,7 +12,7 @@ def test_models_and_retrievers_import_without_the_data_stack():
     code = (
         "import sys\n"
         "import tw_jax.models, tw_jax.models.families\n"
-        "import tw_jax.evaluate.retrieval.dense, tw_jax.evaluate.retrieval.bm25\n"
+        "import tw_jax.retrieval.dense, tw_jax.retrieval.bm25\n"
         f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -26,9 +26,9 @@ answers open book (:mod:`tw_jax.evaluate.open_book`): the month's index is built
 ``retrieve`` does it, each question is followed by its top ``--k`` passages, and the results are
 method ``bm25``/``dpr`` (``<reader>-bm25`` for a reader other than ``initial``), beside the
 closed-book rows in ``tw-jax report``. ``retrieve`` indexes the month's
-snapshot (:mod:`tw_jax.evaluate.retrieval.index`, reused while its inputs are unchanged),
+snapshot (:mod:`tw_jax.retrieval.index`, reused while its inputs are unchanged),
 retrieves for the month's QA sets and reports answer recall@1/5/20 (the last line of stdout is
-one JSON object); see :mod:`tw_jax.evaluate.retrieval.run`. Bad input is an error naming the file
+one JSON object); see :mod:`tw_jax.retrieval.run`. Bad input is an error naming the file
 and line, exit status 2. Every path may be local or a ``gs://`` URL, resolved once here
 (``type=input_path``: it must exist; ``type=output_path``: its bucket must).
 """
@@ -44,9 +44,9 @@ import sys
 from typing import Any
 
 from tw_jax.cli_parser import OneLineErrorParser, add_gin_flags, gin_search_paths
-from tw_jax.evaluate.retrieval.options import add_retriever_options, retriever_from_args
 from tw_jax.io import paths
 from tw_jax.io.cli_paths import input_path, output_path
+from tw_jax.retrieval.options import add_retriever_options, retriever_from_args
 
 PREFIX = "tw-jax evolvingqa"
 STAGE_GIN = {"continual": "evolvingqa.gin", "qa": "evolvingqa_qa.gin"}
@@ -381,7 +381,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 def _open_book(args: argparse.Namespace) -> str | None:
     """The retriever ``--method`` names (``bm25``, ``dpr``: open book), or None (closed book)."""
-    from tw_jax.evaluate.retrieval import known_retrievers
+    from tw_jax.retrieval import known_retrievers
 
     return args.method if args.method in known_retrievers() else None
 
@@ -391,7 +391,7 @@ def _retrieve_for_eval(args: argparse.Namespace, name: str,
     """(the month's index, set → retrieved passages), the index built or reused as
     ``retrieve`` does it (same retriever settings, same folder, same fingerprint)."""
     from tw_jax.evaluate import open_book
-    from tw_jax.evaluate.retrieval import index
+    from tw_jax.retrieval import index
 
     retriever = retriever_from_args(args, name)
     month = index.month_index(args.data, args.month, retriever, force=args.rebuild_index)
@@ -521,7 +521,7 @@ def _qa_sets(args: argparse.Namespace,
 
 def run_retrieve(args: argparse.Namespace) -> int:
     from tw_jax.errors import DumpError, UsageError
-    from tw_jax.evaluate.retrieval import index, run
+    from tw_jax.retrieval import index, run
 
     wanted = [s.strip() for s in args.sets.split(",") if s.strip()]
     unknown = [s for s in wanted if s not in run.SETS]

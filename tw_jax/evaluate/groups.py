@@ -19,7 +19,7 @@ TRAINS_ON: dict[str, str] = {
     "diff": DIFFSET, "vanilla": DIFFSET, "kadapter": DIFFSET, "lora": DIFFSET,
     "modular": DIFFSET, "recadam": DIFFSET, "full": FULL, "mixreview": MIXREVIEW,
 }
-# Open-book methods, one per retriever (tw_jax.evaluate.retrieval): INITIAL reads each month's
+# Open-book methods, one per retriever (tw_jax.retrieval): INITIAL reads each month's
 # probes with passages retrieved from that month's snapshot; they change the reader's input,
 # so only the probe groups apply.
 OPEN_BOOK: tuple[str, ...] = ("bm25", "dpr")

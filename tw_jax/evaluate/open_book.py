@@ -25,10 +25,10 @@ module does instead, and why:
   250-300 T5 tokens of English, so 512 tokens hold the question and about two passages whole
   and a larger ``k`` mostly adds text that is cut.
 
-:func:`retrieve` searches a month's index (:mod:`tw_jax.evaluate.retrieval.index`, the one
+:func:`retrieve` searches a month's index (:mod:`tw_jax.retrieval.index`, the one
 ``tw-jax evolvingqa retrieve`` builds) and :func:`reader_inputs` builds a set's inputs;
 :func:`figures` reports, per set, answer recall@k of the retrieved passages (DPR's top-k
-retrieval accuracy, :mod:`tw_jax.evaluate.retrieval.recall`) and ``answer_in_input``, the same
+retrieval accuracy, :mod:`tw_jax.retrieval.recall`) and ``answer_in_input``, the same
 test on the context the reader actually reads after truncation: the EM of an oracle reader that
 copies the right span, what reading can reach (a reader may still guess an answer it was not
 shown).
@@ -40,11 +40,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tw_jax.evaluate.retrieval.base import Passage
-from tw_jax.evaluate.retrieval.index import MonthIndex
-from tw_jax.evaluate.retrieval.recall import KS, first_hit, has_answer
-from tw_jax.evaluate.retrieval.run import SCORED, search_sets
 from tw_jax.models import DecoderOnlyModel, model_for
+from tw_jax.retrieval.base import Passage
+from tw_jax.retrieval.index import MonthIndex
+from tw_jax.retrieval.recall import KS, first_hit, has_answer
+from tw_jax.retrieval.run import SCORED, search_sets
 
 DEFAULT_K = 5
 DEFAULT_INPUT_LENGTH = 512

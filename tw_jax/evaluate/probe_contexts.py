@@ -2,10 +2,10 @@
 from its month's snapshot, so a reader can be scored with retrieval beside DIFF, K-Adapter,
 LoRA and Mix-Review.
 
-For month pair ``MMMM`` and a retriever (``bm25``, ``dpr``: :mod:`tw_jax.evaluate.retrieval`):
+For month pair ``MMMM`` and a retriever (``bm25``, ``dpr``: :mod:`tw_jax.retrieval`):
 
 - the index holds every article of the new snapshot, ``DATA/MMMM/diffset/full.jsonl``, cut into
-  passages of at most ``chunk_words`` words (:mod:`tw_jax.evaluate.retrieval.snapshot`), stored
+  passages of at most ``chunk_words`` words (:mod:`tw_jax.retrieval.snapshot`), stored
   in ``DATA/MMMM/probes_context/index/<retriever>/`` and reused while ``full.jsonl``, the
   retriever's settings and ``chunk_words`` are unchanged;
 - each probe of ``DATA/MMMM/probes/{unchanged,updated,new,deleted}.csv`` (those present) asks
@@ -22,7 +22,7 @@ For month pair ``MMMM`` and a retriever (``bm25``, ``dpr``: :mod:`tw_jax.evaluat
   (retriever and its settings, ``k``, ``context_words``, ``chunk_words``, the index
   fingerprint) and per category ``rows``, ``answer_in_context`` (the share of rows whose
   context holds the object: SQuAD-normalised whole-word containment,
-  :func:`tw_jax.evaluate.retrieval.recall.has_answer`, DPR's top-k retrieval accuracy applied to
+  :func:`tw_jax.retrieval.recall.has_answer`, DPR's top-k retrieval accuracy applied to
   the text a reader would read) and, for UPDATED, ``previous_in_context`` (the context holds a
   previous object, ``" | "``-separated in ``previous_object``). An old ``stats.json`` is removed
   before anything is rewritten, so an interrupted rerun is never taken for a finished one.
@@ -38,16 +38,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from tw_jax.errors import DumpError
-from tw_jax.evaluate.retrieval.base import Passage, Retriever
-from tw_jax.evaluate.retrieval.index import MonthIndex, source_index
-from tw_jax.evaluate.retrieval.recall import has_answer
-from tw_jax.evaluate.retrieval.snapshot import DEFAULT_CHUNK_WORDS, snapshot_source
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
 from tw_jax.io.csv_reader import csv_rows
 from tw_jax.preprocess.probes.categorise import CATEGORIES, UPDATED
 from tw_jax.preprocess.probes.probe_csv import read_probe_csv
 from tw_jax.preprocess.runners.accounting import STATS_FILE, require_complete
+from tw_jax.retrieval.base import Passage, Retriever
+from tw_jax.retrieval.index import MonthIndex, source_index
+from tw_jax.retrieval.recall import has_answer
+from tw_jax.retrieval.snapshot import DEFAULT_CHUNK_WORDS, snapshot_source
 
 PROBES = "probes"
 CONTEXT = "context"

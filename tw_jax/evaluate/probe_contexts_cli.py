@@ -19,8 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from tw_jax.evaluate.retrieval.options import add_retriever_options, retriever_from_args
 from tw_jax.io.cli_paths import input_path
+from tw_jax.retrieval.options import add_retriever_options, retriever_from_args
 
 COMMAND = "tw-jax probe-contexts"
 
@@ -58,10 +58,10 @@ def _rate(value: float | None) -> str:
 def run(args: argparse.Namespace) -> int:
     from tw_jax.errors import UsageError
     from tw_jax.evaluate import probe_contexts as pc
-    from tw_jax.evaluate.retrieval.snapshot import snapshot_file
     from tw_jax.io import paths
     from tw_jax.io.output_claim import claimed
     from tw_jax.preprocess.runners.accounting import STATS_FILE
+    from tw_jax.retrieval.snapshot import snapshot_file
 
     for flag, value in (("--k", args.k), ("--context-words", args.context_words),
                         ("--chunk-words", args.chunk_words)):

@@ -1,6 +1,6 @@
 """The size and SHA-256 of every file below a folder, recorded when it is finished and checked
 before it is trusted again: checkpoint steps (:mod:`tw_jax.runtime.integrity`) and stored
-retrieval indexes (:mod:`tw_jax.evaluate.retrieval.index`). Local or ``gs://``."""
+retrieval indexes (:mod:`tw_jax.retrieval.index`). Local or ``gs://``."""
 
 from __future__ import annotations
 

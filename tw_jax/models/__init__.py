@@ -33,7 +33,6 @@ from tw_jax.models.base import (
     model_for,
     register_family,
 )
-from tw_jax.models.bert import BertConfig, BertEncoder
 from tw_jax.models.families import BARTModel, GPT2Model, T5Model
 from tw_jax.models.gpt2 import GPT2, GPT2Config
 from tw_jax.models.hf_io import read_config
@@ -52,8 +51,6 @@ __all__ = [
     "BARTConfig",
     "BARTModel",
     "BaseModel",
-    "BertConfig",
-    "BertEncoder",
     "DecoderOnlyModel",
     "EncoderDecoderModel",
     "GPT2",

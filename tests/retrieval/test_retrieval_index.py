@@ -9,8 +9,8 @@ import pytest
 from retrieval_data import NEW, UNCHANGED, write_jsonl
 
 from tw_jax.errors import DumpError
-from tw_jax.evaluate.retrieval.bm25 import BM25Retriever
-from tw_jax.evaluate.retrieval.index import MARKER, month_index
+from tw_jax.retrieval.bm25 import BM25Retriever
+from tw_jax.retrieval.index import MARKER, month_index
 
 
 def test_a_months_index_holds_its_snapshot_unchanged_new_and_the_edited_current_side(data):
@@ -132,7 +132,7 @@ def test_a_damaged_stored_index_is_rebuilt_with_a_warning(data, caplog, damage, 
     assert set(marker["files"]) >= {"passages.jsonl", "bm25.json", "data.npy", "indptr.npy"}
     assert marker["indexed"] == marker["passages"] == 4
     damage(_folder(data) / file, data)
-    with caplog.at_level("WARNING", logger="tw_jax.evaluate.retrieval.index"):
+    with caplog.at_level("WARNING", logger="tw_jax.retrieval.index"):
         again = month_index(str(data), "0809", BM25Retriever())
     assert not again.reused  # before: reused, exit 0, with the damaged files
     [warning] = [m for m in caplog.messages if "rebuilding the index" in m]
@@ -151,7 +151,7 @@ def test_an_index_from_before_the_file_records_is_rebuilt_and_reuse_is_timed(dat
     marker = json.loads(marker_path.read_text())
     del marker["files"]
     marker_path.write_text(json.dumps(marker))
-    with caplog.at_level("WARNING", logger="tw_jax.evaluate.retrieval.index"):
+    with caplog.at_level("WARNING", logger="tw_jax.retrieval.index"):
         assert not month_index(str(data), "0809", BM25Retriever()).reused
     assert any("records no index files" in m for m in caplog.messages)
 

@@ -8,7 +8,7 @@ networks (base, uncased) and take the representation at the [CLS] token as the o
 LM head: :class:`BertEncoder` returns the last hidden state of the first ([CLS]) position,
 optionally through a linear ``encode_proj`` (``projection_dim > 0``), exactly what Hugging Face's
 ``DPRQuestionEncoder`` / ``DPRContextEncoder`` return as ``pooler_output`` (the parity tests in
-``tests/models/test_dpr_parity.py`` hold us to it).
+``tests/retrieval/test_dpr_parity.py`` hold us to it).
 
 The layout follows ``bart.py``: a frozen hashable config, logical axis names on every parameter
 and main activation (``sharding.py`` maps them onto the mesh), a compute ``dtype`` separate from

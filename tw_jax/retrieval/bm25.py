@@ -32,14 +32,14 @@ from typing import Any
 import numpy as np
 
 from tw_jax.errors import DumpError, UsageError
-from tw_jax.evaluate.retrieval.base import (
+from tw_jax.io import paths
+from tw_jax.io.atomic import atomic_open, write_json
+from tw_jax.retrieval.base import (
     Passage,
     Retriever,
     read_index_settings,
     register_retriever,
 )
-from tw_jax.io import paths
-from tw_jax.io.atomic import atomic_open, write_json
 
 FORMAT = 1
 SETTINGS_FILE = "bm25.json"

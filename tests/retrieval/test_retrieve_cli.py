@@ -12,7 +12,7 @@ import pytest
 from eqa_world import build_eqa_world, tiny_dpr_encoders
 
 from tw_jax.cli import main
-from tw_jax.evaluate.retrieval import base
+from tw_jax.retrieval import base
 
 REPORTED = ("unchanged", "new", "edited_updated", "edited_outdated")
 RECALLS = ("answer_recall@1", "answer_recall@5", "answer_recall@20")
@@ -83,7 +83,7 @@ def test_bm25_retrieval_reports_answer_recall_per_set(world_data, tmp_path, caps
 
 def test_retrieve_refuses_bad_requests_in_one_line(world_data, tmp_path, capsys, monkeypatch):
     common = ["evolvingqa", "retrieve", "--data", str(world_data), "--out", str(tmp_path / "o")]
-    monkeypatch.setitem(base._MODULES, "dpr", "tw_jax.evaluate.retrieval.no_such_dense")
+    monkeypatch.setitem(base._MODULES, "dpr", "tw_jax.retrieval.no_such_dense")
     monkeypatch.delitem(base._REGISTRY, "dpr", raising=False)
     cases = [
         (["--month", "0809", "--retriever", "dpr"], "dense retrieval is not available yet"),

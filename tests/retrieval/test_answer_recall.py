@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tw_jax.evaluate.retrieval.recall import first_hit, has_answer, recall_at
+from tw_jax.retrieval.recall import first_hit, has_answer, recall_at
 
 
 @pytest.mark.parametrize(("passage", "answers", "found"), [

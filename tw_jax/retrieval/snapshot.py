@@ -12,7 +12,7 @@ packed greedily, only a sentence longer than ``chunk_words`` cut between words. 
 and text, so a probe's subject finds every chunk of its article).
 
 The index lives in ``DATA/MMMM/probes_context/index/<retriever name>/`` and is built, stored,
-reused and rebuilt by :func:`tw_jax.evaluate.retrieval.index.source_index`, exactly as
+reused and rebuilt by :func:`tw_jax.retrieval.index.source_index`, exactly as
 EvolvingQA's: its fingerprint covers ``full.jsonl`` (size and SHA-256), the retriever's settings
 and ``chunk_words``.
 """
@@ -22,11 +22,11 @@ from __future__ import annotations
 from typing import Any
 
 from tw_jax.errors import DumpError
-from tw_jax.evaluate.retrieval.base import Passage
-from tw_jax.evaluate.retrieval.index import INDEX, PassageSource
 from tw_jax.io import jsonl, paths
 from tw_jax.preprocess.runners.accounting import require_complete
 from tw_jax.preprocess.ssm.chunks import chunk_spans
+from tw_jax.retrieval.base import Passage
+from tw_jax.retrieval.index import INDEX, PassageSource
 
 DIFFSET = "diffset"
 FULL = "full.jsonl"

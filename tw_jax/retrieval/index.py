@@ -27,7 +27,7 @@ starts, so an interrupted build is never taken for a finished one. ``DATA`` may 
 
 The machinery (fingerprint, marker, reuse, rebuild) is the same for any :class:`PassageSource`:
 what files the passages come from, how they are read and cut, and where the index lives.
-:func:`evolvingqa_source` is the one above; :mod:`tw_jax.evaluate.retrieval.snapshot` makes the
+:func:`evolvingqa_source` is the one above; :mod:`tw_jax.retrieval.snapshot` makes the
 TemporalWiki one (every article of a month's snapshot, cut into passages) and
 :func:`source_index` serves both.
 """
@@ -43,11 +43,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tw_jax.errors import DumpError
-from tw_jax.evaluate.retrieval.base import Passage, Retriever
 from tw_jax.io import jsonl, manifest, paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
 from tw_jax.preprocess.evolvingqa import layout
 from tw_jax.preprocess.runners.accounting import require_complete
+from tw_jax.retrieval.base import Passage, Retriever
 
 log = logging.getLogger(__name__)
 

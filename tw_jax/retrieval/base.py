@@ -3,7 +3,7 @@
 EvolvingQA compares its continual-learning methods with DPR: passages are retrieved for each
 question and handed to the reader (open-book QA). Retrieval here is two steps that any method
 shares: :meth:`Retriever.build` indexes a list of :class:`Passage` (one month's snapshot, see
-:mod:`tw_jax.evaluate.retrieval.index`) and :meth:`Retriever.search` answers questions with
+:mod:`tw_jax.retrieval.index`) and :meth:`Retriever.search` answers questions with
 *positions* in that list, so the caller, not the retriever, owns the passages and their ids.
 A retriever stores its index with :meth:`Retriever.save` in a folder that may be local or
 ``gs://`` (through :mod:`tw_jax.io.paths`), and :meth:`Retriever.fingerprint` names the settings
@@ -31,8 +31,8 @@ from tw_jax.io import paths
 
 # Modules that define the retrievers known by name, imported on first use (see the docstring).
 _MODULES = {
-    "bm25": "tw_jax.evaluate.retrieval.bm25",
-    "dpr": "tw_jax.evaluate.retrieval.dense",
+    "bm25": "tw_jax.retrieval.bm25",
+    "dpr": "tw_jax.retrieval.dense",
 }
 _UNAVAILABLE = {"dpr": "dense retrieval is not available yet"}
 _REGISTRY: dict[str, type[Retriever]] = {}

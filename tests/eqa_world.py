@@ -38,9 +38,9 @@ def build_eqa_world(sample_world: tuple[Path, dict], out: Path) -> Path:
 def tiny_dpr_encoders(folder: Path, words: list[str]) -> tuple[Path, Path]:
     """(question encoder, ctx encoder) Hugging Face folders of tiny random DPR encoders over a
     word-piece vocabulary of ``words`` (after the five special tokens)."""
-    from tw_jax.evaluate.retrieval.base import Passage
-    from tw_jax.evaluate.retrieval.dense import DenseRetriever
-    from tw_jax.models.bert import BertConfig
+    from tw_jax.retrieval.base import Passage
+    from tw_jax.retrieval.bert import BertConfig
+    from tw_jax.retrieval.dense import DenseRetriever
 
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
     config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1,

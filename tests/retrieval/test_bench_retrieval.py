@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-TOOLS = Path(__file__).resolve().parents[3] / "tools"
+TOOLS = Path(__file__).resolve().parents[2] / "tools"
 
 
 def _bench() -> ModuleType:

@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 from jax.sharding import PartitionSpec
 
-from tw_jax.models.bert import BertConfig, BertEncoder, init_params
-from tw_jax.models.bert_io import (
+from tw_jax.models.hf_io import write_folder
+from tw_jax.models.sharding import make_mesh, mesh_shardings
+from tw_jax.retrieval.bert import BertConfig, BertEncoder, init_params
+from tw_jax.retrieval.bert_io import (
     WordPieceTokenizer,
     bert_params_from_hf,
     bert_params_to_hf,
     load_bert_encoder,
     save_bert_encoder,
 )
-from tw_jax.models.hf_io import write_folder
-from tw_jax.models.sharding import make_mesh, mesh_shardings
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "capital", "of", "france", "is",
          "paris", "##s", "river", "?"]

@@ -24,7 +24,7 @@ def retriever_from_args(args: argparse.Namespace, name: str | None = None) -> An
     """The retriever ``name`` (default ``args.retriever``) with the options' settings; its
     module is imported on use (dpr needs the dense encoders)."""
     from tw_jax.errors import UsageError
-    from tw_jax.evaluate.retrieval import retriever_class
+    from tw_jax.retrieval import retriever_class
 
     name = name or args.retriever
     cls = retriever_class(name)

@@ -4,7 +4,7 @@ EvolvingQA's retrieval baseline is DPR (Karpukhin et al., 2020), "which encodes 
 dense representations and retrieves context representations closest to the question
 representations" (EvolvingQA, Section 3.1). DPR scores a passage by the inner product of the two
 encoders' outputs, "sim(q, p) = E_Q(q)^T E_P(p)" (Karpukhin et al. 2020, Section 3.1, Eq. 1),
-each output being the [CLS] representation of a BERT (:mod:`tw_jax.models.bert`).
+each output being the [CLS] representation of a BERT (:mod:`tw_jax.retrieval.bert`).
 
 Encoding, as DPR's reference code does it (``generate_dense_embeddings.py`` and
 ``BertTensorizer``): a passage is its title and text as a WordPiece *pair*, ``[CLS] title [SEP]
@@ -56,17 +56,17 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from tw_jax.errors import DumpError, UsageError
-from tw_jax.evaluate.retrieval.base import (
+from tw_jax.io import paths
+from tw_jax.io.atomic import atomic_open, write_json
+from tw_jax.models import sharding
+from tw_jax.retrieval.base import (
     Passage,
     Retriever,
     read_index_settings,
     register_retriever,
 )
-from tw_jax.io import paths
-from tw_jax.io.atomic import atomic_open, write_json
-from tw_jax.models import sharding
-from tw_jax.models.bert import BertConfig, BertEncoder, init_params
-from tw_jax.models.bert_io import (
+from tw_jax.retrieval.bert import BertConfig, BertEncoder, init_params
+from tw_jax.retrieval.bert_io import (
     Encoded,
     WordPieceTokenizer,
     load_bert_encoder,

@@ -1,7 +1,7 @@
 """Hugging Face BERT and DPR encoder folders (``config.json`` + safetensors + WordPiece vocabulary)
-to and from :class:`~tw_jax.models.bert.BertEncoder`'s parameter tree, and their tokenizer.
+to and from :class:`~tw_jax.retrieval.bert.BertEncoder`'s parameter tree, and their tokenizer.
 
-Weights: as in ``hf_io.py`` and ``bart_io.py``, only ``safetensors.numpy`` is read (nothing is
+Weights: as in ``tw_jax/models/hf_io.py`` and ``bart_io.py``, only ``safetensors.numpy`` is read (nothing is
 unpickled, no PyTorch). Hugging Face keeps every projection as a biased ``torch.nn.Linear`` laid
 out ``(out, in)``; we keep ``(in, ...)`` kernels with separate head axes, so import transposes
 and reshapes and export does the reverse, exactly. Three folder kinds load:
@@ -41,7 +41,6 @@ from tokenizers.implementations import BertWordPieceTokenizer
 
 from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
-from tw_jax.models.bert import BertConfig
 from tw_jax.models.hf_io import (
     TensorReader,
     TensorWriter,
@@ -49,6 +48,7 @@ from tw_jax.models.hf_io import (
     read_safetensors,
     write_folder,
 )
+from tw_jax.retrieval.bert import BertConfig
 
 # DPR role -> (tensor prefix of the encoder, Hugging Face architecture).
 ROLES: dict[str, tuple[str, str]] = {

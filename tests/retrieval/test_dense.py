@@ -1,7 +1,7 @@
 """The dense (DPR) retriever: exact maximum inner product search on hand-made embeddings, the
 retriever end to end with tiny random encoders (build, search, save, load), its errors, and the
 same answers on an 8-device forced-host CPU mesh as on one device. Parity with Hugging Face's
-DPR encoders is in tests/models/test_dpr_parity.py."""
+DPR encoders is in tests/retrieval/test_dpr_parity.py."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from tw_jax.errors import DumpError, UsageError
-from tw_jax.evaluate.retrieval.base import Passage, retriever_class
-from tw_jax.evaluate.retrieval.dense import DenseRetriever, exact_top_k
-from tw_jax.models.bert import BertConfig
-from tw_jax.models.bert_io import load_bert_encoder, save_bert_encoder
+from tw_jax.retrieval.base import Passage, retriever_class
+from tw_jax.retrieval.bert import BertConfig
+from tw_jax.retrieval.bert_io import load_bert_encoder, save_bert_encoder
+from tw_jax.retrieval.dense import DenseRetriever, exact_top_k
 
 WORDS = ["the", "a", "of", "in", "is", "was", "who", "what", "which", "when", "where", "city",
          "capital", "river", "country", "king", "queen", "paris", "france", "berlin", "germany",
@@ -190,9 +190,9 @@ def test_save_and_load_through_a_bucket(retriever, gcs_bucket):
 _EIGHT_DEVICES = textwrap.dedent(
     """
     import jax, numpy as np
-    from tw_jax.evaluate.retrieval.base import Passage
-    from tw_jax.evaluate.retrieval.dense import DenseRetriever, exact_top_k
-    from tw_jax.models.bert import BertConfig
+    from tw_jax.retrieval.base import Passage
+    from tw_jax.retrieval.dense import DenseRetriever, exact_top_k
+    from tw_jax.retrieval.bert import BertConfig
     from tw_jax.models.sharding import make_mesh
 
     assert len(jax.devices()) == 8
@@ -243,8 +243,8 @@ def test_eight_device_mesh_gives_the_one_device_answers():
 
 
 def test_chunks_stay_on_the_devices_within_the_budget():
-    from tw_jax.evaluate.retrieval.dense import CPU_RESIDENT_BYTES, _Searcher, resident_budget
     from tw_jax.models.sharding import make_mesh
+    from tw_jax.retrieval.dense import CPU_RESIDENT_BYTES, _Searcher, resident_budget
 
     mesh = make_mesh(devices=jax.devices()[:1])
     assert resident_budget(mesh) == CPU_RESIDENT_BYTES  # the CPU reports no memory limit

@@ -8,19 +8,19 @@ from collections.abc import Sequence
 import pytest
 
 from tw_jax.errors import UsageError
-from tw_jax.evaluate.retrieval import base
-from tw_jax.evaluate.retrieval.base import (
+from tw_jax.io import paths
+from tw_jax.retrieval import base
+from tw_jax.retrieval.base import (
     Passage,
     Retriever,
     known_retrievers,
     register_retriever,
     retriever_class,
 )
-from tw_jax.io import paths
 
 
 def test_bm25_is_found_by_name_and_imported_on_use():
-    from tw_jax.evaluate.retrieval.bm25 import BM25Retriever
+    from tw_jax.retrieval.bm25 import BM25Retriever
 
     assert retriever_class("bm25") is BM25Retriever
     assert known_retrievers()[:2] == ["bm25", "dpr"]
@@ -32,7 +32,7 @@ def test_an_unknown_name_lists_the_known_ones():
 
 
 def test_a_missing_dense_module_says_dense_retrieval_is_not_available(monkeypatch):
-    monkeypatch.setitem(base._MODULES, "dpr", "tw_jax.evaluate.retrieval.no_such_dense")
+    monkeypatch.setitem(base._MODULES, "dpr", "tw_jax.retrieval.no_such_dense")
     monkeypatch.delitem(base._REGISTRY, "dpr", raising=False)
     with pytest.raises(UsageError, match="dense retrieval is not available yet") as caught:
         retriever_class("dpr")

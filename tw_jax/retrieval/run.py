@@ -2,7 +2,7 @@
 open-book step reads (``tw-jax evolvingqa retrieve``).
 
 Each set's questions are searched once against the month's index
-(:func:`tw_jax.evaluate.retrieval.index.month_index`); Unchanged and New are scored against their
+(:func:`tw_jax.retrieval.index.month_index`); Unchanged and New are scored against their
 answer, Edited twice, as ``edited_updated`` (the current answer, ``answer2``) and
 ``edited_outdated`` (the previous one, ``answer1``): an index of the current snapshot should
 find the first and, where the revision replaced it, not the second. Recall is reported at 1, 5
@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tw_jax.evaluate.retrieval.index import MonthIndex
-from tw_jax.evaluate.retrieval.recall import KS, first_hit, recall_at
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, discard, write_json
+from tw_jax.retrieval.index import MonthIndex
+from tw_jax.retrieval.recall import KS, first_hit, recall_at
 
 REPORT = "retrieval.json"
 UNCHANGED, NEW, EDITED = "unchanged", "new", "edited"

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from tw_jax.evaluate.retrieval.bm25 import BM25Retriever
-from tw_jax.evaluate.retrieval.index import month_index
-from tw_jax.evaluate.retrieval.run import REPORT, retrieve_month, summary_line
+from tw_jax.retrieval.bm25 import BM25Retriever
+from tw_jax.retrieval.index import month_index
+from tw_jax.retrieval.run import REPORT, retrieve_month, summary_line
 
 SETS = {
     "unchanged": [

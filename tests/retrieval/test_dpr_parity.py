@@ -18,14 +18,14 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from tw_jax.evaluate.retrieval.base import Passage  # noqa: E402
-from tw_jax.evaluate.retrieval.dense import DenseRetriever  # noqa: E402
-from tw_jax.models.bert import BertEncoder  # noqa: E402
-from tw_jax.models.bert_io import (  # noqa: E402
+from tw_jax.retrieval.base import Passage  # noqa: E402
+from tw_jax.retrieval.bert import BertEncoder  # noqa: E402
+from tw_jax.retrieval.bert_io import (  # noqa: E402
     WordPieceTokenizer,
     load_bert_encoder,
     save_bert_encoder,
 )
+from tw_jax.retrieval.dense import DenseRetriever  # noqa: E402
 
 WORDS = ["the", "a", "of", "in", "is", "was", "who", "what", "which", "when", "where", "city",
          "capital", "river", "country", "king", "queen", "paris", "france", "berlin", "germany",

@@ -8,8 +8,8 @@ import socket
 import pytest
 
 from tw_jax.errors import DumpError, UsageError
-from tw_jax.evaluate.retrieval.base import Passage
-from tw_jax.evaluate.retrieval.bm25 import BM25Retriever, Tokenizer
+from tw_jax.retrieval.base import Passage
+from tw_jax.retrieval.bm25 import BM25Retriever, Tokenizer
 
 K1, B = 1.5, 0.75
 # Tokens after lower-casing and the stopword list: [cat, sat, mat], [dog, sat], [cats, dogs],
