@@ -8,9 +8,8 @@
   (:func:`instance_perplexities`, :func:`mean_perplexity`; TemporalWiki footnote 6: "per-instance
   perplexity averaged over instances"), and ``token_perplexity``, ``exp(-Σ score / Σ tokens)``.
   These two functions are the only place the probe perplexity's formula is written:
-  ``tw-jax eval`` (through this metric) and the lifelong runner's report
-  (:mod:`tw_jax.evaluate.perplexity`) both call them, on the tokens that
-  :func:`tw_jax.tasks.probes.probe_examples` marks as scored (``docs/metrics.md``).
+  ``tw-jax eval`` and the lifelong runner's report (both through this metric) call them, on
+  the tokens that :func:`tw_jax.tasks.probes.probe_spec` marks as scored (``docs/metrics.md``).
 
 The tasks' postprocessor (:func:`probe_postprocessor`, :func:`token_count_postprocessor`) turns
 each target into a :class:`Target` carrying the answers and the target's token count, so both

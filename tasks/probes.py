@@ -31,8 +31,8 @@ scores: the tokens of a target text overlapping the object's characters (or all 
 source text. The tasks' token features are built from it by :func:`probe_features`:
 ``targets_weights`` (1 = scored) marks the scored target tokens, which ``tw-jax eval`` and the
 lifelong runner (both through these tasks' evaluation mixtures and ``seqio.Evaluator``) honour,
-so there is one probe perplexity (``docs/metrics.md``); :mod:`tw_jax.evaluate.perplexity`
-scores the same spec row by row through ``model.span_example``. T5 inputs and targets end with EOS, never scored; GPT-2 rows start
+so there is one probe perplexity (``docs/metrics.md``); a model's ``probe_example``
+(:mod:`tw_jax.models.base`) builds the same spec row by row through ``model.span_example``. T5 inputs and targets end with EOS, never scored; GPT-2 rows start
 with EOS standing for BOS, so the first text token is scored too.
 
 Light-tuning tasks are named ``twiki_lighttuning_MMMM_{category}`` with the same suffixes, and
@@ -75,7 +75,7 @@ LIGHTTUNING_SPLITS = ("train",)
 # The light-tuning sets one light-tuning run trains on (``twiki_lighttuning_MMMM_all``): not
 # DELETED, whose facts no longer hold.
 LIGHTTUNING_MIX = ("unchanged", "updated", "new")
-# What a probe perplexity scores (tw_jax.evaluate.perplexity's ``variant``).
+# What a probe perplexity scores (the variant of a model's ``probe_example``).
 VARIANTS = ("text", "object", "cloze")
 
 

@@ -9,10 +9,10 @@ vocabulary (``--vocab`` a local tokenizer folder / SentencePiece model, else a t
 the rows themselves, nothing downloaded), and a model from the same gin files as
 ``bench_train.py`` (random weights: the figures are about speed), then times
 
-- scoring: :func:`tw_jax.evaluate.perplexity.probe_perplexities` over all rows (``--variant``,
-  ``text`` by default: GPT-2 scores the whole probe, T5 the object given ``subject relation
-  <extra_id_0>``), as ``tw-jax lifelong`` scores a month;
-- decoding: :func:`tw_jax.evaluate.qa.decode_answers` of every row's prompt, greedy,
+- scoring: per-instance perplexities of all rows, the model's ``probe_example`` of each scored by
+  ``model.score`` (``--variant``, ``text`` by default: GPT-2 scores the whole probe, T5 the
+  object given ``subject relation <extra_id_0>``), as ``tw-jax lifelong`` scores a month;
+- decoding: :func:`tw_jax.evaluate.qa.decode_answers` of every row's ``probe_prompt``, greedy,
   ``--max-new-tokens`` (random weights rarely emit EOS, so every batch decodes all of them: the
   worst case).
 
@@ -118,17 +118,25 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def _vocabulary(args: argparse.Namespace, kind: str, texts: list[str], work: Path) -> Any:
-    """The vocabulary of ``kind`` (the model's ``vocabulary_kind``): --vocab, or one trained on
+def _vocabulary(args: argparse.Namespace, model: Any, texts: list[str], work: Path) -> Any:
+    """The model's vocabulary (its ``load_vocabulary``): --vocab, or one of its kind trained on
     the probe texts."""
-    from tw_jax.data.vocabularies import gpt2_vocabulary, t5_vocabulary
-
-    load = {"t5": t5_vocabulary, "gpt2": gpt2_vocabulary}[kind]
     if args.vocab:
-        return load(args.vocab)
+        return model.load_vocabulary(args.vocab)
     from tw_jax.data.vocab_training import write_demo_vocabularies
 
-    return load(write_demo_vocabularies(texts, work / "vocab")[kind])
+    return model.load_vocabulary(
+        write_demo_vocabularies(texts, work / "vocab")[model.vocabulary_kind])
+
+
+def _probe_perplexities(model: Any, params: Any, vocabulary: Any, rows: list[dict[str, str]],
+                        variant: str, batch_size: int) -> Any:
+    """Per-instance perplexities of probe rows: the model's examples, scored."""
+    from tw_jax.tasks.metrics import instance_perplexities
+
+    examples = [model.probe_example(vocabulary, row, variant) for row in rows]
+    scores = model.score(params, examples, batch_size=batch_size)
+    return instance_perplexities(scores.log_likelihood, scores.num_tokens)
 
 
 def _timed(repeats: int, run: Any) -> tuple[float, float | None, Any]:
@@ -151,8 +159,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     import jax
     import numpy as np
 
-    from tw_jax.evaluate.perplexity import probe_examples, probe_perplexities
-    from tw_jax.evaluate.qa import decode_answers, probe_prompt
+    from tw_jax.evaluate.qa import decode_answers
     from tw_jax.models import model_for
     from tw_jax.models.sharding import activate
     from tw_jax.preprocess.probes.probe_csv import read_probe_rows
@@ -164,21 +171,20 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     rows = read_probe_rows(io.StringIO(text, newline=""), "synthetic_probes.csv")
     decode_rows = rows[: args.probes if args.decode_probes is None else args.decode_probes]
     with tempfile.TemporaryDirectory(prefix="bench_eval_") as work:
-        kind = model_for(config).vocabulary_kind
-        vocabulary = _vocabulary(args, kind, [r["text"] for r in rows], Path(work))
+        vocabulary = _vocabulary(args, model_for(config), [r["text"] for r in rows], Path(work))
     if vocabulary.vocab_size > config.vocab_size:
         raise BenchError(f"the vocabulary has {vocabulary.vocab_size} ids, the model "
                          f"{config.vocab_size}")
-    examples = probe_examples(config, vocabulary, rows, args.variant)
+    examples = [model_for(config).probe_example(vocabulary, row, args.variant) for row in rows]
     lengths = [len(e.tokens) if hasattr(e, "tokens") else len(e.inputs) + len(e.targets)
                for e in examples]
 
     run = build_run_model(config, setup.mesh_shape)
     with activate(run.mesh):
         params = run.init_params(setup.seed)
-        score_cold, score_warm, perplexities = _timed(args.repeats, lambda: probe_perplexities(
-            run.module, params, vocabulary, rows, args.variant, batch_size=args.batch))
-        prompts = [probe_prompt(r, sentinel=run.model.fills_sentinel_spans) for r in decode_rows]
+        score_cold, score_warm, perplexities = _timed(args.repeats, lambda: _probe_perplexities(
+            run.model, params, vocabulary, rows, args.variant, args.batch))
+        prompts = [run.model.probe_prompt(r) for r in decode_rows]
         decode_cold = decode_warm = None
         if prompts:
             decode_cold, decode_warm, _ = _timed(args.repeats, lambda: decode_answers(

@@ -284,9 +284,8 @@ def phases(setup) -> Path:
 
 def test_the_phases_folder_is_what_the_runner_reads(phases):
     from tw_jax.evaluate.month_eval import read_probes
-    from tw_jax.evaluate.perplexity import probe_examples
     from tw_jax.lifelong.runner import check_months, training_task
-    from tw_jax.models import T5Config
+    from tw_jax.models import T5Config, model_for
     from tw_jax.preprocess.probes.probe_csv import masked_cloze
     from tw_jax.runtime import task_data
     from tw_jax.tasks import register_all
@@ -312,7 +311,7 @@ def test_the_phases_folder_is_what_the_runner_reads(phases):
     assert updated[0]["previous_object"] == "Theresa May"
     assert read_probes(str(phases), "0102", "updated") == []
     # ppl_cloze on T5: the answer given the statement as CKL wrote it
-    example = probe_examples(T5Config(), vocabulary, new, "cloze")[0]
+    example = model_for(T5Config()).probe_example(vocabulary, new[0], "cloze")
     assert vocabulary.decode(list(example.inputs[:-1])) == NLE[1][1]
 
 

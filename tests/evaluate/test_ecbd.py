@@ -15,6 +15,8 @@ import pytest
 
 from tw_jax.cli_parser import OneLineErrorParser
 from tw_jax.evaluate import ecbd
+from tw_jax.models import model_for
+from tw_jax.models.t5_fill import extract_span
 from tw_jax.models.token_scores import score_seq2seq
 from tw_jax.tasks.ecbd import read_ecbd
 
@@ -155,8 +157,8 @@ def test_t5_recall_at_k(folder, random_t5, t5_vocab):
     model, params = random_t5
     data = read_ecbd(folder)
     first = data[("2019", "test")]
-    top = ecbd.top_k_spans(model, params, t5_vocab, [ex.masked_sentence for ex in first], k=2,
-                           beam_size=3, max_new_tokens=4, batch_size=8)
+    top = model_for(model).cloze_fillers(params, t5_vocab, [ex.masked_sentence for ex in first],
+                                         k=2, beam_size=3, max_new_tokens=4, batch_size=8)
     assert all(1 <= len(found) <= 2 and len(set(found)) == len(found) for found in top)
     mine = {  # 2019: the k-th prediction (still within the top k); 2020: a span never predicted
         ("2019", "test"): [replace(ex, span=found[-1]) for ex, found in zip(first, top, strict=True)],
@@ -174,9 +176,9 @@ def test_t5_recall_at_k(folder, random_t5, t5_vocab):
 
 def test_extract_span(t5_vocab):
     ids = t5_vocab.encode("<extra_id_0> the city <extra_id_1> rest")
-    assert ecbd.extract_span(t5_vocab, ids) == "the city"
-    assert ecbd.extract_span(t5_vocab, t5_vocab.encode("the city") + [1, 5, 6]) == "the city"
-    assert ecbd.extract_span(t5_vocab, t5_vocab.encode("<extra_id_0>") + [1]) == ""
+    assert extract_span(t5_vocab, ids) == "the city"
+    assert extract_span(t5_vocab, t5_vocab.encode("the city") + [1, 5, 6]) == "the city"
+    assert extract_span(t5_vocab, t5_vocab.encode("<extra_id_0>") + [1]) == ""
 
 
 def _cli(argv: list[str]) -> tuple[int, str]:

@@ -181,14 +181,15 @@ def test_first_run_writes_every_expected_result(first_run):
 def test_scores_are_those_of_the_month_checkpoint(first_run):
     """Rescoring the 0910 checkpoint by hand gives the number in results.jsonl."""
     import gin
+    from probe_oracle import probe_perplexities
 
     from tw_jax.evaluate.month_eval import read_probes
-    from tw_jax.evaluate.perplexity import mean_perplexity, probe_perplexities
     from tw_jax.evaluate.runs import load_params
     from tw_jax.models.sharding import activate
     from tw_jax.runtime import gin_setup
     from tw_jax.runtime.run_model import build_run_model
     from tw_jax.tasks import LazyVocabulary
+    from tw_jax.tasks.metrics import mean_perplexity
 
     data, out = first_run["data"], first_run["out"]
     gin_setup.parse(["diff.gin", "models/gpt2_tiny.gin", "runs/cpu_smoke.gin"],
@@ -407,8 +408,8 @@ def test_open_book_reads_initial_with_each_months_contexts(first_run, tmp_path, 
     """``--method bm25``: no training; INITIAL reads each month's probes with the passages BM25
     found in that month's snapshot, recorded as trained through that month."""
     import gin
+    from probe_oracle import probe_perplexities
 
-    from tw_jax.evaluate.perplexity import mean_perplexity, probe_perplexities
     from tw_jax.evaluate.probe_contexts import write_probe_contexts
     from tw_jax.evaluate.runs import load_params
     from tw_jax.models.sharding import activate
@@ -417,6 +418,7 @@ def test_open_book_reads_initial_with_each_months_contexts(first_run, tmp_path, 
     from tw_jax.runtime import gin_setup
     from tw_jax.runtime.run_model import build_run_model
     from tw_jax.tasks import LazyVocabulary
+    from tw_jax.tasks.metrics import mean_perplexity
 
     data, out = first_run["data"], tmp_path / "bm25"
     given = first_run["out"] / "checkpoints" / "initial" / "08"

@@ -7,11 +7,12 @@ from __future__ import annotations
 import csv
 
 import pytest
+from probe_oracle import previous_answers, probe_answers, probe_perplexities
 
 from tw_jax.evaluate.mixture_eval import MixtureEvaluators, mixture_name, probe_forms, task_category
 from tw_jax.evaluate.month_eval import EvalSettings, evaluate_month
-from tw_jax.evaluate.perplexity import mean_perplexity, probe_perplexities
-from tw_jax.evaluate.qa import previous_answers, probe_answers, qa_scores
+from tw_jax.evaluate.qa import qa_scores
+from tw_jax.tasks.metrics import mean_perplexity
 
 FIELDS = ["subject", "relation", "object", "previous_object", "cloze"]
 ROWS = {

@@ -21,9 +21,8 @@ import pytest
 
 from tw_jax.cli import main
 from tw_jax.evaluate.month_eval import read_probes
-from tw_jax.evaluate.perplexity import probe_examples
 from tw_jax.lifelong.runner import LifelongOptions, run_lifelong
-from tw_jax.models import GPT2Config, T5Config
+from tw_jax.models import GPT2Config, T5Config, model_for
 from tw_jax.tasks import LazyVocabulary
 
 MONTH = "0809"
@@ -73,7 +72,7 @@ def _scored(config, vocabulary, category: str, variant: str, data_dir: Path) -> 
     parts = ("updated", "new") if category == "changed" else (category,)
     rows = [r for part in parts for r in read_probes(str(data_dir), MONTH, part, MAX_PROBES)]
     assert len(rows) <= MAX_PROBES  # so the eval's first batch holds the same rows
-    examples = probe_examples(config, vocabulary, rows, variant)
+    examples = [model_for(config).probe_example(vocabulary, row, variant) for row in rows]
     return len(rows), int(sum(sum(e.weights) for e in examples))
 
 

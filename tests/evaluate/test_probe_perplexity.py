@@ -5,9 +5,10 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from probe_oracle import probe_perplexities
 
-from tw_jax.evaluate.perplexity import mean_perplexity, probe_perplexities
 from tw_jax.models import scoring
+from tw_jax.tasks.metrics import mean_perplexity
 
 ROWS = [
     {"subject": "Trurmouth", "relation": "head of government", "object": "Groris Funley",

@@ -8,7 +8,7 @@ import pytest
 from eval_helpers import set_unigram
 
 from tw_jax.evaluate.rank import RankItem, probe_rank_items, rank_classify
-from tw_jax.models import scoring
+from tw_jax.models import BARTConfig, GPT2Config, T5Config, scoring
 
 
 def _single_and_triple(vocab) -> tuple[str, int, str, list[int]]:
@@ -70,7 +70,8 @@ def test_probe_rows_become_new_versus_previous_items():
         {"subject": "B", "relation": "coach", "object": "X", "previous_object": ""},
         {"subject": "C", "relation": "coach", "object": "X", "previous_object": "X"},
     ]
-    assert probe_rank_items(rows, sentinel=False) == [RankItem("A coach", ("X", "Y", "Z"), 0)]
-    assert probe_rank_items(rows, sentinel=True)[0].prompt == "A coach <extra_id_0>"
+    assert probe_rank_items(rows, GPT2Config()) == [RankItem("A coach", ("X", "Y", "Z"), 0)]
+    assert probe_rank_items(rows, T5Config())[0].prompt == "A coach <extra_id_0>"
+    assert probe_rank_items(rows, BARTConfig())[0].prompt == "A coach"
     with pytest.raises(ValueError, match="2\\+ candidates"):
         RankItem("p", ("only",))

@@ -285,7 +285,7 @@ def test_final_logits_bias_is_frozen_whatever_the_method():
 def test_examples_are_framed_like_bart_pretraining_and_too_long_ones_are_cut_or_refused():
     model = model_for(TINY)
     assert model.answer_text("  Paris,\n France ") == "Paris, France"  # the whole output
-    assert model.mask_token == "<mask>" and not model.fills_sentinel_spans
+    assert model.qa_protocol == "free"
     example = model.sequence_example([5, 6, 7], [1, 0, 1])
     assert example == Seq2SeqExample((0, 2), (0, 5, 6, 7), (0.0, 1.0, 0.0, 1.0))
     long = Seq2SeqExample((0, *range(3, 30), 2), (0, *range(3, 30), 2),

@@ -1,7 +1,7 @@
 """The probe tasks' token features are the tokens the lifelong report scores: for every format
 and row, ``inputs``/``targets``/``targets_weights`` equal what ``model.span_example`` builds for
-the same :func:`tw_jax.tasks.probes.probe_spec` (the report's
-:func:`tw_jax.evaluate.perplexity.probe_examples`), and cutting to the feature lengths keeps T5's
+the same :func:`tw_jax.tasks.probes.probe_spec` (the model's
+``probe_example``), and cutting to the feature lengths keeps T5's
 EOS last, as seqio's ``append_eos_after_trim`` did."""
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ from __future__ import annotations
 import pytest
 import seqio
 
-from tw_jax.evaluate.perplexity import probe_examples
-from tw_jax.models import GPT2Config, T5Config
+from tw_jax.models import GPT2Config, T5Config, model_for
 from tw_jax.tasks.probes import FORMATS, ProbeSpec, probe_features, probe_spec
 
 ROW = {"subject": "Trurmouth", "relation": "head of government", "object": "Groris Funley",
@@ -28,7 +27,8 @@ def test_task_features_are_the_reports_scored_tokens(twiki, vocabularies, catego
         name = f"twiki_probes_0910_{category}{fmt.suffix}"
         rows = seqio.get_mixture_or_task(name).source.rows()
         config = T5Config() if fmt.kind == "t5" else GPT2Config()
-        expected = probe_examples(config, vocabularies[fmt.kind], rows, fmt.variant)
+        expected = [model_for(config).probe_example(vocabularies[fmt.kind], row, fmt.variant)
+                    for row in rows]
         got = _examples(name)
         assert len(got) == len(expected) == len(rows) > 0, name
         for example, want in zip(got, expected, strict=True):

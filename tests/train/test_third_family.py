@@ -22,12 +22,13 @@ sys.path.insert(0, str(FAMILY_DIR))
 import rope_family  # noqa: E402
 
 from tw_jax.data.vocabularies import gpt2_vocabulary  # noqa: E402
-from tw_jax.evaluate import task_eval  # noqa: E402
-from tw_jax.evaluate.perplexity import probe_perplexities  # noqa: E402
-from tw_jax.evaluate.qa import decode_answers  # noqa: E402
-from tw_jax.evaluate.rank import RankItem, rank_classify  # noqa: E402
+from tw_jax.evaluate import ecbd, open_book, task_eval  # noqa: E402
+from tw_jax.evaluate.qa import decode_answers, default_protocol  # noqa: E402
+from tw_jax.evaluate.rank import RankItem, probe_rank_items, rank_classify  # noqa: E402
 from tw_jax.models import model_for  # noqa: E402
 from tw_jax.runtime import gin_setup  # noqa: E402
+from tw_jax.tasks.ecbd import EcbdExample  # noqa: E402
+from tw_jax.tasks.metrics import instance_perplexities  # noqa: E402
 from tw_jax.train import trainer  # noqa: E402
 from tw_jax.train.flops import train_step_flops  # noqa: E402
 from tw_jax.train.gin_config import train_config  # noqa: E402
@@ -107,14 +108,36 @@ def test_the_evaluators_score_decode_and_rank_it(trained):
     model = model_for(rope_family.RopeConfig(d_model=64, n_layer=2, n_head=4, mlp_dim=128))
     module = model.module
 
+    def log_probs(ids):  # of ids[1:], each given those before it, from one forward pass
+        logits = module.apply({"params": params}, jnp.asarray([ids]))
+        return jax.nn.log_softmax(logits[0, :-1], -1)[jnp.arange(len(ids) - 1),
+                                                       jnp.asarray(ids[1:])]
+
     # Probe perplexity: EOS as BOS, every token of "subject relation object" scored.
-    got = probe_perplexities(model, params, vocabulary, ROWS)
+    scores = model.score(params, [model.probe_example(vocabulary, row, "text") for row in ROWS])
+    got = instance_perplexities(scores.log_likelihood, scores.num_tokens)
     for row, value in zip(ROWS, got, strict=True):
         ids = [vocabulary.eos_id, *vocabulary.encode(
             f"{row['subject']} {row['relation']} {row['object']}")]
-        logits = module.apply({"params": params}, jnp.asarray([ids]))
-        logp = jax.nn.log_softmax(logits[0, :-1], -1)[jnp.arange(len(ids) - 1), jnp.asarray(ids[1:])]
-        assert value == pytest.approx(float(jnp.exp(-jnp.mean(logp))), rel=1e-4)
+        assert value == pytest.approx(float(jnp.exp(-jnp.mean(log_probs(ids)))), rel=1e-4)
+
+    # ECBD: the span's tokens given the left context, as any decoder-only model reads a blank;
+    # no fillers of its own, so recall@k is skipped, not failed.
+    example = EcbdExample("1_0", "Paris is the <extra_id_0> of France.", "capital", "capital",
+                          "NP", (), "1", "2019", "test", "f:1")
+    nll, tokens = ecbd.span_nlls(model, params, vocabulary, [example], [example.masked_sentence])
+    ids = [vocabulary.eos_id, *vocabulary.encode("Paris is the capital")]
+    span = len(vocabulary.encode(" capital"))
+    assert tokens[0] == span
+    assert nll[0] == pytest.approx(-float(jnp.mean(log_probs(ids)[-span:])), rel=1e-4)
+    run = ecbd.evaluate_ecbd(model, params, vocabulary, {("2019", "test"): [example]}, "rope",
+                             ecbd.EcbdOptions(input_types=("original",), recall_k=2))
+    assert run.notes == {ecbd.RECALL_SKIPPED: 1}
+
+    # Its answers are TemporalWiki's teacher-forced ones; prompt and answer share its 256
+    # positions, as a decoder-only model's do.
+    assert default_protocol(model) == "teacher_forced"
+    assert open_book.input_budget(model, 300, 8) == 248
 
     # Greedy decoding through the cache equals argmax over full forward passes.
     prompt = "Ada Lovelace country of"
@@ -131,7 +154,9 @@ def test_the_evaluators_score_decode_and_rank_it(trained):
     assert answer == model.answer_text(vocabulary.decode(new))
 
     # Rank classification: the candidate with the higher teacher-forced log-likelihood wins.
-    item = RankItem("Paris capital of", ("France", "Spain"), gold=0)
+    (item,) = probe_rank_items([{"subject": "Paris", "relation": "capital of",
+                                 "object": "France", "previous_object": "Spain"}], model)
+    assert item == RankItem("Paris capital of", ("France", "Spain"), gold=0)
     result = rank_classify(model, params, vocabulary, [item])
     summed = result.summed[0]
     assert summed.shape == (2,) and np.all(np.isfinite(summed))

@@ -147,7 +147,6 @@ def _load_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
     """(model, params, vocabulary, mesh context factory) from --model or --model-dir + gin."""
     import contextlib
 
-    from tw_jax.data.vocabularies import bart_vocabulary, gpt2_vocabulary, t5_vocabulary
     from tw_jax.models import model_for
 
     if args.model:
@@ -171,10 +170,7 @@ def _load_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
         with context():
             params, _ = load_params(run, args.model_dir)  # resolved: absolute or a URL
         model = run.module
-    vocab_path = args.vocab or args.model
-    load = {"t5": t5_vocabulary, "gpt2": gpt2_vocabulary,
-            "bart": bart_vocabulary}[model_for(model).vocabulary_kind]
-    vocabulary = load(vocab_path)
+    vocabulary = model_for(model).load_vocabulary(args.vocab or args.model)
     return model, params, vocabulary, context
 
 

@@ -406,10 +406,11 @@ def run_eval(args: argparse.Namespace) -> int:
     from tw_jax.evaluate import open_book
     from tw_jax.evaluate.results import append_results, mark_benchmark
     from tw_jax.io.atomic import write_json
+    from tw_jax.models import model_for
     from tw_jax.preprocess.evolvingqa import layout
     from tw_jax.runtime import checkpoints, gin_setup
     from tw_jax.tasks.evolvingqa import EDITED, NEW, UNCHANGED, find_qa_files, task_name
-    from tw_jax.tasks.vocab import LazyVocabulary, t5_path
+    from tw_jax.tasks.vocab import t5_path
 
     logging.basicConfig(level=logging.WARNING)
     wanted = [s.strip() for s in args.sets.split(",") if s.strip()]
@@ -443,7 +444,6 @@ def run_eval(args: argparse.Namespace) -> int:
     reader = args.method if retriever is None else args.reader
     method = args.method if retriever is None else open_book.result_method(retriever, reader)
     trained = args.trained_through or ("base" if reader == "initial" else args.month)
-    vocabulary = LazyVocabulary("t5", t5_path(None, args.t5_vocab))
     search = gin_search_paths(args)
     inputs: dict[str, list[open_book.ReaderInput]] = {}
     try:
@@ -452,14 +452,15 @@ def run_eval(args: argparse.Namespace) -> int:
         scored = []
         with eqa.loaded_model([STAGE_GIN["qa"], *args.gin_file], _absolute(args.checkpoint),
                               bindings=args.gin_bindings, search_paths=search) as (module, params):
+            vocabulary = model_for(module).load_vocabulary(t5_path(None, args.t5_vocab))
             if retriever is not None:
                 budget = open_book.input_budget(module, args.input_length, args.max_answer_tokens)
-                count = open_book.token_counter(module, vocabulary.vocabulary)
+                count = open_book.token_counter(module, vocabulary)
                 inputs = {name: open_book.reader_inputs(retrieved[name], count_tokens=count,
                                                         max_tokens=budget) for name in wanted}
             for name in wanted:
                 scored.append(eqa.score_set(
-                    module, params, vocabulary.vocabulary, name, rows[name],
+                    module, params, vocabulary, name, rows[name],
                     max_new_tokens=args.max_answer_tokens, batch_size=args.batch_size,
                     inputs=[i.text for i in inputs[name]] if inputs else None))
         results = eqa.to_results(method, trained, args.month, scored)

@@ -2,10 +2,10 @@
 classification, FUAR, reports.
 
 - :mod:`~tw_jax.evaluate.results` — the ``results.jsonl`` schema (metric names, writer, reader).
-- :mod:`~tw_jax.evaluate.perplexity` — per-instance probe perplexity (GPT-2 and T5; probe text,
-  object, cloze), on the batched scorer of :mod:`~tw_jax.models.token_scores`.
+- :mod:`~tw_jax.evaluate.mixture_eval` — per-instance probe perplexity (probe text, object,
+  cloze) and EM/F1, by ``seqio.Evaluator`` on the month's probe mixtures.
 - :mod:`~tw_jax.evaluate.propn` — proper-noun-token perplexity of fixed-length corpus blocks.
-- :mod:`~tw_jax.evaluate.qa` — EM/F1 of greedy or beam decoding, new and previous answers.
+- :mod:`~tw_jax.evaluate.qa` — EM/F1, new and previous answers; QA protocols, free decoding.
 - :mod:`~tw_jax.evaluate.rank` — rank classification by teacher-forced log-likelihood.
 - :mod:`~tw_jax.evaluate.fuar` — FUAR (CKL eq. 1) and TemporalWiki's stability-plasticity averages.
 - :mod:`~tw_jax.evaluate.report`, :mod:`~tw_jax.evaluate.plots`,

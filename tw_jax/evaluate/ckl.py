@@ -43,6 +43,7 @@ from tw_jax.tasks import LazyVocabulary
 from tw_jax.tasks.ckl import PREVIOUS_SEPARATOR, eval_lengths, lama_set, probe_tasks
 
 METRICS = ("em", "f1", "em_previous", "f1_previous")
+SSM = "ssm"  # the objective of the models that read CKL's probe tasks
 
 
 @dataclass(frozen=True)
@@ -65,11 +66,12 @@ def loaded_model(source: ModelSource) -> Iterator[tuple[Any, Any]]:
     the same compiled graphs whichever way it was saved.
     """
     config, mesh = source_config(source)
-    if not model_for(config).fills_sentinel_spans:
+    objective = model_for(config).objective
+    if objective != SSM:
         where = source.hf_dir or "the gin files"
-        raise ValueError(f"{where}: CKL's zero-shot evaluation needs a model that fills "
-                         f"sentinel spans (T5), not a {type(config).__name__} (GPT-2 is "
-                         "light-tuned first, CKL App. G)")
+        raise ValueError(f"{where}: CKL's probe tasks are salient-span-masking tasks for a model "
+                         f"of objective {SSM!r} (T5), not {objective!r} ({type(config).__name__};"
+                         " GPT-2 is light-tuned first, CKL App. G)")
     with loaded_run(source, config, mesh) as loaded:
         yield loaded.module, loaded.params
 

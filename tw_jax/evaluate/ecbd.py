@@ -1,10 +1,11 @@
 """ECBD evaluation: span perplexity under four input types, and recall@k from T5 beam search.
 
-Perplexity (ECBD §3, Figure 3) is token-normalised over the masked span only:
+Perplexity (ECBD §3, Figure 3) is token-normalised over the masked span only; each model
+family builds its example (:meth:`~tw_jax.models.base.BaseModel.cloze_example`):
 
 - T5: input the (modified) masked sentence + EOS, target ``<extra_id_0> span <extra_id_1>`` + EOS;
   only the span's tokens between the two sentinels are scored.
-- BART (a model whose :attr:`~tw_jax.models.base.BaseModel.mask_token` is set): input the
+- BART: input the
   sentence with one ``<mask>`` in place of the span, framed ``<s> … </s>`` (ECBD, Section 3:
   "For T5 and BART, we condition on the input with a single mask"); target the whole sentence
   with the span filled in, framed likewise, as in BART's pre-training; only the span's tokens are
@@ -24,10 +25,11 @@ over examples; *entity-averaged* perplexity (the paper's headline number) is ``e
 over entities of each entity's mean NLL. Both are reported per subset, per pooled group (Table 3:
 ``2017-2019`` and ``2020-2021``), per input type and per span type (``all``, ``NP``, ``RANDOM``).
 
-Recall@k (Appendix D, T5 only): beam search (paper: 100 beams); each finished sequence's text
-after ``<extra_id_0>`` (from the start if the model emitted none) up to the next sentinel or EOS
-is a prediction; the top ``k`` distinct non-empty predictions count as a hit when one equals the
-gold span (whitespace-normalised). Reported as a percentage, micro over examples.
+Recall@k (Appendix D, T5 only: the fillers a family writes for the blank,
+:meth:`~tw_jax.models.base.BaseModel.cloze_fillers`): beam search (paper: 100 beams); each
+finished sequence's text after ``<extra_id_0>`` (from the start if the model emitted none) up to
+the next sentinel or EOS is a prediction; the top ``k`` distinct non-empty predictions count as a
+hit when one equals the gold span (whitespace-normalised). Reported as a percentage, micro over examples.
 """
 
 from __future__ import annotations
@@ -42,21 +44,11 @@ from typing import Any
 
 import numpy as np
 
-from tw_jax.data.tokens import encode_with_offsets
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.jsonl import append_lines
 from tw_jax.models import model_for
-from tw_jax.models.decoding import beam_search
-from tw_jax.models.token_scores import bucket_length
-from tw_jax.tasks.ecbd import (
-    INPUTS,
-    SENTINEL_0,
-    SENTINEL_1,
-    EcbdExample,
-    input_sentence,
-    random_definitions,
-)
+from tw_jax.tasks.ecbd import INPUTS, SENTINEL_0, EcbdExample, input_sentence, random_definitions
 
 INPUT_LABELS = {"original": "ORIGINAL", "no_ent": "NO ENT", "random_def": "RANDOM DEF.",
                 "definition": "DEFINITION"}
@@ -64,6 +56,7 @@ GROUPS: dict[str, tuple[str, ...]] = {"2017-2019": ("2017", "2018", "2019"),
                                       "2020-2021": ("2020", "2021")}
 SPAN_TYPES = ("all", "NP", "RANDOM")
 PPL, PPL_ENTITY = "ppl", "ppl_entity"
+RECALL_SKIPPED = "recall@k skipped: T5 only (ECBD Appendix D)"
 
 
 def recall_metric(k: int) -> str:
@@ -117,29 +110,13 @@ class EcbdRun:
 # --- per-example scoring --------------------------------------------------------------------
 
 
-def _target(example: EcbdExample) -> tuple[str, tuple[int, int]]:
-    text = f"{SENTINEL_0} {example.span} {SENTINEL_1}"
-    return text, (len(SENTINEL_0), len(SENTINEL_0) + 1 + len(example.span))
-
-
 def span_example(model: Any, vocabulary: Any, example: EcbdExample, sentence: str, *,
                  max_length: int | None = None) -> tuple[Any, bool]:
-    """The scoring example of one masked sentence (see the module docstring), and whether its
-    context was cut to ``max_length`` tokens."""
-    model = model_for(model)
-    if model.fills_sentinel_spans:
-        target, span = _target(example)
-        return model.span_example(vocabulary, sentence, target, [span]), False
+    """The scoring example of one masked sentence, as the model builds a cloze example (see the
+    module docstring), and whether its context was cut to ``max_length`` tokens."""
     left, right = sentence.split(SENTINEL_0, 1)
-    text = left + example.span
-    start = len(left) - 1 if left.endswith(" ") else len(left)  # the space marks the span's word
-    if model.mask_token is not None:
-        return model.truncate_left(model.span_example(
-            vocabulary, left + model.mask_token + right, text + right, [(start, len(text))]
-        ), max_length)
-    return model.truncate_left(
-        model.span_example(vocabulary, "", text, [(start, len(text))]), max_length
-    )
+    return model_for(model).cloze_example(vocabulary, left, example.span, right,
+                                          max_length=max_length)
 
 
 def sentences_for(examples: Sequence[EcbdExample], input_type: str, options: EcbdOptions,
@@ -177,64 +154,6 @@ def span_nlls(model: Any, params: Any, vocabulary: Any, examples: Sequence[EcbdE
     with np.errstate(divide="ignore", invalid="ignore"):
         nll = -scores.log_likelihood / scores.num_tokens
     return nll, scores.num_tokens
-
-
-# --- recall@k ------------------------------------------------------------------------------
-
-
-def _sentinel_id(vocabulary: Any, text: str) -> int:
-    ids, _ = encode_with_offsets(vocabulary, text)
-    return ids[-1]
-
-
-def extract_span(vocabulary: Any, ids: Sequence[int]) -> str:
-    """The text a T5 output puts after ``<extra_id_0>``, up to the next sentinel or EOS."""
-    first = _sentinel_id(vocabulary, SENTINEL_0)
-    extra = int(getattr(vocabulary, "extra_ids", 0) or 0)
-    sentinels = set(range(vocabulary.vocab_size - extra, vocabulary.vocab_size))
-    sentinels |= {first, _sentinel_id(vocabulary, SENTINEL_1)}
-    ids = [int(i) for i in ids]
-    if first in ids:
-        ids = ids[ids.index(first) + 1 :]
-    kept = []
-    for token in ids:
-        if token == vocabulary.eos_id or token in sentinels:
-            break
-        kept.append(token)
-    return " ".join(vocabulary.decode(kept).split()) if kept else ""
-
-
-def top_k_spans(model: Any, params: Any, vocabulary: Any, sentences: Sequence[str], *, k: int,
-                beam_size: int, max_new_tokens: int, batch_size: int = 8) -> list[list[str]]:
-    """The ``k`` best distinct span predictions of each masked sentence (T5 beam search)."""
-    import jax.numpy as jnp
-
-    encoded = [encode_with_offsets(vocabulary, s)[0] + [vocabulary.eos_id] for s in sentences]
-    out: list[list[str]] = [[] for _ in sentences]
-    order = np.argsort([len(e) for e in encoded], kind="stable")
-    for begin in range(0, len(order), batch_size):
-        rows = order[begin : begin + batch_size]
-        length = bucket_length(max(len(encoded[i]) for i in rows))
-        ids = np.zeros((batch_size, length), np.int32)
-        mask = np.zeros((batch_size, length), np.int32)
-        mask[:, 0] = 1  # filler rows attend to one token
-        for row, index in enumerate(rows):
-            ids[row, : len(encoded[index])] = encoded[index]
-            mask[row, : len(encoded[index])] = 1
-        sequences, _ = beam_search(model, params, jnp.asarray(ids), jnp.asarray(mask),
-                                   beam_size=beam_size, max_new_tokens=max_new_tokens,
-                                   eos_id=vocabulary.eos_id)
-        sequences = np.asarray(sequences)
-        for row, index in enumerate(rows):
-            found: list[str] = []
-            for beam in sequences[row]:
-                span = extract_span(vocabulary, beam)
-                if span and span not in found:
-                    found.append(span)
-                if len(found) == k:
-                    break
-            out[index] = found
-    return out
 
 
 # --- aggregation ---------------------------------------------------------------------------
@@ -294,12 +213,10 @@ def evaluate_ecbd(model: Any, params: Any, vocabulary: Any,
     unknown = [t for t in options.input_types if t not in INPUTS]
     if unknown:
         raise ValueError(f"unknown input types {unknown}; known: {', '.join(INPUTS)}")
-    # Recall@k reads sentinel spans from beam search (ECBD Appendix D: T5 only).
-    sentinels = model_for(model).fills_sentinel_spans
-    recall_k = options.recall_k if sentinels else 0
+    # Recall@k reads the fillers the model writes for the blank (ECBD Appendix D: T5 only).
+    family = model_for(model)
+    recall_k = options.recall_k
     run = EcbdRun()
-    if options.recall_k and not sentinels:
-        run.note("recall@k skipped: T5 only (ECBD Appendix D)")
     pool = [ex for examples in data.values() for ex in examples]
     for examples in data.values():
         if not examples:
@@ -311,9 +228,11 @@ def evaluate_ecbd(model: Any, params: Any, vocabulary: Any,
                 continue
             nll, tokens = span_nlls(model, params, vocabulary, examples, sentences,
                                     batch_size=options.batch_size, run=run)
-            predictions = top_k_spans(
-                model, params, vocabulary, sentences, k=recall_k, beam_size=options.beam_size,
+            predictions = family.cloze_fillers(
+                params, vocabulary, sentences, k=recall_k, beam_size=options.beam_size,
                 max_new_tokens=options.max_new_tokens) if recall_k else None
+            if recall_k and predictions is None:
+                run.notes[RECALL_SKIPPED] = 1
             for i, (example, sentence) in enumerate(zip(examples, sentences, strict=True)):
                 record = {
                     "model": model_name, "subset": example.subset, "split": example.split,

@@ -3,7 +3,7 @@ trains on. Plain data, so ``tw-jax --help`` lists them without loading JAX or Te
 
 from __future__ import annotations
 
-# metric group -> perplexity variant of tw_jax.evaluate.perplexity
+# metric group -> probe perplexity variant (tw_jax.tasks.probes.VARIANTS)
 PPL_VARIANTS: dict[str, str] = {"ppl": "text", "ppl_object": "object", "ppl_cloze": "cloze"}
 GROUPS: tuple[str, ...] = (*PPL_VARIANTS, "qa", "rank", "propn")
 

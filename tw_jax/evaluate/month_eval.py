@@ -66,7 +66,6 @@ from tw_jax.evaluate.seqio_eval import SeqioModel
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 from tw_jax.io.progress import progress
-from tw_jax.models import model_for
 from tw_jax.preprocess.probes.probe_csv import read_probe_csv
 
 CATEGORIES: tuple[str, ...] = ("unchanged", "updated", "new", "deleted")
@@ -118,10 +117,9 @@ def read_probes(data_dir: str, month: str, category: str, limit: int | None = No
 
 def _rank(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
           settings: EvalSettings, bar: Any) -> Values:
-    sentinel = model_for(module).fills_sentinel_spans
     values: Values = {}
     for category, category_rows in rows.items():
-        items = probe_rank_items(category_rows, sentinel=sentinel)
+        items = probe_rank_items(category_rows, module)
         if items:
             result = rank_classify(module, params, vocabulary, items,
                                    batch_size=settings.batch_size)

@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tw_jax.models import DecoderOnlyModel, model_for
+from tw_jax.models import model_for
 from tw_jax.retrieval.base import Passage
 from tw_jax.retrieval.index import MonthIndex
 from tw_jax.retrieval.recall import KS, first_hit, has_answer
@@ -136,11 +136,10 @@ def token_counter(model: Any, vocabulary: Any) -> TokenCounter:
 
 
 def input_budget(model: Any, input_length: int, max_new_tokens: int) -> int:
-    """``input_length``, less what a decoder-only model (GPT-2) needs for the answer within its
-    positions: its prompt and answer share one row of at most ``n_positions`` tokens."""
-    family = model_for(model)
-    if isinstance(family, DecoderOnlyModel) and family.max_length is not None:
-        input_length = min(input_length, family.max_length - max_new_tokens)
+    """``input_length``, less what the model needs for the answer within its positions (its
+    :meth:`~tw_jax.models.base.BaseModel.prompt_budget`: a decoder-only model's prompt and
+    answer share one row of at most ``n_positions`` tokens)."""
+    input_length = model_for(model).prompt_budget(input_length, max_new_tokens)
     if input_length < 1:
         raise ValueError(f"no room for an input: length {input_length} after the answer's "
                          f"{max_new_tokens} tokens")

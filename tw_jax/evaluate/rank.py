@@ -1,8 +1,9 @@
 """Rank classification: which candidate answer does the model find most likely?
 
 Each candidate is scored by teacher forcing on its own tokens (never along the model's greedy
-path, as the EvolvingQA reference did): GPT-2 scores the candidate's tokens after the prompt
-(``prompt + separator + candidate``, EOS as BOS in front); T5 scores them as the target
+path, as the EvolvingQA reference did), as the model builds the example of a filler
+(:meth:`~tw_jax.models.base.BaseModel.fill_example`): GPT-2 scores the candidate's tokens after
+the prompt (``prompt + separator + candidate``, EOS as BOS in front); T5 scores them as the target
 ``<extra_id_0> candidate`` after the prompt (which holds ``<extra_id_0>``, or gets it appended).
 Two rankings: by the summed log-likelihood and by the length-normalised mean per token. The gold
 candidate must score strictly highest to count: a tie is a miss.
@@ -17,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from tw_jax.models import model_for
-from tw_jax.tasks.probes import SENTINEL
 
 PREVIOUS_SEPARATOR = " | "
 
@@ -64,20 +64,6 @@ class RankResult:
         return self._accuracy(self.mean, self.golds)
 
 
-def _examples(model: Any, vocabulary: Any, item: RankItem, separator: str) -> list[Any]:
-    examples = []
-    for candidate in item.candidates:
-        if model.fills_sentinel_spans:
-            prompt = item.prompt if SENTINEL in item.prompt else f"{item.prompt} {SENTINEL}"
-            target = f"{SENTINEL} {candidate}"
-            spans = [(len(SENTINEL), len(target))]  # the space belongs to the candidate
-            examples.append(model.span_example(vocabulary, prompt, target, spans))
-        else:
-            examples.append(model.span_example(vocabulary, item.prompt, candidate,
-                                               separator=separator))
-    return examples
-
-
 def rank_classify(
     model: Any,
     params: Any,
@@ -91,7 +77,8 @@ def rank_classify(
     model = model_for(model)
     examples, owners = [], []
     for index, item in enumerate(items):
-        item_examples = _examples(model, vocabulary, item, separator)
+        item_examples = [model.fill_example(vocabulary, item.prompt, candidate,
+                                            separator=separator) for candidate in item.candidates]
         examples.extend(item_examples)
         owners.extend([index] * len(item_examples))
     scores = model.score(params, examples, batch_size=batch_size)
@@ -106,19 +93,19 @@ def rank_classify(
     )
 
 
-def probe_rank_items(rows: Sequence[Mapping[str, str]], *, sentinel: bool) -> list[RankItem]:
+def probe_rank_items(rows: Sequence[Mapping[str, str]], model: Any) -> list[RankItem]:
     """New object against the previous one(s) for each probe row with a ``previous_object``.
 
-    The prompt is ``subject relation``, or ``subject relation <extra_id_0>`` for a model that
-    fills sentinel spans (``sentinel``: T5); rows
-    without a previous object, or whose previous object equals the new one, are left out.
+    The prompt is the model's probe prompt (``subject relation``; T5: ``subject relation
+    <extra_id_0>``); rows without a previous object, or whose previous object equals the new
+    one, are left out.
     """
+    model = model_for(model)
     items = []
     for row in rows:
         previous = [p for p in row.get("previous_object", "").split(PREVIOUS_SEPARATOR) if p]
         previous = [p for p in dict.fromkeys(previous) if p != row["object"]]
         if not previous:
             continue
-        prompt = f"{row['subject']} {row['relation']}" + (f" {SENTINEL}" if sentinel else "")
-        items.append(RankItem(prompt, (row["object"], *previous), gold=0))
+        items.append(RankItem(model.probe_prompt(row), (row["object"], *previous), gold=0))
     return items

@@ -32,6 +32,7 @@ from tw_jax.models.base import (
     families_by_type,
     model_for,
     register_family,
+    registered_families,
 )
 from tw_jax.models.families import BARTModel, GPT2Model, T5Model
 from tw_jax.models.gpt2 import GPT2, GPT2Config
@@ -72,6 +73,7 @@ __all__ = [
     "model_for",
     "param_labels",
     "register_family",
+    "registered_families",
 ]
 
 ModelConfig = GPT2Config | T5Config | BARTConfig

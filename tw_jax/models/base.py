@@ -4,14 +4,17 @@ As in T5X (``BaseModel`` → ``EncoderDecoderModel`` / ``DecoderOnlyModel``), on
 owns what differs between families: its Flax module, the feature converter and feature lengths,
 the logits of a batch, how a scored example or a prompt is built from text, scoring, decoding,
 how an answer is read from decoded text, Hugging Face import, parameter counts, freeze labels
-and the layout behind the FLOP count. Everything outside ``tw_jax/models/`` asks this object
-(:func:`model_for`) and never which family it holds; the questions it may ask are capabilities,
-such as :attr:`BaseModel.fills_sentinel_spans` (prompts carry ``<extra_id_0>`` and answers are
-sentinel spans, as for T5-style salient span masking).
+and the layout behind the FLOP count. It also owns how an evaluation's examples are formatted
+(as T5X's ``BaseModel`` owns its vocabularies, scoring and prediction): its vocabulary, a
+probe's prompt and scored example, a rank-classification candidate, an ECBD cloze example and
+the fillers it writes for a blank, whether its probe answers are teacher-forced or decoded, and
+how long a prompt may be. Everything outside ``tw_jax/models/`` asks this object
+(:func:`model_for`) and never which family it holds, nor what the family can do: the evaluators
+call these methods the same way for every family.
 
 A family is a subclass of :class:`EncoderDecoderModel` or :class:`DecoderOnlyModel` naming its
 config and module classes, registered with :func:`register_family` (``tw_jax/models/families.py``
-registers GPT-2 and T5). The two shapes differ in how text becomes tokens:
+registers GPT-2, T5 and BART). The two shapes differ in how text becomes tokens:
 
 - an encoder-decoder reads a *source* (the prompt, EOS-terminated) and scores or generates a
   *target*; prompts are right-padded;
@@ -58,9 +61,8 @@ class BaseModel(abc.ABC):
     model_type: ClassVar[str]  # config.json's ``model_type`` of its Hugging Face checkpoints
     objective: ClassVar[str]  # the task form it trains on: "ssm", "lm" or "denoise" ({objective})
     vocabulary_kind: ClassVar[str]  # the vocabulary it reads: "t5", "gpt2" or "bart"
-    fills_sentinel_spans: ClassVar[bool] = False
-    # BART-style infilling: a masked text carries this token and the target is the whole text.
-    mask_token: ClassVar[str | None] = None
+    # How its probe answers are read (tw_jax.evaluate.qa): "teacher_forced" or "free" decoding.
+    qa_protocol: ClassVar[str]
     prompt_padding: ClassVar[str]  # "left" or "right"
     feature_names: ClassVar[tuple[str, ...]]
     packing_features: ClassVar[tuple[str, ...]]  # what a packed batch adds
@@ -184,6 +186,69 @@ class BaseModel(abc.ABC):
         )
         return beams[:, 0]
 
+    # --- how evaluations format examples ------------------------------------------------
+
+    @classmethod
+    def load_vocabulary(cls, path: str) -> Any:
+        """The seqio vocabulary of :attr:`vocabulary_kind` from local or ``gs://`` files."""
+        from tw_jax.data import vocabularies
+
+        return {"t5": vocabularies.t5_vocabulary, "gpt2": vocabularies.gpt2_vocabulary,
+                "bart": vocabularies.bart_vocabulary}[cls.vocabulary_kind](path)
+
+    def probe_prompt(self, row: Mapping[str, str], *, cloze: bool = False) -> str:
+        """The prompt that asks for a probe row's object: ``subject relation``, which the model
+        continues (``cloze`` asks for the masked cloze sentence where a family reads one)."""
+        return f"{row['subject']} {row['relation']}"
+
+    def probe_example(self, vocabulary: Any, row: Mapping[str, str], variant: str, *,
+                      prepend_bos: bool = True) -> Any:
+        """The scoring example of a probe row for a perplexity variant (``text``, ``object``,
+        ``cloze``): the tokens :func:`tw_jax.tasks.probes.probe_spec` marks, which the probe
+        tasks' features score too."""
+        return self._probe_example(vocabulary, row, variant, sentinel=False,
+                                   prepend_bos=prepend_bos)
+
+    def _probe_example(self, vocabulary: Any, row: Mapping[str, str], variant: str, *,
+                       sentinel: bool, prepend_bos: bool) -> Any:
+        from tw_jax.tasks.probes import VARIANTS, probe_spec
+
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+        spec = probe_spec(row, variant, sentinel=sentinel)
+        spans = None if spec.spans is None else list(spec.spans)
+        return self.span_example(vocabulary, spec.source, spec.target, spans,
+                                 prepend_bos=prepend_bos)
+
+    def fill_example(self, vocabulary: Any, prompt: str, filler: str, *,
+                     separator: str = " ") -> Any:
+        """An example scoring ``filler`` as the answer ``prompt`` asks for (a candidate of rank
+        classification): the filler's tokens after ``prompt + separator``."""
+        return self.span_example(vocabulary, prompt, filler, separator=separator)
+
+    def cloze_example(self, vocabulary: Any, left: str, filler: str, right: str, *,
+                      max_length: int | None = None) -> tuple[Any, bool]:
+        """``(example, cut)``: an example scoring the tokens of ``filler`` in the blank between
+        ``left`` and ``right`` (ECBD's masked span), and whether its context was cut to
+        ``max_length`` tokens. Here the left context, then the filler: a left-to-right model
+        cannot read the right context before the span."""
+        text = left + filler
+        return self.truncate_left(
+            self.span_example(vocabulary, "", text, [(filler_start(left), len(text))]), max_length)
+
+    def cloze_fillers(self, params: Any, vocabulary: Any, sentences: Sequence[str], *, k: int,
+                      beam_size: int, max_new_tokens: int,
+                      batch_size: int = 8) -> list[list[str]] | None:
+        """The ``k`` best distinct fillers the model writes for each sentence's blank
+        (``<extra_id_0>``, as ECBD's masked sentences carry it), or None: a family that does not
+        write fillers for a blank (ECBD's recall@k, Appendix D, is T5's)."""
+        return None
+
+    def prompt_budget(self, input_length: int, max_new_tokens: int) -> int:
+        """The most prompt tokens it reads when its answer may take ``max_new_tokens``:
+        ``input_length``, the answer having a decoder of its own."""
+        return input_length
+
     # --- parameters ----------------------------------------------------------------------
 
     def param_labels(self, params: Any) -> Any:
@@ -217,6 +282,7 @@ class EncoderDecoderModel(BaseModel):
     """A source read by an encoder, a target written by a decoder (T5)."""
 
     prompt_padding = "right"
+    qa_protocol = "free"  # CKL and EvolvingQA decode T5's answers
     feature_names = (*features.MODEL_FEATURES, *features.ENCODER_FEATURES)
     packing_features = tuple(features.ENCODER_PACKING)
     task_features = ("inputs", "targets")
@@ -273,6 +339,7 @@ class DecoderOnlyModel(BaseModel):
     """One row, source then target, each token predicted from those before it (GPT-2)."""
 
     prompt_padding = "left"
+    qa_protocol = "teacher_forced"  # as the TemporalWiki reference code scores GPT-2
     feature_names = features.MODEL_FEATURES
     packing_features = tuple(features.DECODER_PACKING)
     task_features = ("targets",)  # ``inputs``, when a task has them, are the row's prompt
@@ -336,6 +403,19 @@ class DecoderOnlyModel(BaseModel):
     def prompt_ids(self, vocabulary: Any, text: str) -> list[int]:
         return list(vocabulary.encode(text))
 
+    def prompt_budget(self, input_length: int, max_new_tokens: int) -> int:
+        """``input_length``, less the answer's tokens: prompt and answer share one row of at
+        most :attr:`max_length` tokens."""
+        if self.max_length is None:
+            return input_length
+        return min(input_length, self.max_length - max_new_tokens)
+
+
+def filler_start(left: str) -> int:
+    """Where a filler after ``left`` starts in ``left + filler``: at the space that ends
+    ``left``, which marks the filler's first word, as the tokenizers read it."""
+    return len(left) - 1 if left.endswith(" ") else len(left)
+
 
 def _packing(batch: Batch, names: Mapping[str, str]) -> dict[str, jax.Array]:
     """The module arguments of a packed batch's segment ids and positions (none unpacked)."""
@@ -351,6 +431,11 @@ def register_family(family: type[BaseModel]) -> type[BaseModel]:
     """Make ``family`` the model of its config class (usable as a class decorator)."""
     _FAMILIES[family.config_class] = family
     return family
+
+
+def registered_families() -> tuple[type[BaseModel], ...]:
+    """Every registered family, in the order of registration."""
+    return tuple(_FAMILIES.values())
 
 
 def families_by_type() -> dict[str, type[BaseModel]]:
@@ -392,4 +477,5 @@ __all__ = [
     "families_by_type",
     "model_for",
     "register_family",
+    "registered_families",
 ]

@@ -10,23 +10,30 @@ like this one: a subclass of :class:`~tw_jax.models.base.DecoderOnlyModel` or
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import flax.linen as nn
 import jax
 
 from tw_jax.data.tokens import Span, encode_with_offsets, span_mask
-from tw_jax.models import flop_layout
+from tw_jax.models import flop_layout, t5_fill
 from tw_jax.models.bart import BART, BARTConfig
 from tw_jax.models.bart_io import BIAS, load_bart, save_bart
-from tw_jax.models.base import DecoderOnlyModel, EncoderDecoderModel, register_family
+from tw_jax.models.base import (
+    DecoderOnlyModel,
+    EncoderDecoderModel,
+    filler_start,
+    register_family,
+)
 from tw_jax.models.gpt2 import GPT2, GPT2Config
 from tw_jax.models.hf_io import load_gpt2, save_gpt2
 from tw_jax.models.t5 import T5, T5Config
+from tw_jax.models.t5_fill import SENTINEL, SENTINEL_END
 from tw_jax.models.t5_io import load_t5, save_t5
 from tw_jax.models.token_scores import Seq2SeqExample, TokenScores
 from tw_jax.models.variants import FROZEN, TRAINABLE, ParamCount, param_labels, path_names
+from tw_jax.preprocess.probes.probe_csv import masked_cloze
 from tw_jax.text.answers import answer_from_bart, answer_from_gpt2, answer_from_t5
 
 
@@ -64,7 +71,6 @@ class T5Model(EncoderDecoderModel):
     model_type = "t5"
     objective = "ssm"
     vocabulary_kind = "t5"
-    fills_sentinel_spans = True
 
     @classmethod
     def load_hf(cls, folder: str, **overrides: Any) -> tuple[Any, Any]:
@@ -78,6 +84,43 @@ class T5Model(EncoderDecoderModel):
 
     def answer_text(self, text: str) -> str:
         return answer_from_t5(text)
+
+    def probe_prompt(self, row: Mapping[str, str], *, cloze: bool = False) -> str:
+        """``subject relation <extra_id_0>``, or with ``cloze`` the cloze sentence with the
+        object masked where the row has one."""
+        masked = masked_cloze(row) if cloze else None
+        return masked if masked is not None else f"{row['subject']} {row['relation']} {SENTINEL}"
+
+    def probe_example(self, vocabulary: Any, row: Mapping[str, str], variant: str, *,
+                      prepend_bos: bool = True) -> Any:
+        """The object as the sentinel span of the probe's prompt (not the sentinel, not EOS)."""
+        return self._probe_example(vocabulary, row, variant, sentinel=True,
+                                   prepend_bos=prepend_bos)
+
+    def fill_example(self, vocabulary: Any, prompt: str, filler: str, *,
+                     separator: str = " ") -> Seq2SeqExample:
+        """The target ``<extra_id_0> filler`` after the prompt, which holds ``<extra_id_0>`` or
+        gets it appended; the filler's tokens (with the space before it) are scored."""
+        prompt = prompt if SENTINEL in prompt else f"{prompt} {SENTINEL}"
+        target = f"{SENTINEL} {filler}"
+        return self.span_example(vocabulary, prompt, target, [(len(SENTINEL), len(target))])
+
+    def cloze_example(self, vocabulary: Any, left: str, filler: str, right: str, *,
+                      max_length: int | None = None) -> tuple[Any, bool]:
+        """Input ``left <extra_id_0> right`` + EOS, target ``<extra_id_0> filler <extra_id_1>``
+        + EOS; only the filler's tokens between the two sentinels are scored. Nothing is cut
+        (relative positions)."""
+        target = f"{SENTINEL} {filler} {SENTINEL_END}"
+        span = (len(SENTINEL), len(SENTINEL) + 1 + len(filler))
+        return self.span_example(vocabulary, left + SENTINEL + right, target, [span]), False
+
+    def cloze_fillers(self, params: Any, vocabulary: Any, sentences: Sequence[str], *, k: int,
+                      beam_size: int, max_new_tokens: int,
+                      batch_size: int = 8) -> list[list[str]] | None:
+        """The first spans of beam search's finished sequences (:func:`t5_fill.top_k_spans`)."""
+        return t5_fill.top_k_spans(self.module, params, vocabulary, sentences, k=k,
+                                   beam_size=beam_size, max_new_tokens=max_new_tokens,
+                                   batch_size=batch_size)
 
 
 @register_family
@@ -97,7 +140,7 @@ class BARTModel(EncoderDecoderModel):
     model_type = "bart"
     objective = "denoise"
     vocabulary_kind = "bart"
-    mask_token = "<mask>"
+    mask_token = "<mask>"  # a masked text carries it; the target is the whole text
 
     @property
     def max_length(self) -> int | None:
@@ -152,6 +195,17 @@ class BARTModel(EncoderDecoderModel):
 
     def prompt_ids(self, vocabulary: Any, text: str) -> list[int]:
         return [self.bos_id, *vocabulary.encode(text), self.eos_id]
+
+    def cloze_example(self, vocabulary: Any, left: str, filler: str, right: str, *,
+                      max_length: int | None = None) -> tuple[Any, bool]:
+        """Input ``left <mask> right``, target the whole text with the filler in place, both
+        framed ``<s> … </s>``; only the filler's tokens are scored, teacher forcing feeding the
+        decoder the left context before them (ECBD, Section 3). A context longer than
+        ``max_length`` loses its first tokens."""
+        text = left + filler
+        return self.truncate_left(self.span_example(
+            vocabulary, left + self.mask_token + right, text + right,
+            [(filler_start(left), len(text))]), max_length)
 
     def param_labels(self, params: Any) -> Any:
         """The method's labels, with ``final_logits_bias`` always frozen: Hugging Face keeps it

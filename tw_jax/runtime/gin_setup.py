@@ -2,8 +2,9 @@
 
 One run's gin files serve every command (``tw-jax train``, ``eval``, ``compile``, the lifelong
 runner reading a run's ``config.gin``), so parsing needs every configurable of every command
-known, whichever command parses. :func:`register_configurables` registers the model configs and
-variants of each registered family (``T5Config``, ``GPT2Config``, ``BARTConfig``, ``LoRAConfig``,
+known, whichever command parses. :func:`register_configurables` registers the model config of
+each family that :mod:`tw_jax.models` registers (:func:`tw_jax.models.registered_families`:
+``GPT2Config``, ``T5Config``, ``BARTConfig``) and the variants (``LoRAConfig``,
 ``KAdapterConfig``, ``ModularConfig``; frozen dataclasses, so gin builds them by keyword) and
 imports the modules that declare the other configurables (:data:`CONFIGURABLE_MODULES`: the
 trainer's ``train``, ``make_schedule``, the optimizer configs and ``compile``, evaluation's
@@ -35,14 +36,7 @@ from typing import Any
 
 import gin
 
-from tw_jax.models import (
-    BARTConfig,
-    GPT2Config,
-    KAdapterConfig,
-    LoRAConfig,
-    ModularConfig,
-    T5Config,
-)
+from tw_jax.models import KAdapterConfig, LoRAConfig, ModularConfig, registered_families
 
 MACROS_TRAIN = ("MODEL_DIR", "MIXTURE_OR_TASK_NAME", "TASK_FEATURE_LENGTHS", "TRAIN_STEPS",
                 "BATCH_SIZE")
@@ -85,12 +79,20 @@ def moved_configurable(selector: str, new_binding: Callable[[str], str]) -> None
     _MOVED[selector] = new_binding
 
 
+def _package_configs() -> list[type]:
+    """The config classes of the families defined in :mod:`tw_jax.models`; a family defined
+    elsewhere registers its config with gin itself, under its own module, as its gin file
+    names it (``@my_family.MyConfig()``; docs/architecture.md, "Adding a model family")."""
+    return [family.config_class for family in registered_families()
+            if family.config_class.__module__.startswith("tw_jax.models.")]
+
+
 def register_configurables() -> None:
     """Make every command's configurables known to gin (idempotent)."""
     global _REGISTERED
     if _REGISTERED:
         return
-    for cls in (T5Config, GPT2Config, BARTConfig, LoRAConfig, KAdapterConfig, ModularConfig):
+    for cls in (*_package_configs(), LoRAConfig, KAdapterConfig, ModularConfig):
         gin.external_configurable(cls, module="tw_jax.models")
     for module in CONFIGURABLE_MODULES:
         importlib.import_module(module)
