@@ -314,8 +314,8 @@ class SeqioModel:
         return fixed_width(out, eos)
 
     def _teacher_forced(self, dataset: tf.data.Dataset) -> list[tuple[int, list[int]]]:
-        """The reference's GPT-2 answers (:func:`tw_jax.evaluate.qa.teacher_forced_answers`):
-        the argmax at every position that predicts a scored target token, EOS dropped,
+        """The reference's GPT-2 answers (:mod:`tw_jax.evaluate.qa`'s ``"teacher_forced"``): the
+        argmax at every position that predicts a scored target token, EOS dropped,
         detokenised and cut after the first "."; returned as the tokens of that text with line
         breaks as spaces (the task's postprocessor keeps a GPT-2 answer's first line; SQuAD
         normalisation reads both as one space), so the task's EM/F1 are the reference's."""
