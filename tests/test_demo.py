@@ -21,7 +21,12 @@ def test_demo_runs_the_whole_loop(tmp_path, capsys):
     argv = ["demo", "--out", str(tmp_path), "--initial-steps", "6", "--update-steps", "4",
             "--max-probes", "12"]
     assert main(argv) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    # one line per stage, and the trainer's progress (a line per LOG_PERIOD off a terminal)
+    assert "INITIAL: training on the 08 snapshot, then scoring it on every month's probes" in out
+    assert "INITIAL: done in" in out and "(trained initial; " in out
+    assert "DIFF: done in" in out and "(trained 0809, 0910; " in out
+    assert "step 6/6 loss" in err and "step 4/4 loss" in err
     world = json.loads((tmp_path / "sample_world" / "world.json").read_text())
     assert (world["n_entities"], world["change_rounds"]) == (360, 3)  # DEMO_WORLD
     for pair in ("0809", "0910", "1011"):

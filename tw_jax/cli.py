@@ -180,6 +180,34 @@ def _quiet_logs() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+# Commands that never load TensorFlow (no reason to pay its import up front).
+_NO_TENSORFLOW = ("sample-world", "report")
+
+
+def _import_tensorflow_quietly() -> None:
+    """TensorFlow's C++ start-up lines ("All log messages before absl::InitializeLog()...",
+    the CUDA probe of a CPU build, CPU features) go straight to file descriptor 2 while it loads,
+    before any logging setting applies (TF_CPP_MIN_LOG_LEVEL no longer covers them). Load it
+    once with descriptor 2 on /dev/null; an import error still raises (its Python traceback is
+    printed after the descriptor is restored). ``--verbose`` keeps the lines."""
+    import importlib.util
+
+    if "tensorflow" in sys.modules or importlib.util.find_spec("tensorflow") is None:
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # later INFO lines of TensorFlow's own
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w", encoding="utf-8") as null:
+            os.dup2(null.fileno(), 2)
+            try:
+                import tensorflow  # noqa: F401
+            finally:
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
+
+
 def _verbose_logs() -> None:
     """Every library's INFO lines on stderr (absl's handler is only installed by absl.app)."""
     import logging
@@ -234,6 +262,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _verbose_logs()
     else:
         _quiet_logs()
+        if args.command not in _NO_TENSORFLOW:
+            _import_tensorflow_quietly()
     try:
         with _stopping_on_signals(args.command), _output_folders_claimed(
                 args, _option_names(parser)):

@@ -130,7 +130,11 @@ def train_and_report(data_dir: str | Path, out_dir: str | Path,
     seconds: dict[str, float] = {}
     for method in ("initial", *settings.methods):
         started = time.perf_counter()
-        run_lifelong(LifelongOptions(
+        what = (f"the {settings.months[0][:2]} snapshot" if method == "initial"
+                else ", ".join(settings.months))
+        print(f"{method.upper()}: training on {what}, then scoring it on every month's probes",
+              flush=True)
+        summary = run_lifelong(LifelongOptions(
             gin_files=[f"{method}.gin", settings.model_gin, "runs/demo.gin"],
             months=list(settings.months), out_dir=runs, data_dir=str(data_dir),
             gin_bindings=[*bindings, *_budget(settings, method)],
@@ -139,6 +143,9 @@ def train_and_report(data_dir: str | Path, out_dir: str | Path,
             propn_length=settings.propn_length,
         ))
         seconds[method] = round(time.perf_counter() - started, 1)
+        trained = ", ".join(summary.trained) or "nothing (reused)"
+        print(f"{method.upper()}: done in {seconds[method]:.0f} s (trained {trained}; "
+              f"{summary.appended} results)", flush=True)
     written = build_report([str(runs)], out_dir / "report")
     table = probe_table(ResultIndex(read_results([str(runs)])), "ppl")
     return {
