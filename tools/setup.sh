@@ -14,6 +14,10 @@
 #                                # reach PyPI but not GitHub
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# uv installs without byte-compiling: every fresh interpreter then compiles TensorFlow, JAX and
+# T5X from source on import (about 15 s of CPU a process where the environment sets
+# PYTHONDONTWRITEBYTECODE, as this workplace's machines do), and the tests start dozens of them.
+export UV_COMPILE_BYTECODE=1
 extras="${1:-}"
 tpu=0
 if [[ ",$extras," == *",tpu,"* ]]; then tpu=1; fi
