@@ -12,6 +12,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "tasks"))
 
+CACHE_BYTES = 16 * 2**30  # far above what a run writes: nothing is ever evicted
+
 
 @pytest.fixture(scope="session")
 def sample_world(tmp_path_factory) -> tuple[Path, dict]:
@@ -63,10 +65,21 @@ def train_data(tmp_path_factory) -> dict:
 
 @pytest.fixture(scope="session")
 def compile_cache(tmp_path_factory) -> Path:
+    """One persistent XLA cache for the whole run: under xdist every worker (and every
+    subprocess it starts) shares the run's folder beside the workers' own, so a graph one worker
+    compiled is a cache hit on the other. A size limit turns on JAX's file lock around each
+    entry (without it a process can read an entry another is still writing); the limit is set
+    in the environment too, for the subprocesses, which copy it."""
     import jax
 
-    folder = tmp_path_factory.mktemp("xla_cache")
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = tmp_path_factory.getbasetemp().parent / "xla_cache"
+        folder.mkdir(exist_ok=True)
+    else:
+        folder = tmp_path_factory.mktemp("xla_cache")
+    os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(CACHE_BYTES)
     jax.config.update("jax_compilation_cache_dir", str(folder))
+    jax.config.update("jax_compilation_cache_max_size", CACHE_BYTES)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return folder
