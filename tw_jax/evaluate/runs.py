@@ -101,7 +101,7 @@ def load_params(
         name = found.rstrip("/").rsplit("/", 1)[-1]
         found_step = int(name) if name.isdigit() else None
     merged, missing = checkpoints.initial_params(
-        run.init_params(0), source, run.abstract_params
+        lambda: run.init_params(0), source, run.abstract_params
     )
     if missing:
         raise checkpoints.CheckpointError(

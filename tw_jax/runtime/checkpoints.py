@@ -43,7 +43,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
@@ -482,9 +482,15 @@ def _overlay(fresh: Any, loaded: Any, where: tuple[str, ...], missing: list[str]
     return loaded
 
 
-def initial_params(fresh: Any, path: PathLike, abstract_params: Any) -> tuple[Any, list[str]]:
+def initial_params(
+    fresh: Any | Callable[[], Any], path: PathLike, abstract_params: Any
+) -> tuple[Any, list[str]]:
     """``fresh`` (unboxed, placed) with every tensor the checkpoint at ``path`` has replaced by
     it, in the shardings of ``abstract_params``; and the paths that kept their fresh values.
+
+    ``fresh`` may be a function that makes them: it is called only when the checkpoint lacks a
+    tensor, so a checkpoint that has them all skips initialising (and compiling the
+    initialiser of) a model whose every value it replaces.
 
     An orbax checkpoint is restored straight into the current mesh, whatever mesh or host count
     saved it; a Hugging Face folder is read on the host and placed.
@@ -507,7 +513,12 @@ def initial_params(fresh: Any, path: PathLike, abstract_params: Any) -> tuple[An
     except CheckpointError as error:
         raise CheckpointError(f"{folder}: {error}") from error
     missing: list[str] = []
-    merged = _overlay(fresh, loaded, (), missing)
+    if callable(fresh):
+        merged = _overlay(abstract_params, loaded, (), missing)
+        if missing:
+            merged = _overlay(fresh(), loaded, (), [])
+    else:
+        merged = _overlay(fresh, loaded, (), missing)
     if missing:
         log.info(
             "%s: %d tensors are not in the checkpoint and start fresh: %s", folder, len(missing),

@@ -171,11 +171,13 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
             log.info("resuming from %s at step %d", checkpoint_dir, start_step)
         else:
             start_step = 0
-            params = run.init_params(seed)
-            if config.initial_checkpoint_path:
+            if config.initial_checkpoint_path:  # initialised only if the checkpoint lacks some
                 params, fresh = checkpoints.initial_params(
-                    params, config.initial_checkpoint_path, run.abstract_params
+                    lambda: run.init_params(seed), config.initial_checkpoint_path,
+                    run.abstract_params,
                 )
+            else:
+                params = run.init_params(seed)
             opt_state = jax.jit(tx.init, out_shardings=opt_shardings)(params)
 
         # The global stream on every host (see the module docstring): host-count independent.
