@@ -123,12 +123,12 @@ def test_lora_gpt2_trains_alike_and_t5x_eval_gives_tw_jax_probe_figures(tmp_path
     assert sorted(theirs) == ["twiki_probes_0809_changed", "twiki_probes_0809_new",
                               "twiki_probes_0809_unchanged", "twiki_probes_0809_updated"]
 
-    # ... and tw-jax eval of the same checkpoint, converted back, give the same figures.
-    done = subprocess.run(
-        [sys.executable, "-m", "tw_jax.cli", "t5x-checkpoint", "from-t5x",
-         "--from", str(tmp_path / "t5x" / "checkpoint_8"), "--out", str(tmp_path / "back")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    # ... and tw-jax eval of the same checkpoint, converted back (in this process: a conversion
+    # needs no subprocess's start-up), give the same figures.
+    from tw_jax.cli import main
+
+    assert main(["t5x-checkpoint", "from-t5x", "--from", str(tmp_path / "t5x" / "checkpoint_8"),
+                 "--out", str(tmp_path / "back")]) == 0
     done = subprocess.run(
         [sys.executable, "-m", "tw_jax.cli", "eval", "--gin_file=lora.gin",
          "--gin_file=models/gpt2_tiny.gin", "--gin_file=runs/cpu_smoke.gin",
