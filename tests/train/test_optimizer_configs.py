@@ -13,12 +13,14 @@ import optax
 import pytest
 
 from tw_jax.runtime import gin_setup
+from tw_jax.train.config import gin_lines
 from tw_jax.train.gin_config import train_config
 from tw_jax.train.optimizers import (
     AdafactorConfig,
     AdamWConfig,
     RecAdamConfig,
     SGDConfig,
+    make_optimizer,
     resolve,
 )
 from tw_jax.train.schedules import make_schedule
@@ -58,11 +60,35 @@ def tiny_tree() -> dict[str, jax.Array]:
     return {"b": jnp.asarray([0.5, -0.25, 1.0], jnp.float32), "w": jnp.asarray(w)}
 
 
+# Two of those calls as the deprecated flat function (what recorded config.gin files call).
+FLAT_CALLS = {
+    "adafactor_per_axis": ("adafactor", {
+        "adafactor_min_dim_size_to_factor": 2, "adafactor_as_matrices": False,
+        "adafactor_momentum": 0.9, "adafactor_decay_rate": 0.7,
+        "adafactor_clipping_threshold": None, "recadam_gamma": 1.0}),
+    "recadam": ("recadam", {"recadam_gamma": 50.0, "recadam_k": 1.0, "recadam_t0": 1.0,
+                            "weight_decay": 0.01, "accumulate_steps": 2}),
+}
+
+
+def _schedule() -> optax.Schedule:
+    return make_schedule("warmup_linear", 1e-2, 4, warmup_fraction=0.25, final_fraction=0.0)
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_configs_give_make_optimizers_updates_bit_for_bit(case):
-    schedule = make_schedule("warmup_linear", 1e-2, 4, warmup_fraction=0.25, final_fraction=0.0)
-    tx = CASES[case](schedule, accumulate_steps=ACCUMULATE.get(case, 1),
+    tx = CASES[case](_schedule(), accumulate_steps=ACCUMULATE.get(case, 1),
                      labels=LABELS.get(case))
+    _check_updates(case, tx)
+
+
+@pytest.mark.parametrize("case", sorted(FLAT_CALLS))
+def test_the_deprecated_flat_function_still_gives_its_updates(case):
+    name, flat = FLAT_CALLS[case]
+    _check_updates(case, make_optimizer(name, _schedule(), **flat))
+
+
+def _check_updates(case: str, tx: optax.GradientTransformation) -> None:
     params = tiny_tree()
     state = tx.init(params)
     for step in range(4):
@@ -112,7 +138,38 @@ def test_an_optimizer_named_the_old_way_still_builds_with_a_warning():
      "tw_jax.train.RecAdamConfig, tw_jax.train.SGDConfig)"),
 ])
 def test_a_binding_of_make_optimizer_is_an_error_naming_the_new_binding(binding, new):
-    selector = binding[:binding.index("make_optimizer")] + "make_optimizer"
+    """Over the new base.gin nothing calls make_optimizer: its binding would change nothing."""
+    parameter = binding.split("=")[0].strip().rsplit(".", 1)[1]
+    gin_setup.parse(SMOKE, ["MODEL_DIR='/runs/a'", binding])
     with pytest.raises(gin_setup.GinConfigError) as error:
-        gin_setup.parse(SMOKE, ["MODEL_DIR='/runs/a'", binding])
-    assert str(error.value) == f"gin: {selector} is gone; {new} (--gin bindings, line 2)"
+        train_config()
+    assert str(error.value) == (f"gin: tw_jax.train.make_optimizer.{parameter} is bound but the "
+                                f"optimizer is a config now; {new}")
+
+
+# A run's config.gin as tw-jax train recorded it before the optimizer configs (its optimizer
+# lines), over the model and run files: it still parses and trains the same optimizer.
+RECORDED = """
+CLIP_NORM = 1.0
+OPTIMIZER = 'recadam'
+tw_jax.train.train.optimizer_fn = @tw_jax.train.make_optimizer
+tw_jax.train.compile.optimizer_fn = @tw_jax.train.make_optimizer
+make_optimizer.clip_norm = %CLIP_NORM
+make_optimizer.name = %OPTIMIZER
+make_optimizer.b2 = 0.98
+make_optimizer.recadam_gamma = 100.0
+make_optimizer.adafactor_decay_rate = 0.5
+"""
+
+
+def test_a_run_recorded_before_the_configs_still_parses_and_trains_its_optimizer(tmp_path):
+    recorded = tmp_path / "config.gin"
+    recorded.write_text(RECORDED)
+    gin_setup.parse([*SMOKE, str(recorded)], ["MODEL_DIR='/runs/a'"])
+    with pytest.warns(FutureWarning, match="optimizer_fn = @tw_jax.train.make_optimizer is "
+                                           "deprecated"):
+        config = train_config()
+    assert isinstance(config.optimizer, RecAdamConfig) and config.optimizer_fn is None
+    assert (config.optimizer.clip_norm, config.optimizer.b2, config.optimizer.gamma) == (
+        1.0, 0.98, 100.0)  # Adafactor's decay rate belongs to another optimizer: ignored
+    assert not any("optimizer_fn" in line for line in gin_lines(config, config.gin_record.bound))

@@ -30,7 +30,7 @@ import importlib
 import inspect
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,15 +68,6 @@ CONFIGURABLE_MODULES = (
 )
 
 _REGISTERED = False
-
-# Configurables that are gone, by selector: what a binding of each parameter became.
-_MOVED: dict[str, Callable[[str], str]] = {}
-
-
-def moved_configurable(selector: str, new_binding: Callable[[str], str]) -> None:
-    """Declare ``selector`` gone: gin's error for a binding ``selector.parameter`` then says
-    ``new_binding(parameter)`` (where it went), not only that nothing is named ``selector``."""
-    _MOVED[selector] = new_binding
 
 
 def _package_configs() -> list[type]:
@@ -200,9 +191,6 @@ def _one_line(error: BaseException) -> str:
         return f"gin: {match[1]} has no parameter {match[2]!r}{hint}{suffix}"
     match = _NO_CONFIGURABLE.search(first)
     if match:
-        moved = _moved_hint(match[1], text)
-        if moved:
-            return f"gin: {match[1]} is gone; {moved}{suffix}"
         names = sorted(selector for selector, _ in gin.config._REGISTRY.items())  # noqa: SLF001
         by_short = {name.rsplit(".", 1)[-1]: name for name in names}  # T5Config as users write it
         close = difflib.get_close_matches(match[1], names, n=3, cutoff=0.6) or [
@@ -211,15 +199,6 @@ def _one_line(error: BaseException) -> str:
         hint = f"; did you mean {' or '.join(close)}?" if close else ""
         return f"gin: no configurable named {match[1]!r}{hint}{suffix}"
     return f"gin: {first}{suffix}"
-
-
-def _moved_hint(selector: str, text: str) -> str | None:
-    """Where the binding of a :func:`moved_configurable` in gin's error ``text`` went."""
-    for name, new_binding in _MOVED.items():
-        if name == selector or name.endswith("." + selector):
-            parameter = re.search(rf"{re.escape(selector)}\.(\w+)\s*=", text)
-            return new_binding(parameter[1] if parameter else "")
-    return None
 
 
 def used_macros() -> set[str]:

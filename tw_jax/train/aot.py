@@ -48,7 +48,7 @@ from tw_jax.platforms import has_tpu_chips, module_installed
 from tw_jax.runtime.run_model import RunModel, build_run_model, with_shardings
 from tw_jax.runtime.score_step import make_score_step
 from tw_jax.train.flops import train_step_flops
-from tw_jax.train.optimizers import resolve
+from tw_jax.train.optimizers import from_legacy, resolve
 from tw_jax.train.trainer import build_train_step
 
 GIB = 1024**3
@@ -288,6 +288,7 @@ def compile_for_topology(
     schedule_fn: Callable[..., optax.Schedule] | None = None,
     accumulate_steps: int = 1,
     mesh_shape: Sequence[int] = (-1, 1, 1),
+    optimizer_fn: Callable[..., optax.GradientTransformation] | None = None,  # deprecated
     seed: int = 0,
     train_steps: int = 10_000,
     hbm_bytes: int | None = None,
@@ -325,7 +326,8 @@ def compile_for_topology(
     started = time.perf_counter()
     if step == "train":
         lowered = _lower_train(
-            run, rows, task_feature_lengths, optimizer=resolve(optimizer),
+            run, rows, task_feature_lengths,
+            optimizer=resolve(optimizer) if optimizer_fn is None else from_legacy(optimizer_fn),
             schedule_fn=schedule_fn, train_steps=train_steps,
             accumulate_steps=accumulate_steps, seed=seed,
         )

@@ -83,6 +83,9 @@ class TrainConfig:
     # train_config() resolves it, so a later gin parse cannot change how this run shards.
     axis_rules: Sequence[tuple[str, Any]] | None = None
     gin_record: GinRecord | None = None  # None: built in Python, not from gin
+    # Deprecated: runs recorded before the optimizer configs bind ``optimizer_fn =
+    # @tw_jax.train.make_optimizer``; train_config() turns it into ``optimizer``.
+    optimizer_fn: Callable[..., optax.GradientTransformation] | None = None
 
     def replace(self, **changes: Any) -> TrainConfig:
         """This run with ``changes`` (field names); an unknown name is a TypeError."""
@@ -119,7 +122,7 @@ def gin_lines(config: TrainConfig, bound: Mapping[str, Any]) -> list[str]:
     """
     lines = []
     for field in dataclasses.fields(config):
-        if field.name in NOT_GIN_FIELDS:
+        if field.name in (*NOT_GIN_FIELDS, "optimizer_fn"):
             continue
         value = getattr(config, field.name)
         if field.name in bound and _equal(bound[field.name], value):

@@ -36,15 +36,30 @@ def train_config() -> TrainConfig:
     register_configurables()
     try:
         config = gin.get_configurable("tw_jax.train.train")()
-        config = config.replace(optimizer=optimizers.resolve(config.optimizer),
+        optimizer = (optimizers.from_legacy(config.optimizer_fn)  # recorded before the configs
+                     if config.optimizer_fn is not None else optimizers.resolve(config.optimizer))
+        config = config.replace(optimizer=optimizer, optimizer_fn=None,
                                 schedule_fn=_bound(config.schedule_fn))
         rules = axis_rules()  # called through gin, so the operative record lists the table
         bound = gin.get_bindings("tw_jax.train.train")
     except (ValueError, TypeError) as error:
         raise GinConfigError(f"gin: {str(error).splitlines()[0]}") from None
+    if bound.get("optimizer_fn") is None:
+        _check_no_flat_optimizer_bindings()
     _check_variants(config.model_config)
     record = GinRecord(gin.config_str(), gin.operative_config_str(), bound)
     return config.replace(axis_rules=rules, gin_record=record)
+
+
+def _check_no_flat_optimizer_bindings() -> None:
+    """``make_optimizer.recadam_gamma = …`` without ``optimizer_fn = @make_optimizer`` (an old
+    gin file over the new base.gin) would change nothing: an error naming the new binding."""
+    bound = gin.get_bindings(optimizers.make_optimizer)
+    if bound:
+        parameter = sorted(bound)[0]
+        raise GinConfigError(
+            f"gin: tw_jax.train.make_optimizer.{parameter} is bound but the optimizer is a "
+            f"config now; {optimizers.flat_binding_moved(parameter)}")
 
 
 VARIANTS = ("lora", "kadapter", "modular")

@@ -34,9 +34,12 @@ default, ``as_matrices``): the factored statistics of T5, ~1.1 GiB less state fo
 by it (T5X likewise). AdamW's ``weight_decay`` is PyTorch's: multiplied by the learning rate.
 Plain :class:`SGDConfig` (no momentum, no decay) is there for tests and debugging.
 
-The configs replace ``make_optimizer``'s 21 flat parameters; gin's error for a binding of the
-old ones names the new binding (:func:`flat_binding_moved`), and an optimizer given by its old
-name (``OPTIMIZER = 'adamw'``) still works, with a warning (:func:`resolve`).
+The configs replace ``make_optimizer``'s 21 flat parameters. A run recorded before them
+(``config.gin`` binding ``optimizer_fn = @tw_jax.train.make_optimizer``) still parses and trains
+the same optimizer (:func:`from_legacy`, with a warning); a ``make_optimizer.*`` binding that
+nothing uses any more is an error naming the new binding (:func:`flat_binding_moved`); and an
+optimizer given by its old name (``OPTIMIZER = 'adamw'``) still works, with a warning
+(:func:`resolve`).
 """
 
 from __future__ import annotations
@@ -50,7 +53,6 @@ import gin
 import jax
 import optax
 
-from tw_jax.runtime.gin_setup import moved_configurable
 from tw_jax.train.freezing import freeze
 from tw_jax.train.recadam import recadam
 
@@ -192,23 +194,71 @@ def resolve(optimizer: Any) -> Any:
     return gin.get_configurable(f"{GIN_MODULE}.{cls.__name__}")()
 
 
+def _flat_field(parameter: str) -> tuple[tuple[type[OptimizerConfig], ...], str]:
+    """The configs that hold ``make_optimizer``'s flat ``parameter``, and its field name there
+    (``adafactor_decay_rate`` → AdafactorConfig.decay_rate, ``b2`` → AdamW and RecAdam)."""
+    for prefix, cls in (("adafactor_", AdafactorConfig), ("recadam_", RecAdamConfig)):
+        if parameter.startswith(prefix):
+            return (cls,), parameter.removeprefix(prefix)
+    owners = tuple(cls for cls in CONFIGS.values()
+                   if parameter in {field.name for field in dataclasses.fields(cls)})
+    return owners, parameter
+
+
 def flat_binding_moved(parameter: str) -> str:
     """Where a binding of ``make_optimizer``'s flat ``parameter`` went."""
     configs = ", ".join(f"{GIN_MODULE}.{cls.__name__}" for cls in CONFIGS.values())
     if parameter == "name":
         return f"bind the optimizer's config instead of its name: OPTIMIZER = @{GIN_MODULE}." \
                f"AdamWConfig() (one of {configs})"
-    for prefix, cls in (("adafactor_", AdafactorConfig), ("recadam_", RecAdamConfig)):
-        if parameter.startswith(prefix):
-            return f"bind {GIN_MODULE}.{cls.__name__}.{parameter.removeprefix(prefix)}"
-    owners = [cls for cls in CONFIGS.values()
-              if parameter in {field.name for field in dataclasses.fields(cls)}]
+    owners, field_name = _flat_field(parameter)
     if owners:
-        return "bind " + " or ".join(f"{GIN_MODULE}.{cls.__name__}.{parameter}" for cls in owners)
+        return "bind " + " or ".join(f"{GIN_MODULE}.{cls.__name__}.{field_name}" for cls in owners)
     return f"bind the fields of the optimizer's config ({configs})"
 
 
-moved_configurable(f"{GIN_MODULE}.make_optimizer", flat_binding_moved)
+def legacy_config(name: str = "adafactor", **flat: Any) -> OptimizerConfig:
+    """The config of a ``make_optimizer(name, **flat)`` call (runs recorded before the configs:
+    their ``config.gin`` binds ``train.optimizer_fn = @tw_jax.train.make_optimizer``). A flat
+    parameter of another optimizer than ``name`` is ignored, as ``make_optimizer`` ignored it."""
+    cls = CONFIGS.get(name)
+    if cls is None:
+        raise ValueError(f"unknown optimizer {name!r}; expected one of {OPTIMIZERS}")
+    fields = {field.name for field in dataclasses.fields(cls)}
+    values = {}
+    for parameter, value in flat.items():
+        owners, field_name = _flat_field(parameter)
+        if not owners and parameter not in ("schedule", "labels", "accumulate_steps"):
+            raise TypeError(f"make_optimizer has no parameter {parameter!r}")
+        if cls in owners and field_name in fields:
+            values[field_name] = value
+    return cls(**values)
+
+
+def make_optimizer(name: str = "adafactor", schedule: optax.ScalarOrSchedule = 1e-3, *,
+                   accumulate_steps: int = 1, labels: Any = None,
+                   **flat: Any) -> optax.GradientTransformation:
+    """Deprecated: the flat function the configs replace, kept so that a run's recorded
+    ``config.gin`` from before them still parses (``tw-jax eval --gin_file=MODEL_DIR/config.gin``)
+    and trains the same: it builds :func:`legacy_config` and calls it."""
+    return legacy_config(name, **flat)(schedule, accumulate_steps=accumulate_steps,
+                                       labels=labels)
+
+
+gin.external_configurable(make_optimizer, module=GIN_MODULE)
+
+
+def from_legacy(optimizer_fn: Any) -> OptimizerConfig | Any:
+    """The config a recorded ``optimizer_fn`` (``@tw_jax.train.make_optimizer`` with its gin
+    bindings) stands for, with a warning naming the new binding; another function as is."""
+    raw = getattr(optimizer_fn, "__wrapped__", None)
+    if raw is not make_optimizer:
+        return optimizer_fn
+    warnings.warn(
+        "optimizer_fn = @tw_jax.train.make_optimizer is deprecated: bind the optimizer's config, "
+        f"optimizer = @{GIN_MODULE}.AdamWConfig() (or another of {OPTIMIZERS})",
+        FutureWarning, stacklevel=2)
+    return legacy_config(**gin.get_bindings(optimizer_fn))
 
 
 def matrix_shape(shape: tuple[int, ...]) -> tuple[int, int] | None:
