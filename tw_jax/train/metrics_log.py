@@ -94,7 +94,10 @@ class _PlainLines:
     nohup.out, a CI job): ``step 20/40 loss 3.21 accuracy 0.41 lr 0.0001 tokens/s 1,234 ETA 0:01:05``."""
 
     def __init__(self, total_steps: int, start_step: int) -> None:
-        self.total, self.start, self.started = total_steps, start_step, time.monotonic()
+        self.total = total_steps
+        # The ETA counts from the first logged step: before it the step compiled, which would
+        # make a 14-second run promise ten minutes.
+        self.first: tuple[int, float] | None = None
 
     def write(self, step: int, metrics: dict[str, float]) -> None:
         parts = [f"step {step}/{self.total}"]
@@ -104,9 +107,11 @@ class _PlainLines:
             if value is not None:
                 parts.append(f"{label} {value:,.0f}" if key == "tokens_per_second"
                              else f"{label} {value:.4g}")
-        done = step - self.start
-        if done > 0:
-            left = (time.monotonic() - self.started) / done * (self.total - step)
+        now = time.monotonic()
+        if self.first is None:
+            self.first = (step, now)
+        elif step > self.first[0]:
+            left = (now - self.first[1]) / (step - self.first[0]) * (self.total - step)
             parts.append(f"ETA {datetime.timedelta(seconds=round(left))}")
         print(" ".join(parts), file=sys.stderr, flush=True)
 
