@@ -161,3 +161,51 @@ def test_ctrl_c_in_training_ends_the_demo_with_one_line(tmp_path, capsys, monkey
     assert captured.err == (f"demo: SIGINT: stopped at step 64 with a checkpoint in "
                             f"{tmp_path / 'out' / 'runs' / 'x'}; run the same command again to "
                             f"resume\n")
+
+
+def _record(out, **training_changes):
+    import dataclasses
+
+    from tw_jax.demo import DEMO_WORLD
+    from tw_jax.demo_training import DemoTraining
+
+    record = {"world": {"seed": 0, **dataclasses.asdict(DEMO_WORLD)},
+              "training": dataclasses.asdict(DemoTraining(**training_changes))}
+    out.mkdir(parents=True)
+    (out / "demo.json").write_text(json.dumps(record))
+
+
+def test_a_rerun_with_other_settings_is_refused_naming_each_difference(tmp_path, capsys):
+    out = tmp_path / "out"
+    _record(out)  # the defaults: 300 INITIAL steps, four methods
+    assert main(["demo", "--out", str(out), "--initial-steps", "20", "--methods", "diff"]) == 2
+    assert capsys.readouterr().err == (
+        f"tw-jax demo: error: {out} holds a demo run with other settings: initial_steps 300 "
+        f"(now 20); methods diff,kadapter,lora,mixreview (now diff). Use another --out, or "
+        f"--fresh to replace it\n")
+    assert sorted(p.name for p in out.iterdir()) == ["demo.json"]  # nothing built or trained
+
+
+def test_output_without_a_record_is_refused(tmp_path, capsys):
+    out = tmp_path / "out"
+    (out / "runs").mkdir(parents=True)
+    assert main(["demo", "--out", str(out), "--no-train"]) == 2
+    assert "with no record of its settings (written by an older tw-jax)" in capsys.readouterr().err
+
+
+def test_fresh_replaces_the_output_and_a_rerun_reuses_the_data(tmp_path, capsys):
+    out = tmp_path / "out"
+    _record(out, initial_steps=20)
+    (out / "runs").mkdir()
+    (out / "runs" / "results.jsonl").write_text("{}\n")
+    assert main(["demo", "--out", str(out), "--fresh", "--no-train"]) == 0
+    assert "Data built in" in capsys.readouterr().out
+    assert not (out / "runs").exists()
+    record = json.loads((out / "demo.json").read_text())
+    assert "training" not in record and record["data"]["pairs"]["0809"]["precision"] == 1.0
+    stats = out / "data" / "0809" / "diffset" / "stats.json"
+    built = stats.stat().st_mtime_ns
+    assert main(["demo", "--out", str(out), "--no-train"]) == 0
+    printed = capsys.readouterr().out
+    assert "Data reused (built in" in printed and "DiffSet 0809:" in printed
+    assert stats.stat().st_mtime_ns == built  # not rebuilt

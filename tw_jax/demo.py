@@ -24,6 +24,7 @@ world has only a few relations and a twentieth of ~150 CHANGED facts leaves abou
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tw_jax import demo_record
 from tw_jax.demo_training import DEMO_METHODS, DemoTraining
 from tw_jax.io import jsonl
 from tw_jax.io.cli_paths import output_path
@@ -54,8 +56,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "demo", help="run the pipeline end to end on the embedded sample world",
         description="Build the sample world's data, train INITIAL and each method month after "
                     "month, score every checkpoint and write the report.",
-        epilog="Ctrl-C (or SIGTERM) saves a checkpoint of the training under way and exits 0 "
-               "with one line; the same command resumes there.",
+        epilog="A rerun into the same OUT reuses its data and finished updates when the "
+               "settings are those OUT records (OUT/demo.json), and is refused, naming the "
+               "differences, when they are not. Ctrl-C (or SIGTERM) saves a checkpoint of the "
+               "training under way and exits 0 with one line; the same command resumes there.",
     )
     parser.add_argument("--out", default="demo_out", type=output_path,
                         help="output folder (default: demo_out)")
@@ -75,6 +79,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="a fixed number of training steps per monthly update instead")
     parser.add_argument("--max-probes", type=int, default=None, metavar="N",
                         help="score only the first N probes of each category")
+    parser.add_argument("--fresh", action="store_true",
+                        help="replace what OUT holds (its data, runs and report) instead of "
+                             "continuing it; a rerun with other settings needs this or another "
+                             "--out")
     parser.set_defaults(func=run)
 
 
@@ -205,17 +213,33 @@ def run(args: argparse.Namespace) -> int:
         except (ValueError, LifelongError) as error:
             print(f"tw-jax demo: error: {error}", file=sys.stderr)
             return 2
+    out = Path(args.out)
+    world = {"seed": args.seed, **dataclasses.asdict(DEMO_WORLD)}
+    training = None if args.no_train else dataclasses.asdict(settings)
     try:
-        return _run(args, settings)
+        if args.fresh:
+            demo_record.clear(out)
+        record = demo_record.check_rerun(out, world, training)
+    except demo_record.DemoRerunError as error:
+        print(f"tw-jax demo: error: {error}", file=sys.stderr)
+        return 2
+    try:
+        return _run(args, settings, record or {"world": world})
     except TrainingPreempted as stopped:
         # Ctrl-C (or SIGTERM) saved a checkpoint: one line, exit 0, as tw-jax train and lifelong.
         print(f"demo: {stopped}", file=sys.stderr)
         return 0
 
 
-def _run(args: argparse.Namespace, settings: DemoTraining) -> int:
+def _run(args: argparse.Namespace, settings: DemoTraining, record: dict[str, Any]) -> int:
     started = time.perf_counter()
-    summary = run_demo(args.out, seed=args.seed, workers=args.workers, world=DEMO_WORLD)
+    out = Path(args.out)
+    summary = record.get("data")
+    reused = summary is not None
+    if summary is None:
+        summary = run_demo(out, seed=args.seed, workers=args.workers, world=DEMO_WORLD)
+        record = {**record, "data": summary}
+        demo_record.write_record(out, record)  # the data is complete
     for pair, figures in summary["pairs"].items():
         articles = figures["articles"]
         print(
@@ -225,13 +249,20 @@ def _run(args: argparse.Namespace, settings: DemoTraining) -> int:
         )
         counts = ", ".join(f"{n} {c}" for c, n in figures["probes"].items())
         print(f"Probes {pair}: {counts}")
-    print(f"Data built in {summary['seconds']} s: {summary['data']}")
+    if reused:
+        print(f"Data reused (built in {summary['seconds']} s with the same settings): "
+              f"{summary['data']}")
+    else:
+        print(f"Data built in {summary['seconds']} s: {summary['data']}")
     if args.no_train:
         print(json.dumps(summary, indent=2))
         return 0
     from tw_jax.demo_training import train_and_report
 
-    trained = train_and_report(summary["data"], Path(args.out), settings)
+    # Recorded before anything trains: an interrupted run's checkpoints belong to these settings.
+    demo_record.write_record(out, {**record, "training": dataclasses.asdict(settings)})
+    summary = dict(summary)
+    trained = train_and_report(summary["data"], out, settings)
     summary["training"] = trained
     with open(Path(args.out) / "summary.json", "w", encoding="utf-8") as handle:
         json.dump(summary, handle, indent=2)
