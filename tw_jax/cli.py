@@ -186,7 +186,7 @@ _NO_TENSORFLOW = ("sample-world", "report")
 
 def _import_tensorflow_quietly() -> None:
     """TensorFlow's C++ start-up lines ("All log messages before absl::InitializeLog()...",
-    the CUDA probe of a CPU build, CPU features) go straight to file descriptor 2 while it loads,
+    the CUDA probes of a CPU machine, CPU features) go straight to file descriptor 2 while it loads,
     before any logging setting applies (TF_CPP_MIN_LOG_LEVEL no longer covers them). Load it
     once with descriptor 2 on /dev/null; an import error still raises (its Python traceback is
     printed after the descriptor is restored). ``--verbose`` keeps the lines."""
@@ -201,7 +201,12 @@ def _import_tensorflow_quietly() -> None:
         with open(os.devnull, "w", encoding="utf-8") as null:
             os.dup2(null.fileno(), 2)
             try:
-                import tensorflow  # noqa: F401
+                import tensorflow
+
+                # Its first look for devices (a tf.data pipeline's) tries CUDA and logs the
+                # failure on a CPU machine ("failed call to cuInit"): look now. It lists
+                # devices only; no GPU memory is taken.
+                tensorflow.config.list_physical_devices("GPU")
             finally:
                 os.dup2(saved, 2)
     finally:
