@@ -55,11 +55,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "demo", help="run the pipeline end to end on the embedded sample world",
         description="Build the sample world's data, train INITIAL and each method month after "
-                    "month, score every checkpoint and write the report.",
-        epilog="A rerun into the same OUT reuses its data and finished updates when the "
-               "settings are those OUT records (OUT/demo.json), and is refused, naming the "
-               "differences, when they are not. Ctrl-C (or SIGTERM) saves a checkpoint of the "
-               "training under way and exits 0 with one line; the same command resumes there.",
+                    "month, score every checkpoint and write the report. A rerun into the same "
+                    "OUT reuses its data and finished updates when the settings are those OUT "
+                    "records (OUT/demo.json), and is refused, naming the differences, when they "
+                    "are not. Ctrl-C (or SIGTERM) saves a checkpoint of the training under way "
+                    "and exits 0 with one line; the same command resumes there.",
     )
     parser.add_argument("--out", default="demo_out", type=output_path,
                         help="output folder (default: demo_out)")
