@@ -36,6 +36,8 @@ import numpy as np
 
 TRAINABLE, FROZEN = "trainable", "frozen"
 FREEZE_POLICIES = ("none", "encoder", "base")
+# The config fields a method sets to switch its variant on (lora.gin: T5Config.lora = ...).
+VARIANT_FIELDS = ("lora", "kadapter", "modular")
 # Module or parameter names that only variants create: never part of a pretrained checkpoint.
 NEW_PARAMETER_NAMES = frozenset({"lora_a", "lora_b", "kadapter", "modular"})
 
@@ -157,7 +159,7 @@ def freeze_policy(config: Any) -> str:
     """The config's ``freeze`` policy, or the method's default when it is None."""
     policy = config.freeze
     if policy is None:
-        variants = (getattr(config, name, None) for name in ("lora", "kadapter", "modular"))
+        variants = (getattr(config, name, None) for name in VARIANT_FIELDS)
         if not any(v is not None for v in variants):
             policy = "none"
         elif config.model_type == "t5":

@@ -16,6 +16,7 @@ import gin
 
 from tw_jax.models import families_by_type
 from tw_jax.models.sharding import axis_rules
+from tw_jax.models.variants import VARIANT_FIELDS
 from tw_jax.runtime.gin_setup import GinConfigError, register_configurables
 from tw_jax.train import aot, optimizers, schedules  # noqa: F401  (aot: compile; optimizers: configs)
 from tw_jax.train.config import NOT_GIN_FIELDS, GinRecord, TrainConfig
@@ -62,9 +63,6 @@ def _check_no_flat_optimizer_bindings() -> None:
             f"config now; {optimizers.flat_binding_moved(parameter)}")
 
 
-VARIANTS = ("lora", "kadapter", "modular")
-
-
 def _check_variants(model_config: Any) -> None:
     """A method file switches its variant on per model family (``kadapter.gin`` binds
     ``T5Config.kadapter`` and ``GPT2Config.kadapter``); a variant bound only for other families
@@ -78,7 +76,7 @@ def _check_variants(model_config: Any) -> None:
             bound = gin.get_bindings(other)
         except ValueError:  # not a gin configurable
             continue
-        for name in VARIANTS:
+        for name in VARIANT_FIELDS:
             if bound.get(name) is not None and getattr(model_config, name, None) is None:
                 has = any(f.name == name for f in dataclasses.fields(model_config))
                 raise GinConfigError(
