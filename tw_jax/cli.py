@@ -227,14 +227,6 @@ def _verbose_logs() -> None:
 _RESUMABLE = ("train", "lifelong")
 
 
-class _Stopped(BaseException):
-    """SIGTERM or SIGINT outside a training loop, raised where the process was."""
-
-    def __init__(self, signal_name: str) -> None:
-        super().__init__(signal_name)
-        self.signal_name = signal_name
-
-
 @contextlib.contextmanager
 def _stopping_on_signals(command: str) -> Iterator[None]:
     """For the resumable commands, from their start: SIGTERM / SIGINT unwind the command
@@ -244,8 +236,10 @@ def _stopping_on_signals(command: str) -> Iterator[None]:
         yield
         return
 
+    from tw_jax.train.preemption import request_stop
+
     def stop(number: int, _frame: object) -> None:
-        raise _Stopped(signal.Signals(number).name)
+        raise request_stop(signal.Signals(number).name)
 
     previous = {number: signal.signal(number, stop) for number in (signal.SIGTERM, signal.SIGINT)}
     try:
@@ -269,14 +263,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         _quiet_logs()
         if args.command not in _NO_TENSORFLOW:
             _import_tensorflow_quietly()
+    from tw_jax.train.preemption import StopRequested, requested_stop
+
     try:
         with _stopping_on_signals(args.command), _output_folders_claimed(
                 args, _option_names(parser)):
             result = args.func(args)
-    except _Stopped as stopped:
-        print(f"tw-jax {args.command}: stopped by {stopped.signal_name}; what finished is kept "
-              "and nothing is half-written: run the same command again to go on",
-              file=sys.stderr)
+    except StopRequested as stopped:
+        _print_stopped(args.command, stopped.signal_name)
         return 0
     except (DumpError, OutputError, SpacyModelError, StorageError, UsageError) as error:
         if debug:
@@ -289,7 +283,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 130
+    if requested_stop() is not None:
+        # the signal's exception was dropped (it came during a garbage-collection callback)
+        # and the command ran to its end: say so rather than pass the signal over in silence
+        _print_stopped(args.command, requested_stop())
     return int(result or 0)
+
+
+def _print_stopped(command: str, signal_name: str) -> None:
+    print(f"tw-jax {command}: stopped by {signal_name}; what finished is kept and nothing is "
+          "half-written: run the same command again to go on", file=sys.stderr)
 
 
 if __name__ == "__main__":

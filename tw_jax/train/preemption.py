@@ -46,6 +46,34 @@ class TrainingPreempted(Exception):
         )
 
 
+class StopRequested(BaseException):
+    """SIGTERM or SIGINT outside a training loop (set-up, evaluation, between the trainings of a
+    lifelong run): raised where the process was, so the command unwinds and exits 0."""
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+# The signal that asked the command to stop, kept beside the exception: Python drops an
+# exception raised by a signal handler that happens to run inside a garbage-collection callback
+# or a ``__del__`` ("Exception ignored in ..."), and the command would go on as if unasked.
+_requested: str | None = None
+
+
+def request_stop(signal_name: str) -> StopRequested:
+    """Record that a signal asked the command to stop; the exception to raise for it."""
+    global _requested
+    _requested = signal_name
+    return StopRequested(signal_name)
+
+
+def requested_stop() -> str | None:
+    """The signal that asked the command to stop, if one did (even where its exception was
+    dropped)."""
+    return _requested
+
+
 class Preemption:
     """Install with ``with Preemption() as preemption:``; ask ``preemption.reached(step)``."""
 
@@ -57,6 +85,8 @@ class Preemption:
     def __enter__(self) -> Preemption:
         if threading.current_thread() is not threading.main_thread():
             return self  # signal handlers can only be installed from the main thread
+        if _requested is not None:
+            raise StopRequested(_requested)  # asked before training, its exception dropped
         handled = (signal.SIGINT,) if self.multihost else _SIGNALS
         for number in handled:
             self._previous[number] = signal.signal(number, self._handle)
