@@ -1,6 +1,8 @@
 """The sample world's EvolvingQA data built offline, as the retrieval and open-book tests use it:
-the EvolvingQA build (passages), the Probes stage with every fact kept (no caps, no UNCHANGED
-down-sampling, so the sets are large enough to measure), then offline QA generation."""
+the EvolvingQA build (passages; ``--min-changed-chars 100``, since the world's prose edits are
+shorter than the paper's 500 characters and would leave no Edited pair), the Probes stage with
+every fact kept (no caps, no UNCHANGED down-sampling, so the sets are large enough to measure),
+then offline QA generation, which keeps New and Edited questions to the build's articles."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from pathlib import Path
 
 from tw_jax.cli import main
 from tw_jax.preprocess.diffset.local import build_diffset
-from tw_jax.preprocess.evolvingqa.extract import build_evolvingqa
+from tw_jax.preprocess.evolvingqa.extract import BuildOptions, build_evolvingqa
 from tw_jax.preprocess.probes.finish import ProbeOptions
 from tw_jax.preprocess.probes.local import build_probes
 from tw_jax.sample_world.build import wikidata_dump, wikipedia_dump
@@ -22,7 +24,8 @@ def build_eqa_world(sample_world: tuple[Path, dict], out: Path) -> Path:
     and probes, and the QA sets generated offline from those probes."""
     root, world = sample_world
     months = world["months"]
-    summary = build_evolvingqa([wikipedia_dump(root, m) for m in months], out)
+    summary = build_evolvingqa([wikipedia_dump(root, m) for m in months], out,
+                               options=BuildOptions(min_changed_chars=100))
     probes = out / "twiki"
     for old, new, pair in zip(months, months[1:], summary["pairs"], strict=False):
         build_diffset(wikipedia_dump(root, old), wikipedia_dump(root, new),

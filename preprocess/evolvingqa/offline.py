@@ -12,6 +12,12 @@ relation question templates of :mod:`.questions`:
   when there were several) and object (``answer2``, updated). Rows without a previous object or
   whose previous object equals the new one after normalisation are dropped and counted.
 
+Given the build folder (``build=``), a set's questions come from that set's articles only
+(:mod:`.sources`): a NEW fact whose subject is not one of the pair's New articles, or an UPDATED
+fact whose subject is not one of its Edited pairs, has no passage to answer it and is dropped;
+each set's count says how many (``no_source_article``). Without a build there are no articles to
+check against, and every probe becomes a question (``sources_checked`` is false).
+
 The probes folder is a TemporalWiki data folder (``<MMMM>/probes/{unchanged,new,updated}.csv``);
 the sets are written as :mod:`.qa_csv` writes every generator's. Both folders may be local or
 ``gs://`` URLs (read through :mod:`tw_jax.io.paths`, not TensorFlow's file system, which cannot
@@ -30,6 +36,12 @@ from tw_jax.io import paths
 from tw_jax.preprocess.evolvingqa.filters import same_answer
 from tw_jax.preprocess.evolvingqa.qa_csv import PAPER_FINETUNE_FRACTION, QA, write_qa_sets
 from tw_jax.preprocess.evolvingqa.questions import question
+from tw_jax.preprocess.evolvingqa.sources import (
+    NO_SOURCE,
+    PairSources,
+    kept_by_source,
+    pair_sources,
+)
 from tw_jax.preprocess.probes.probe_csv import read_probe_csv
 from tw_jax.preprocess.runners.accounting import require_complete
 
@@ -61,22 +73,37 @@ def _qa(row: dict[str, str], tally: Counter, answer2: str | None = None,
     return QA(text, answer2, row["object"], source=source)
 
 
+def _sourced(rows: list[dict[str, str]], titles: frozenset[str] | None,
+             dropped: dict[str, int], name: str) -> list[tuple[int, dict[str, str]]]:
+    """The numbered rows of set ``name`` whose subject is one of ``titles`` (all rows when no
+    build is checked against), the others counted in ``dropped``."""
+    if titles is None:
+        return list(enumerate(rows))
+    kept, dropped[name] = kept_by_source(rows, titles)
+    return kept
+
+
 def generate_offline(
     probes: str | os.PathLike[str],
     pairs: list[str],
     qa_dir: str | os.PathLike[str],
     *,
+    build: str | os.PathLike[str] | None = None,
     finetune_fraction: float = PAPER_FINETUNE_FRACTION,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Writes the QA sets of ``pairs`` from the probes under ``probes``; returns the summary."""
+    """Writes the QA sets of ``pairs`` from the probes under ``probes``, New and Edited ones
+    kept to the articles of the build folder ``build`` when given; returns the summary."""
     if not pairs:
         raise ValueError("no month pairs to generate questions for")
     probes = os.fspath(probes)
     for pair in pairs:  # an interrupted probes run leaves some CSVs and no stats.json
         require_complete(paths.join(probes, pair, "probes"), "tw-jax probes")
+    sources: dict[str, PairSources] = {} if build is None else {
+        pair: pair_sources(build, pair) for pair in pairs}
     templates: Counter = Counter()
     skipped: Counter = Counter()
+    dropped: dict[str, int] = {}
     facts = [_read(probes, pair, "unchanged") for pair in pairs]
     keys = [{(r["subject"], r["relation"], r["object"]) for r in rows} for rows in facts[1:]]
     unchanged = [
@@ -87,10 +114,12 @@ def generate_offline(
     new: dict[str, list[QA]] = {}
     edited: dict[str, list[QA]] = {}
     for pair in pairs:
-        new[pair] = [_qa(r, templates, source=f"{pair}/new/{i}")
-                     for i, r in enumerate(_read(probes, pair, "new"))]
+        articles = sources.get(pair)
+        new[pair] = [_qa(r, templates, source=f"{pair}/new/{i}") for i, r in _sourced(
+            _read(probes, pair, "new"), articles and articles.new, dropped, f"new_{pair}")]
         edited[pair] = []
-        for i, row in enumerate(_read(probes, pair, "updated")):
+        for i, row in _sourced(_read(probes, pair, "updated"), articles and articles.edited,
+                               dropped, f"edited_{pair}"):
             previous = [p.strip() for p in row["previous_object"].split(PREVIOUS_SEPARATOR)]
             previous = [p for p in previous if p]
             if not previous:
@@ -100,6 +129,9 @@ def generate_offline(
             else:
                 edited[pair].append(_qa(row, templates, previous[0], f"{pair}/updated/{i}"))
     details = {"generator": "offline", "probes": probes, "pairs": pairs,
-               "templates": dict(sorted(templates.items())), "skipped": dict(sorted(skipped.items()))}
-    return write_qa_sets(qa_dir, unchanged, new, edited,
-                         finetune_fraction=finetune_fraction, seed=seed, details=details)
+               "templates": dict(sorted(templates.items())), "skipped": dict(sorted(skipped.items())),
+               "sources_checked": build is not None,
+               "build": None if build is None else os.fspath(build)}
+    return write_qa_sets(qa_dir, unchanged, new, edited, finetune_fraction=finetune_fraction,
+                         seed=seed, details=details, set_figures={
+                             name: {NO_SOURCE: count} for name, count in dropped.items()})

@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import os
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,8 +91,12 @@ def write_qa_sets(
     finetune_fraction: float = PAPER_FINETUNE_FRACTION,
     seed: int = 0,
     details: dict[str, Any] | None = None,
+    set_figures: Mapping[str, Mapping[str, int]] | None = None,
 ) -> dict[str, Any]:
-    """Writes every set (see the module docstring); returns the ``generate.json`` contents."""
+    """Writes every set (see the module docstring); returns the ``generate.json`` contents.
+
+    ``set_figures`` adds the generator's own figures to a set's counts (set name → figure →
+    value, such as the offline generator's ``no_source_article``)."""
     qa_dir = os.fspath(qa_dir)
     paths.makedirs(qa_dir)
     discard(paths.join(qa_dir, GENERATE_FILE))
@@ -105,11 +109,13 @@ def write_qa_sets(
     for pair, pair_rows in sorted(new.items()):
         kept, ambiguous = dedupe(pair_rows)
         write_csv(paths.join(qa_dir, layout.new_qa(pair)), kept, edited=False)
-        counts[f"new_{pair}"] = {"rows": len(kept), "ambiguous": ambiguous}
+        counts[f"new_{pair}"] = {"rows": len(kept), "ambiguous": ambiguous,
+                                 **(set_figures or {}).get(f"new_{pair}", {})}
     for pair, pair_rows in sorted(edited.items()):
         kept, ambiguous = dedupe(pair_rows)
         write_csv(paths.join(qa_dir, layout.edited_qa(pair)), kept, edited=True)
-        counts[f"edited_{pair}"] = {"rows": len(kept), "ambiguous": ambiguous}
+        counts[f"edited_{pair}"] = {"rows": len(kept), "ambiguous": ambiguous,
+                                    **(set_figures or {}).get(f"edited_{pair}", {})}
     summary = {"sets": counts, "finetune_fraction": finetune_fraction, "seed": seed,
                **(details or {})}
     write_json(paths.join(qa_dir, GENERATE_FILE), summary)

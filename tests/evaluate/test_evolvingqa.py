@@ -224,6 +224,10 @@ def test_open_book_eval_with_bm25_beside_closed_book(world_reader, tmp_path, cap
     assert figures["k"] == 2 and figures["index"]["folder"] == str(index_folder)
     for name, values in figures["sets"].items():
         assert values["answer_in_input"] == values["answer_recall@2"], name  # nothing was cut
+    # Beside each recall: the questions the generator dropped for want of a source article.
+    assert {n: v.get("no_source_article") for n, v in figures["sets"].items()} == {
+        "unchanged": None, "new": 3, "edited_updated": 2, "edited_outdated": 2}
+    assert "(4 questions, 3 dropped at generation: no source article)" in printed
 
     # The report puts the open-book row beside the closed-book one.
     assert main(["report", str(out), "--out", str(tmp_path / "report")]) == 0

@@ -49,6 +49,14 @@ def test_bm25_retrieval_reports_answer_recall_per_set(world_data, tmp_path, caps
     assert line["unchanged"]["answer_recall@5"] >= 0.6
     assert line["new"]["answer_recall@5"] >= 0.6
     assert "built in" in printed[0]
+    # Every New and Edited question comes from one of 0809's New articles or Edited pairs (the
+    # generator dropped 3 and 2 probes without one), so the month's passages answer them.
+    assert {n: line[n]["answer_recall@5"] for n in ("new", "edited_updated")} == {
+        "new": 1.0, "edited_updated": 1.0}
+    assert printed[2].startswith("new: 29 questions (3 dropped at generation: no source "
+                                 "article), answer recall @1 0.966, @5 1.000, @20 1.000")
+    assert printed[3].startswith("edited_updated: 5 questions (2 dropped at generation: no "
+                                 "source article), answer recall @1 0.800, @5 1.000")
 
     report = json.loads((out / "retrieval.json").read_text())
     qa = world_data / "qa"
@@ -57,6 +65,9 @@ def test_bm25_retrieval_reports_answer_recall_per_set(world_data, tmp_path, caps
     assert {n: report["sets"][n]["questions"] for n in REPORTED} == {
         "unchanged": len(sets["unchanged"]), "new": len(sets["new"]),
         "edited_updated": len(sets["edited"]), "edited_outdated": len(sets["edited"])}
+    assert {n: report["sets"][n].get("no_source_article") for n in REPORTED} == {
+        "unchanged": None, "new": 3, "edited_updated": 2, "edited_outdated": 2}
+    assert (len(sets["new"]), len(sets["edited"])) == (29, 5)
     assert report["questions"] == sum(map(len, sets.values())) > 0
     index_folder = world_data / "0809" / "evolvingqa" / "index" / "bm25"
     assert report["index"]["folder"] == str(index_folder) and not report["index"]["reused"]

@@ -28,7 +28,10 @@ method ``bm25``/``dpr`` (``<reader>-bm25`` for a reader other than ``initial``),
 closed-book rows in ``tw-jax report``. ``retrieve`` indexes the month's
 snapshot (:mod:`tw_jax.retrieval.index`, reused while its inputs are unchanged),
 retrieves for the month's QA sets and reports answer recall@1/5/20 (the last line of stdout is
-one JSON object); see :mod:`tw_jax.retrieval.run`. Bad input is an error naming the file
+one JSON object); see :mod:`tw_jax.retrieval.run`. Offline ``generate`` keeps New and Edited
+questions to the build's New articles and Edited pairs (:mod:`tw_jax.preprocess.evolvingqa.sources`)
+and prints one line per set that lost some; ``retrieve`` and open-book ``eval`` report that count
+beside the set's recall. Bad input is an error naming the file
 and line, exit status 2. Every path may be local or a ``gs://`` URL, resolved once here
 (``type=input_path``: it must exist; ``type=output_path``: its bucket must).
 """
@@ -293,17 +296,32 @@ def run_generate(args: argparse.Namespace) -> int:
             from tw_jax.preprocess.evolvingqa.offline import generate_offline, probe_pairs
 
             probes = args.probes or args.data
-            pairs = pairs_with_passages(data) or probe_pairs(probes)
-            summary = generate_offline(probes, pairs, qa_dir,
+            built = pairs_with_passages(data)
+            summary = generate_offline(probes, built or probe_pairs(probes), qa_dir,
+                                       build=data if built else None,
                                        finetune_fraction=args.finetune_fraction, seed=args.seed)
     except (ChatError, ValueError) as error:
         return _error("generate", error)
-    for name, counts in summary["sets"].items():
-        print(f"{name}: {json.dumps(counts)}")
-    if "reasons" in summary:
-        print(f"reasons: {json.dumps(summary['reasons'])}")
+    _print_generated(summary, data)
     print(f"QA sets in {qa_dir} ({summary['generator']} generator)")
     return 0
+
+
+def _print_generated(summary: dict[str, Any], data: str) -> None:
+    """Each set's counts, then one line per set that lost questions for want of a source
+    article (offline), or a line saying the sources could not be checked (no build)."""
+    from tw_jax.preprocess.evolvingqa.sources import NO_SOURCE, dropped_line
+
+    for name, counts in summary["sets"].items():
+        print(f"{name}: {json.dumps(counts)}")
+    for name, counts in summary["sets"].items():
+        if counts.get(NO_SOURCE):
+            print(dropped_line(name, counts[NO_SOURCE]))
+    if summary.get("sources_checked") is False:
+        print(f"sources not checked: {data} has no EvolvingQA build, so New and Edited "
+              "questions are kept whatever their subject's article")
+    if "reasons" in summary:
+        print(f"reasons: {json.dumps(summary['reasons'])}")
 
 
 # --- train --------------------------------------------------------------------------------
@@ -408,6 +426,8 @@ def run_eval(args: argparse.Namespace) -> int:
     from tw_jax.io.atomic import write_json
     from tw_jax.models import model_for
     from tw_jax.preprocess.evolvingqa import layout
+    from tw_jax.preprocess.evolvingqa.sources import no_source_counts
+    from tw_jax.retrieval.run import SCORED
     from tw_jax.runtime import checkpoints, gin_setup
     from tw_jax.tasks.evolvingqa import EDITED, NEW, UNCHANGED, find_qa_files, task_name
     from tw_jax.tasks.vocab import t5_path
@@ -476,6 +496,10 @@ def run_eval(args: argparse.Namespace) -> int:
                               if inputs else given)
     if retriever is not None:
         found = open_book.figures(retrieved, inputs, args.k)
+        no_source = no_source_counts(qa_folder, label) or {}
+        for name, figures in found.items():
+            if SCORED[name][0] in no_source:
+                figures["no_source_article"] = no_source[SCORED[name][0]]
         write_json(paths.join(folder, "open_book.json"), {
             "retriever": retriever, "settings": month.retriever.settings(), "k": args.k,
             "input_length": budget, "reader": reader, "checkpoint": str(args.checkpoint),
@@ -492,7 +516,9 @@ def run_eval(args: argparse.Namespace) -> int:
                     for key, value in figures.items()}
             print(f"{name}: answer recall@{args.k} {rate[f'answer_recall@{args.k}']}, answer in "
                   f"the reader's input {rate['answer_in_input']}, inputs cut "
-                  f"{rate['truncated']} ({figures['questions']} questions)")
+                  f"{rate['truncated']} ({figures['questions']} questions"
+                  + (f", {figures['no_source_article']} dropped at generation: no source "
+                     "article)" if figures.get("no_source_article") else ")"))
     print(f"{len(results)} results appended to {path}; predictions in {folder}")
     return 0
 
@@ -522,6 +548,7 @@ def _qa_sets(args: argparse.Namespace,
 
 def run_retrieve(args: argparse.Namespace) -> int:
     from tw_jax.errors import DumpError, UsageError
+    from tw_jax.preprocess.evolvingqa.sources import no_source_counts
     from tw_jax.retrieval import index, run
 
     wanted = [s.strip() for s in args.sets.split(",") if s.strip()]
@@ -537,14 +564,17 @@ def run_retrieve(args: argparse.Namespace) -> int:
         print(f"{args.retriever} index of {args.month}: {len(month.passages)} passages, "
               f"{'reused' if month.reused else 'built'} in {month.seconds:.2f} s ({month.folder})")
         report = run.retrieve_month(month, sets, args.k, args.out,
-                                    details={"data": args.data, "qa": qa})
+                                    details={"data": args.data, "qa": qa},
+                                    no_source=no_source_counts(qa, args.label or args.month))
     except (DumpError, UsageError) as error:
         return _error("retrieve", error)
     for name, figures in report["sets"].items():
         recalls = ", ".join(f"@{key.rsplit('@', 1)[1]} "
                             + ("n/a" if value is None else f"{value:.3f}")
                             for key, value in figures.items() if key.startswith("answer_recall@"))
-        print(f"{name}: {figures['questions']} questions, answer recall {recalls}")
+        dropped = figures.get("no_source_article")
+        kept = "" if not dropped else f" ({dropped} dropped at generation: no source article)"
+        print(f"{name}: {figures['questions']} questions{kept}, answer recall {recalls}")
     print(f"{report['questions']} questions in {report['search_seconds']:.3f} s; "
           f"{paths.join(args.out, run.REPORT)}")
     print(run.summary_line(report))

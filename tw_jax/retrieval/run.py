@@ -89,8 +89,13 @@ def write_retrieved(out: str, index: MonthIndex, searched: Sequence[Searched], k
 
 
 def retrieve_month(index: MonthIndex, sets: Mapping[str, Sequence[dict[str, str]]], k: int,
-                   out: str, *, details: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Searches, scores and writes every set (see the module docstring); returns the report."""
+                   out: str, *, details: Mapping[str, Any] | None = None,
+                   no_source: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """Searches, scores and writes every set (see the module docstring); returns the report.
+
+    ``no_source`` (QA set → count) is how many of a set's questions its generator dropped for
+    want of a source article (``generate.json``); each reported set carries its count as
+    ``no_source_article``, beside the recall of the questions that were kept."""
     # From here on OUT is not a finished retrieval: an earlier run's report must not stand
     # beside this run's files if it stops, nor files of sets this run has not searched.
     discard(paths.join(out, REPORT))
@@ -105,6 +110,8 @@ def retrieve_month(index: MonthIndex, sets: Mapping[str, Sequence[dict[str, str]
     for name, figures in results.items():
         figures["seconds"] = round(next(s.seconds for s in searched if s.name == SCORED[name][0]),
                                    6)
+        if no_source is not None and SCORED[name][0] in no_source:
+            figures["no_source_article"] = no_source[SCORED[name][0]]
     report = {
         **(details or {}),
         "month": index.pair, "retriever": index.retriever.name,

@@ -256,7 +256,73 @@ def test_offline_generation_from_probes(tmp_path, capsys):
     summary = json.loads((out / "generate.json").read_text())
     assert summary["skipped"] == {"no_previous_object": 2, "same_answer": 2}
     assert summary["templates"] == {"derived": 1, "written": 7}
-    assert "offline generator" in capsys.readouterr().out
+    assert summary["sources_checked"] is False
+    printed = capsys.readouterr().out
+    assert "offline generator" in printed
+    assert (f"sources not checked: {tmp_path / 'none'} has no EvolvingQA build, so New and "
+            "Edited questions are kept whatever their subject's article") in printed
+
+
+def _extraction(build: Path, pair: str, new: list[str], edited: list[str]) -> None:
+    """A build's extraction folder for ``pair`` whose New articles and Edited pairs have these
+    titles (the fields the source check reads, plus ids)."""
+    folder = build / pair / "evolvingqa"
+    folder.mkdir(parents=True)
+    for name, titles in (("new.jsonl", new), ("edited.jsonl", edited)):
+        (folder / name).write_text("".join(
+            json.dumps({"id": f"{i}:0", "title": t}) + "\n" for i, t in enumerate(titles)))
+    (folder / "stats.json").write_text("{}")
+
+
+def test_offline_questions_come_from_their_sets_articles(tmp_path, capsys):
+    """With a build, a New question needs its subject among the pair's New articles and an
+    Edited one among its Edited pairs (titles compared as MediaWiki stores them); the others
+    have no passage to answer them and are dropped, one line per set saying how many."""
+    probes, build = tmp_path / "probes", tmp_path / "build"
+    for pair in ("0809", "0910"):
+        _probes(probes / pair / "probes", "unchanged", [("Varnholt", "capital", "Trurhollow", "")])
+    _probes(probes / "0809" / "probes", "new", [
+        ("Cien Bordling", "spouse", "Meel", ""), ("Groris Funley", "spouse", "Ada", ""),
+        ("cien_Bordling", "occupation", "poet", "")])
+    _probes(probes / "0809" / "probes", "updated", [
+        ("Trurmouth", "head of government", "Groris Funley", "Wiro Derncroft"),
+        ("Dravminster", "population", "24042", "23865"),
+        ("Trurmouth", "population", "900", "")])
+    _probes(probes / "0910" / "probes", "new", [("Zuel Drosley", "spouse", "Meel", "")])
+    _probes(probes / "0910" / "probes", "updated", [
+        ("Dravminster", "population", "24100", "24042")])
+    _extraction(build, "0809", new=["Cien Bordling"], edited=["Trurmouth"])
+    _extraction(build, "0910", new=["Zuel Drosley"], edited=[])
+    out = tmp_path / "qa"
+    assert evolvingqa_cli.main(["evolvingqa", "generate", "--data", str(build), "--probes",
+                                str(probes), "--out", str(out)]) == 0
+    assert _rows(out / "new_0809.csv")[1:] == [
+        ["Who is the spouse of Cien Bordling?", "Meel"],
+        ["What is the occupation of cien_Bordling?", "poet"]]
+    assert _rows(out / "edited_0809.csv")[1:] == [
+        ["Who is the head of government of Trurmouth?", "Wiro Derncroft", "Groris Funley"]]
+    assert _rows(out / "new_0910.csv")[1:] == [["Who is the spouse of Zuel Drosley?", "Meel"]]
+    assert _rows(out / "edited_0910.csv") == [["question", "answer1", "answer2"]]
+    summary = json.loads((out / "generate.json").read_text())
+    assert {name: counts.get("no_source_article") for name, counts in summary["sets"].items()} == {
+        "unchanged": None, "new_0809": 1, "new_0910": 0, "edited_0809": 1, "edited_0910": 1}
+    # Trurmouth's population has no previous value: counted once, after the source check.
+    assert summary["skipped"] == {"no_previous_object": 1}
+    assert summary["sources_checked"] is True and summary["build"] == str(build)
+    printed = capsys.readouterr().out.splitlines()
+    assert [line for line in printed if "dropped" in line] == [
+        "new_0809: 1 questions dropped: their subject is not one of 0809's New articles, so no "
+        "passage answers them",
+        "edited_0809: 1 questions dropped: their subject is not one of 0809's Edited pairs, so "
+        "no passage answers them",
+        "edited_0910: 1 questions dropped: their subject is not one of 0910's Edited pairs, so "
+        "no passage answers them"]
+
+    # A build stopped before an extraction folder's stats.json: its lists are cut, refused.
+    (build / "0910" / "evolvingqa" / "stats.json").unlink()
+    assert evolvingqa_cli.main(["evolvingqa", "generate", "--data", str(build), "--probes",
+                                str(probes), "--out", str(out)]) == 2
+    assert "0910/evolvingqa: has no stats.json" in capsys.readouterr().err
 
 
 def test_offline_generation_names_a_bad_probe_file(tmp_path, capsys):
