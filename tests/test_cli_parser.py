@@ -69,3 +69,48 @@ def test_building_the_command_line_loads_no_heavy_package():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+# (command, the old spelling of --rebuild it had)
+REBUILD_COMMANDS = [
+    (["evolvingqa", "build", "--dumps", "/", "--out", "/tmp/o"], "--force"),
+    (["evolvingqa", "retrieve", "--data", "/", "--month", "0809", "--out", "/tmp/o"], "--force"),
+    (["evolvingqa", "eval", "--checkpoint", "/", "--month", "0809", "--out", "/tmp/o"],
+     "--rebuild-index"),
+    (["probe-contexts", "--data", "/", "--month", "0809"], "--rebuild-index"),
+]
+
+
+def _leaf(parser, words):
+    for word in words:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[word]
+    return parser
+
+
+@pytest.mark.parametrize(("command", "old"), REBUILD_COMMANDS)
+def test_one_rebuild_flag_and_its_old_spelling_still_works(command, old, capsys):
+    parser = build_parser()
+    assert parser.parse_args(command).rebuild is False
+    assert parser.parse_args([*command, "--rebuild"]).rebuild is True
+    assert capsys.readouterr().err == ""
+    assert parser.parse_args([*command, old]).rebuild is True
+    leaf = " ".join(["tw-jax", *(w for w in command[:2] if not w.startswith("-"))])
+    assert capsys.readouterr().err == f"{leaf}: {old} is deprecated: use --rebuild\n"
+    words = [w for w in command[:2] if not w.startswith("-")]
+    help_text = _leaf(parser, words).format_help()
+    assert "--rebuild " in help_text and old not in help_text
+
+
+def test_no_command_spells_rebuilding_the_old_ways():
+    def options(parser):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    yield from options(sub)
+            elif action.help is not argparse.SUPPRESS:
+                yield from action.option_strings
+
+    shown = set(options(build_parser()))
+    assert "--rebuild" in shown
+    assert not shown & {"--force", "--rebuild-index"}

@@ -88,3 +88,31 @@ def without_gin_trail(error: BaseException) -> str:
     configurable (``tw_jax.evaluate.evaluate``, ``tw_jax.train.train``) raises."""
     return "\n".join(line for line in str(error).splitlines()
                      if not line.strip().startswith("In call to configurable"))
+
+
+REBUILD_FLAG = "--rebuild"
+
+
+class _DeprecatedRebuild(argparse.Action):
+    """An old spelling of ``--rebuild`` (``--force``, ``--rebuild-index``): it still works,
+    says once on stderr which flag replaces it, and is hidden from ``--help``."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=False, help=argparse.SUPPRESS,
+                         **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(f"{parser.prog}: {option_string} is deprecated: use {REBUILD_FLAG}",
+              file=sys.stderr)
+        setattr(namespace, self.dest, True)
+
+
+def add_rebuild_flag(parser: Any, help_text: str, *, old: Sequence[str] = ()) -> None:
+    """``--rebuild`` (``args.rebuild``): the one name every command gives to "do again what a
+    previous run left complete" (an index, a stage folder); ``old`` spellings stay as hidden,
+    deprecated aliases so scripts written for them keep working. ``parser`` may be an argument
+    group."""
+    parser.add_argument(REBUILD_FLAG, action="store_true", dest="rebuild", help=help_text)
+    if old:
+        parser.add_argument(*old, action=_DeprecatedRebuild, dest="rebuild")

@@ -173,7 +173,7 @@ def test_a_rerun_reuses_the_index_and_a_changed_snapshot_rebuilds_it(twiki, tmp_
     code, printed, _ = _cli(*args, "--bm25-k1", "0.9")  # the retriever's settings rebuild it
     assert code == 0 and "built" in printed[0]
     assert "reused" in _cli(*args, "--bm25-k1", "0.9")[1][0]
-    assert "built" in _cli(*args, "--bm25-k1", "0.9", "--rebuild-index")[1][0]
+    assert "built" in _cli(*args, "--bm25-k1", "0.9", "--rebuild")[1][0]
 
 
 def test_an_interrupted_rerun_leaves_no_stats(twiki, tmp_path, monkeypatch):

@@ -165,5 +165,5 @@ def test_an_index_whose_files_pass_but_cannot_be_read_names_the_file_and_the_fla
     marker["files"]["bm25.json"] = {"bytes": settings.stat().st_size, "sha256": hashlib.sha256(
         settings.read_bytes()).hexdigest()}
     marker_path.write_text(json.dumps(marker))
-    with pytest.raises(DumpError, match=r"bm25\.json.*rebuild it with --rebuild-index"):
+    with pytest.raises(DumpError, match=r"bm25\.json.*rebuild it with --rebuild "):
         month_index(str(data), "0809", BM25Retriever())

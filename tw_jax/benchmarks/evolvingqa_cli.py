@@ -46,7 +46,12 @@ import os
 import sys
 from typing import Any
 
-from tw_jax.cli_parser import OneLineErrorParser, add_gin_flags, gin_search_paths
+from tw_jax.cli_parser import (
+    OneLineErrorParser,
+    add_gin_flags,
+    add_rebuild_flag,
+    gin_search_paths,
+)
 from tw_jax.io import paths
 from tw_jax.io.cli_paths import input_path, output_path
 from tw_jax.retrieval.options import add_retriever_options, retriever_from_args
@@ -115,7 +120,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                        help="spaCy pipeline for SSM and entities (paper: en_core_web_trf)")
     build.add_argument("--seed", type=int, default=0)
     build.add_argument("--workers", type=int, default=1, help="worker processes per stage")
-    build.add_argument("--force", action="store_true", help="redo complete stage folders")
+    add_rebuild_flag(build, "redo stage folders a previous run completed", old=["--force"])
     build.add_argument("--progress", action="store_true", help="show progress bars")
     build.set_defaults(func=run_build)
 
@@ -206,7 +211,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                       help="the reader checkpoint's method: results name initial's run bm25 "
                            "(dpr), another's <reader>-bm25 (default initial)")
     add_retriever_options(book)
-    book.add_argument("--rebuild-index", action="store_true", help="rebuild the month's index")
+    add_rebuild_flag(book, "rebuild the month's index", old=["--rebuild-index"])
     evaluate.set_defaults(func=run_eval)
 
     retrieve = commands.add_parser(
@@ -231,7 +236,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                           help="passages kept per question in retrieved_<set>.jsonl")
     retrieve.add_argument("--sets", default="unchanged,new,edited", help="sets to retrieve for")
     retrieve.add_argument("--max-questions", type=int, default=None, metavar="N")
-    retrieve.add_argument("--force", action="store_true", help="rebuild the index")
+    add_rebuild_flag(retrieve, "rebuild the month's index", old=["--force"])
     retrieve.add_argument("--out", required=True, type=output_path,
                           help="retrieval.json and retrieved_<set>.jsonl go here")
     retrieve.set_defaults(func=run_retrieve)
@@ -250,7 +255,7 @@ def run_build(args: argparse.Namespace) -> int:
         min_changed_chars=args.min_changed_chars, spacy_model=args.spacy_model,
         unchanged_articles=args.unchanged_articles,
         passages_per_article=args.passages_per_article, chunk_words=args.chunk_words,
-        seed=args.seed, workers=args.workers, force=args.force,
+        seed=args.seed, workers=args.workers, force=args.rebuild,
     )
     months = [m.strip() for m in args.months.split(",")] if args.months else None
     try:
@@ -412,7 +417,7 @@ def _retrieve_for_eval(args: argparse.Namespace, name: str,
     from tw_jax.retrieval import index
 
     retriever = retriever_from_args(args, name)
-    month = index.month_index(args.data, args.month, retriever, force=args.rebuild_index)
+    month = index.month_index(args.data, args.month, retriever, force=args.rebuild)
     print(f"{name} index of {args.month}: {len(month.passages)} passages, "
           f"{'reused' if month.reused else 'built'} in {month.seconds:.2f} s ({month.folder})")
     return month, open_book.retrieve(month, rows, args.k)
@@ -560,7 +565,7 @@ def run_retrieve(args: argparse.Namespace) -> int:
     try:
         retriever = retriever_from_args(args)
         qa, sets = _qa_sets(args, wanted)
-        month = index.month_index(args.data, args.month, retriever, force=args.force)
+        month = index.month_index(args.data, args.month, retriever, force=args.rebuild)
         print(f"{args.retriever} index of {args.month}: {len(month.passages)} passages, "
               f"{'reused' if month.reused else 'built'} in {month.seconds:.2f} s ({month.folder})")
         report = run.retrieve_month(month, sets, args.k, args.out,

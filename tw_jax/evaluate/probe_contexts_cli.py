@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from tw_jax.cli_parser import add_rebuild_flag
 from tw_jax.io.cli_paths import input_path
 from tw_jax.retrieval.options import add_retriever_options, retriever_from_args
 
@@ -47,7 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="words of context kept, cut from the end (default 100)")
     parser.add_argument("--chunk-words", type=int, default=100, metavar="N",
                         help="words per passage of the index at most (default 100)")
-    parser.add_argument("--rebuild-index", action="store_true", help="rebuild the month's index")
+    add_rebuild_flag(parser, "rebuild the month's index", old=["--rebuild-index"])
     parser.set_defaults(func=run)
 
 
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     snapshot_file(args.data, args.month)
     with claimed(pc.output_dir(args.data, args.month, retriever.name), COMMAND):
         stats = pc.write_probe_contexts(args.data, args.month, retriever, options,
-                                        force_index=args.rebuild_index)
+                                        force_index=args.rebuild)
     index = stats["index"]
     print(f"{retriever.name} index of {args.month}: {index['passages']} passages, "
           f"{'reused' if index['reused'] else 'built'} in {index['seconds']:.2f} s "

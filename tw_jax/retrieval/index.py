@@ -225,8 +225,8 @@ def source_index(source: PassageSource, retriever: Retriever, *,
     return MonthIndex(source.pair, folder, retriever, passages, fingerprint, False, seconds)
 
 
-_REBUILD = ("rebuild it with --rebuild-index (tw-jax probe-contexts, evolvingqa open-book) or "
-            "--force (evolvingqa retrieve)")
+_REBUILD = ("rebuild it with --rebuild (tw-jax probe-contexts, evolvingqa retrieve, "
+            "evolvingqa eval)")
 
 
 def _damage(folder: str, stored: Mapping[str, Any]) -> str | None:
