@@ -40,6 +40,7 @@ from tw_jax.io.atomic import FolderCommit, discard
 from tw_jax.io.jsonl import json_line
 from tw_jax.preprocess.ecbd import spans as span_rules
 from tw_jax.preprocess.ecbd.articles import Article, read_articles
+from tw_jax.preprocess.ecbd.empty import why_empty
 from tw_jax.preprocess.ecbd.entities import OriginEntity, iter_origin_entities
 from tw_jax.preprocess.ecbd.sentences import (
     Candidate,
@@ -77,6 +78,11 @@ class BuildOptions:
             raise ValueError("max_distance and random_per_sentence must not be negative")
         if not 0.0 <= self.dev_fraction <= 1.0:
             raise ValueError(f"dev_fraction must be within [0, 1], got {self.dev_fraction}")
+
+
+class EmptyBuildError(ValueError):
+    """The dumps and options give no example: nothing is written, and the message names the
+    filter that removed them (:func:`tw_jax.preprocess.ecbd.empty.why_empty`)."""
 
 
 def file_name(kind: str, split: str) -> str:
@@ -188,6 +194,8 @@ def build_ecbd(
     """Build the ECBD folder ``out_dir`` (see the module docstring); returns ``stats.json``.
 
     ``nlp`` is a loaded spaCy pipeline with a parser (default: ``options.spacy_model``).
+    No example at all raises :class:`EmptyBuildError` naming the filter that removed them
+    (``OUT`` is left without a ``stats.json``).
     """
     options = options or BuildOptions()
     options.check()
@@ -198,7 +206,8 @@ def build_ecbd(
     if nlp is None:
         nlp, source = span_rules.load_parser(options.spacy_model)
     wikidata_skips, wikipedia_skips = Skips(), Skips()
-    entities = list(iter_origin_entities(wikidata, wikidata_skips, options.years))
+    dated_years: list[int] = []
+    entities = list(iter_origin_entities(wikidata, wikidata_skips, options.years, dated_years))
     index = read_articles(wikipedia, [e.enwiki for e in entities], wikipedia_skips)
 
     builder = _Builder(options, nlp)
@@ -218,6 +227,11 @@ def build_ecbd(
         if examples:
             per_entity[entity.qid] = (entity, article, examples)
 
+    if not per_entity:  # an empty folder with exit status 0 would pass for a build
+        raise EmptyBuildError(why_empty(
+            options.years, dated_years, len(entities), builder.skips.counts,
+            {"--min-words": options.min_words,
+             "--min-sentence-words": options.min_sentence_words}))
     subsets: dict[str, dict[str, Any]] = {}
     entity_rows = []
     by_subset: dict[str, list[str]] = {}

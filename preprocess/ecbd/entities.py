@@ -96,11 +96,13 @@ def parse_years(text: str | None) -> tuple[int, int] | None:
 
 
 def iter_origin_entities(
-    path: str | os.PathLike[str], skips: Skips, years: tuple[int, int] | None = None
+    path: str | os.PathLike[str], skips: Skips, years: tuple[int, int] | None = None,
+    dated_years: list[int] | None = None,
 ) -> Iterator[OriginEntity]:
     """The dump's items with an origination date in ``years`` (inclusive; None: any), an English
     label and an enwiki sitelink, in dump order. Items that have a date but fail a later
-    condition are counted: ``year_out_of_range``, ``no_label``, ``no_enwiki``."""
+    condition are counted: ``year_out_of_range``, ``no_label``, ``no_enwiki``; ``dated_years``
+    (if given) receives every dated item's year, so an empty result can say what the dump has."""
     for entity in iter_entities(path, skips):
         if entity.kind != "item":
             continue
@@ -108,6 +110,8 @@ def iter_origin_entities(
         if found is None:
             continue
         prop, time, precision, year = found
+        if dated_years is not None:
+            dated_years.append(year)
         if years is not None and not years[0] <= year <= years[1]:
             skips.add("year_out_of_range", f"{entity.id} {year}")
             continue

@@ -125,17 +125,20 @@ def test_sample_world_noun_phrases(world_build):
 
 
 def test_sample_world_paper_years(sample_world, nlp, tmp_path):
-    """2017-2021 holds eight dated items; none has a later sentence that names it."""
+    """2017-2021 holds eight dated items; none has a later sentence that names it: the build
+    says so (six without such a sentence, two articles under 50 words) and writes nothing."""
+    from tw_jax.preprocess.ecbd.build import EmptyBuildError
     from tw_jax.sample_world.build import wikidata_dump, wikipedia_dump
 
     root, _ = sample_world
-    stats = build_ecbd(wikidata_dump(root, NOV), wikipedia_dump(root, NOV), tmp_path,
-                       BuildOptions(min_words=50), nlp=nlp)
-    assert stats["entities"] == {"dated_in_years_with_sitelink": 8, "with_article": 8,
-                                 "with_examples": 0}
-    assert stats["skipped"]["entities"]["by_reason"] == {"no_sentences": 6, "short_article": 2}
-    assert stats["skipped"]["wikidata"]["by_reason"]["year_out_of_range"] == 71
-    assert stats["subsets"] == {} and stats["files"] == ["entities.jsonl"]
+    with pytest.raises(EmptyBuildError) as error:
+        build_ecbd(wikidata_dump(root, NOV), wikipedia_dump(root, NOV), tmp_path,
+                   BuildOptions(min_words=50), nlp=nlp)
+    assert str(error.value) == (
+        "no examples: none of the 8 entities dated 2017-2021 gave one: 6 articles without a "
+        "sentence of --min-sentence-words 5+ words naming the entity, 2 articles shorter than "
+        "--min-words 50")
+    assert list(tmp_path.iterdir()) == []
 
 
 # --- hand-made dumps --------------------------------------------------------------------
@@ -226,3 +229,43 @@ def test_bad_input_names_the_file(tmp_path, nlp):
     assert stopped.value.code == 2
     assert _cli(["ecbd", "build", "--wikidata", str(wikidata), "--wikipedia", str(broken),
                  "--out", str(tmp_path / "o"), "--years", "soon"]) == 2
+
+
+def test_a_build_without_examples_names_the_filter_and_writes_nothing(sample_world, nlp,
+                                                                       tmp_path, capsys):
+    """The README's defaults on the sample world: 8 entities dated 2017-2021, every article
+    under 500 words; exit status 2 and one line, not an empty folder with status 0."""
+    import tw_jax.preprocess.ecbd.spans as spans
+    from tw_jax.sample_world.build import wikidata_dump, wikipedia_dump
+
+    root, _ = sample_world
+    dumps = ["--wikidata", str(wikidata_dump(root, NOV)), "--wikipedia",
+             str(wikipedia_dump(root, NOV))]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spans, "load_parser", lambda name: (nlp, "fixture"))
+        assert _cli(["ecbd", "build", *dumps, "--out", str(tmp_path / "a"),
+                     "--years", "2017-2021"]) == 2
+        assert capsys.readouterr().err == (
+            "tw-jax ecbd: error: no examples: none of the 8 entities dated 2017-2021 gave one: "
+            "8 articles shorter than --min-words 500\n")
+        assert _cli(["ecbd", "build", *dumps, "--out", str(tmp_path / "b"),
+                     "--years", "1-2"]) == 2
+        assert capsys.readouterr().err == (
+            "tw-jax ecbd: error: no examples: --years 1-2 keeps none of the dump's 79 items "
+            "with an origination date (theirs are 1100-2021); try --years all\n")
+    assert not (tmp_path / "a" / "stats.json").exists()
+    assert not (tmp_path / "b" / "stats.json").exists()
+
+
+def test_why_empty_names_the_missing_dates_and_labels():
+    from tw_jax.preprocess.ecbd.empty import why_empty
+
+    assert why_empty((2017, 2021), [], 0, {}, {}) == (
+        "no examples: the Wikidata dump has no item with an origination date")
+    assert why_empty((2019, 2019), [2019, 1990], 0, {}, {}) == (
+        "no examples: none of the 1 items dated 2019 has an English label and an enwiki "
+        "sitelink")
+    assert why_empty(None, [2019], 1, {"no_sentences": 1, "no_article": 1},
+                     {"--min-sentence-words": 5}) == (
+        "no examples: none of the 1 entities dated in any year gave one: no_article 1, 1 "
+        "articles without a sentence of --min-sentence-words 5+ words naming the entity")
