@@ -47,54 +47,60 @@ _STAGES: tuple[str, ...] = (
 
 
 # One example line per command, shown at the end of its --help (kept here, in one table, so
-# every command has one and they read alike: demo_out/ is what `tw-jax demo` writes).
+# every command has one and they read alike). They run on what the examples before them write
+# (tests/test_examples.py checks it): world/ is what `tw-jax sample-world --out world/` writes,
+# demo_out/ what `tw-jax demo` writes, runs/t5 what the `train` example trains; only ckl/ (CKL's
+# released files) is downloaded.
+_WP, _XML = "world/wikipedia/enwiki-", "-pages-articles.xml.bz2"
+_WD, _JSON = "world/wikidata/wikidata-", "-all.json.bz2"
+_T5_VOCAB = "demo_out/data/vocab/t5/spiece.model"
+_TINY_T5 = "--gin_file=kadapter.gin --gin_file=models/t5_tiny.gin --gin_file=runs/cpu_smoke.gin"
 EXAMPLES: dict[str, str] = {
     "sample-world": "tw-jax sample-world --out world/ --seed 0",
-    "diffset": "tw-jax diffset --old world/dumps/enwiki-2021-08.xml.bz2 "
-               "--new world/dumps/enwiki-2021-09.xml.bz2 --out data/0809/diffset --workers 0",
-    "probes": "tw-jax probes --old wikidata-20210801-all.json.bz2 --new "
-              "wikidata-20210901-all.json.bz2 --wikipedia enwiki-20210901.xml.bz2 "
-              "--diffset data/0809/diffset --out data/0809/probes",
+    "diffset": f"tw-jax diffset --old {_WP}20210801{_XML} --new {_WP}20210901{_XML} "
+               "--out data/0809/diffset --workers 0",
+    "probes": f"tw-jax probes --old {_WD}20210801{_JSON} --new {_WD}20210901{_JSON} "
+              f"--wikipedia {_WP}20210901{_XML} --diffset data/0809/diffset "
+              "--out data/0809/probes --unchanged-rate 1",
     "ssm": "tw-jax ssm --in data/0809/diffset --out data/0809/ssm --inputs diffset,full",
     "tasks": "tw-jax tasks --data demo_out/data --match 0809_lm",
-    "report": "tw-jax report runs/kadapter runs/diff --out report/",
+    "report": "tw-jax report runs/kadapter --out report/",
     "lifelong": "tw-jax lifelong --gin_file=kadapter.gin --gin_file=models/gpt2_tiny.gin "
                 "--gin_file=runs/cpu_smoke.gin --months 0809,0910 --data demo_out/data "
                 "--out runs/kadapter",
-    "train": "tw-jax train --gin_file=kadapter.gin --gin_file=models/t5_tiny.gin "
-             "--gin_file=runs/cpu_smoke.gin --gin.MODEL_DIR=runs/t5 --gin.DATA_DIR=demo_out/data",
+    "train": f"tw-jax train {_TINY_T5} --gin.MODEL_DIR=runs/t5 --gin.DATA_DIR=demo_out/data",
     "compile": "tw-jax compile --topology v5e:4x4 --gin_file=kadapter.gin",
-    "eval": "tw-jax eval --gin_file=kadapter.gin --gin_file=models/t5_tiny.gin "
-            "--gin_file=runs/cpu_smoke.gin --gin.MODEL_DIR=runs/t5 --gin.DATA_DIR=demo_out/data",
-    "infer": "tw-jax infer --gin_file=kadapter.gin --gin_file=models/t5_tiny.gin "
-             "--gin_file=runs/cpu_smoke.gin --gin.MODEL_DIR=runs/t5 --gin.DATA_DIR=demo_out/data",
-    "ckl build-lama": "tw-jax ckl build-lama --wikidata wikidata-20210901-all.json.bz2 --out il/",
-    "ckl eval": "tw-jax ckl eval --data ckl/ --out results/ --model-dir runs/t5 "
-                "--gin_file=ckl.gin --method vanilla",
+    "eval": f"tw-jax eval {_TINY_T5} --gin.MODEL_DIR=runs/t5 --gin.DATA_DIR=demo_out/data",
+    "infer": f"tw-jax infer {_TINY_T5} --gin.MODEL_DIR=runs/t5 --gin.DATA_DIR=demo_out/data",
+    "ckl build-lama": f"tw-jax ckl build-lama --wikidata {_WD}20210901{_JSON} --out il/",
+    "ckl eval": "tw-jax ckl eval --data il/ --out results/ --model-dir runs/t5 "
+                "--gin_file=runs/t5/config.gin --method kadapter",
     "ckl train": "tw-jax ckl train --data ckl/ --task ckl_recent_news_ssm --gin_file=ckl.gin "
                  "--gin.MODEL_DIR=runs/ckl --epochs 4",
     "ckl phases": "tw-jax ckl phases --data ckl/ --out phases/ --corpus p1.csv,p2.csv "
                   "--new p1_new.csv,p2_new.csv",
-    "ckl eval-phases": "tw-jax ckl eval-phases --data phases/ --lifelong runs/ --method vanilla "
-                       "--gin_file=vanilla.gin",
-    "ecbd build": "tw-jax ecbd build --wikidata wikidata.json.bz2 --wikipedia enwiki.xml.bz2 "
-                  "--out ecbd/ --years 2017-2021",
+    "ckl eval-phases": "tw-jax ckl eval-phases --data phases/ --lifelong runs/phases "
+                       "--method vanilla --gin_file=vanilla.gin",
+    "ecbd build": f"tw-jax ecbd build --wikidata {_WD}20211101{_JSON} --wikipedia "
+                  f"{_WP}20211101{_XML} --out ecbd/ --years all --min-words 100",
     "ecbd eval": "tw-jax ecbd eval --data ecbd/ --out ecbd_eval/ --model-dir runs/t5 "
-                 "--gin_file=kadapter.gin --vocab demo_out/data/vocab/t5",
+                 f"--gin_file=runs/t5/config.gin --vocab {_T5_VOCAB}",
     "ecbd report": "tw-jax ecbd report ecbd_eval/",
-    "evolvingqa build": "tw-jax evolvingqa build --dumps enwiki-2021*.xml.bz2 --out eqa/",
+    "evolvingqa build": f"tw-jax evolvingqa build --dumps {_WP}2021*{_XML} --out eqa/ "
+                        "--min-changed-chars 100",
     "evolvingqa generate": "tw-jax evolvingqa generate --data eqa/ --probes demo_out/data",
     "evolvingqa train": "tw-jax evolvingqa train --stage continual --data eqa/ --month 0809 "
-                        "--model-dir m/0809 --gin_file=evolvingqa.gin",
+                        "--model-dir m/0809 --gin_file=models/t5_tiny.gin "
+                        f"--gin_file=runs/cpu_smoke.gin --t5-vocab {_T5_VOCAB}",
     "evolvingqa eval": "tw-jax evolvingqa eval --qa eqa/qa --checkpoint m/0809-qa --month 0809 "
-                       "--method full --out results/",
+                       f"--method full --out results/ --t5-vocab {_T5_VOCAB}",
     "evolvingqa retrieve": "tw-jax evolvingqa retrieve --data eqa/ --month 0809 --retriever bm25 "
-                           "--k 20 --out retrieval/",
+                           "--k 20 --out retrieved/",
     "probe-contexts": "tw-jax probe-contexts --data demo_out/data --month 0809 --retriever bm25 "
                       "--k 5 --context-words 100",
     "t5x-checkpoint to-t5x": "tw-jax t5x-checkpoint to-t5x --from runs/t5 --out t5x_runs/start",
     "t5x-checkpoint from-t5x": "tw-jax t5x-checkpoint from-t5x --from "
-                               "t5x_runs/kadapter/checkpoint_4 --out runs/kadapter",
+                               "t5x_runs/kadapter/checkpoint_4 --out runs/kadapter-t5x",
     "demo": "tw-jax demo --out demo_out",
 }
 
