@@ -224,10 +224,13 @@ def _parsed(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Names
                if not (GIN / name).is_file() and not Path(name).is_file()]
     if missing:
         return f"--gin_file {missing[0]}: no such file"
-    if getattr(args, "t5_vocab", "given") is None:  # evolvingqa's default: DATA/vocab/t5
-        default = os.path.join(getattr(args, "data", None) or ".", "vocab/t5/spiece.model")
-        if not os.path.isfile(default):
-            return f"no --t5-vocab, and no {default}"
+    # evolvingqa's --t5-vocab, and --vocab of ckl / ecbd eval of a MODEL_DIR: DATA/vocab/t5
+    unset = [flag for flag, dest in (("--t5-vocab", "t5_vocab"), ("--vocab", "vocab"))
+             if getattr(args, dest, "given") is None
+             and (dest == "t5_vocab" or getattr(args, "model_dir", None))]
+    default = os.path.join(getattr(args, "data", None) or ".", "vocab/t5/spiece.model")
+    if unset and not os.path.isfile(default):
+        return f"no {unset[0]}, and no {default}"
     bindings = dict(b.split("=", 1) for b in getattr(args, "gin_bindings", []))
     data = str(getattr(args, "data", None) or bindings.get("DATA_DIR", "")).strip("'\"")
     shipped = [name for name in gin_files if (GIN / name).is_file()]

@@ -74,7 +74,7 @@ EXAMPLES: dict[str, str] = {
     "infer": f"tw-jax infer {_TINY_T5} --gin.MODEL_DIR=runs/t5 --gin.DATA_DIR=demo_out/data",
     "ckl build-lama": f"tw-jax ckl build-lama --wikidata {_WD}20210901{_JSON} --out il/",
     "ckl eval": "tw-jax ckl eval --data il/ --out results/ --model-dir runs/t5 "
-                "--gin_file=runs/t5/config.gin --method kadapter",
+                f"--gin_file=runs/t5/config.gin --method kadapter --vocab {_T5_VOCAB}",
     "ckl train": "tw-jax ckl train --data ckl/ --task ckl_recent_news_ssm --gin_file=ckl.gin "
                  "--gin.MODEL_DIR=runs/ckl --epochs 4",
     "ckl phases": "tw-jax ckl phases --data ckl/ --out phases/ --corpus p1.csv,p2.csv "
