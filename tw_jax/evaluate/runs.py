@@ -104,7 +104,7 @@ def load_params(
         lambda: run.init_params(0), source, run.abstract_params
     )
     if missing:
-        raise checkpoints.CheckpointError(
+        raise checkpoints.CheckpointMismatchError(
             f"{source}: the checkpoint lacks {len(missing)} parameters of this model "
             f"({', '.join(missing[:5])}...); is the gin config the one it was trained with?"
         )

@@ -62,6 +62,24 @@ def check_lengths(name: str, lengths: Mapping[str, int]) -> None:
                          f"length, e.g. --gin.TASK_FEATURE_LENGTHS=\"{example}\"")
 
 
+def check_prompts(name: str) -> None:
+    """Decoding needs a prompt: a task (or a mixture's task) without ``inputs`` would be
+    decoded from nothing, the same text for every example (a probe task scores whole
+    sentences). A :class:`UsageError` names the task with the probe's prompt, ``<name>_object``
+    (subject and relation, the object to write), where there is one."""
+    import seqio
+
+    for task in seqio.get_subtasks(seqio.get_mixture_or_task(name)):
+        if "inputs" in task.output_features:
+            continue
+        known = {*seqio.TaskRegistry.names(), *seqio.MixtureRegistry.names()}
+        prompted = f"{name}_object"
+        instead = (f"--task {prompted} (subject and relation as the prompt)"
+                   if prompted in known else "a task with inputs")
+        raise UsageError(f"{task.name} has no inputs, so there is no prompt to decode from; "
+                         f"infer on {instead}, or score {name} with tw-jax eval")
+
+
 @gin.configurable(module="tw_jax.evaluate")
 def evaluate(
     *,
@@ -138,12 +156,14 @@ def infer(
     max_examples: int | None = None,
     mesh_shape: Sequence[int] = (-1, 1, 1),
 ) -> str:
-    """Greedy predictions for the task's ``inputs``, as JSONL (default MODEL_DIR/infer/...)."""
+    """Greedy predictions for the task's ``inputs``, as JSONL (default MODEL_DIR/infer/...);
+    a task without inputs is refused (:func:`check_prompts`)."""
 
     distributed.initialize()
     model_dir = paths.resolve(model_dir)
     mixture_or_task_name = task_data.task_name(mixture_or_task_name, model_config)
     ensure_tasks(mixture_or_task_name)
+    check_prompts(mixture_or_task_name)
     check_lengths(mixture_or_task_name, task_feature_lengths)
     run = build_run_model(model_config, mesh_shape)
     vocab = task_data.vocabulary(mixture_or_task_name)

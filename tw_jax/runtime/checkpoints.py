@@ -67,6 +67,12 @@ class CheckpointError(RuntimeError):
     """A checkpoint that cannot be read or does not fit the model."""
 
 
+class CheckpointMismatchError(CheckpointError):
+    """A checkpoint whose tensors do not fit the model the configuration builds (a tensor of
+    another shape, one the model lacks, one it lacks): it was trained with another
+    configuration, which its MODEL_DIR's ``config.gin`` records."""
+
+
 class CheckpointSaveError(OutputError):
     """A checkpoint that could not be written (a full disk, say); training stopped there. An
     :class:`OutputError`: the CLI prints it as one line and exits with status 2."""
@@ -455,9 +461,10 @@ def _target(saved: Any, abstract: Any, where: tuple[str, ...] = ()) -> Any:
     the checkpoint: an error naming it."""
     if not isinstance(saved, dict):
         if abstract is None or isinstance(abstract, dict):
-            raise CheckpointError(f"checkpoint tensor {'/'.join(where)} has no place in the model")
+            raise CheckpointMismatchError(
+                f"checkpoint tensor {'/'.join(where)} has no place in the model")
         if tuple(saved.shape) != tuple(abstract.shape):
-            raise CheckpointError(
+            raise CheckpointMismatchError(
                 f"checkpoint tensor {'/'.join(where)} has shape {tuple(saved.shape)}, the model "
                 f"expects {tuple(abstract.shape)}"
             )
@@ -465,7 +472,7 @@ def _target(saved: Any, abstract: Any, where: tuple[str, ...] = ()) -> Any:
     abstract = abstract if isinstance(abstract, dict) else {}
     unexpected = sorted(set(saved) - set(abstract))
     if unexpected:
-        raise CheckpointError(
+        raise CheckpointMismatchError(
             f"checkpoint has tensors the model lacks under {'/'.join(where) or 'the top level'}: "
             f"{unexpected}"
         )
@@ -510,8 +517,8 @@ def initial_params(
             target = _target(_saved_shapes(params_dir), abstract_params)
             with ocp.StandardCheckpointer() as checkpointer:
                 loaded = checkpointer.restore(params_dir, target)
-    except CheckpointError as error:
-        raise CheckpointError(f"{folder}: {error}") from error
+    except CheckpointError as error:  # the same kind, with the folder
+        raise type(error)(f"{folder}: {error}") from error
     missing: list[str] = []
     if callable(fresh):
         merged = _overlay(abstract_params, loaded, (), missing)
