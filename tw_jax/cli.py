@@ -71,9 +71,9 @@ EXAMPLES: dict[str, str] = {
     "train": f"tw-jax train {_TINY_T5} --gin.MODEL_DIR=runs/t5 --gin.DATA_DIR=demo_out/data",
     "compile": "tw-jax compile --topology v5e:4x4 --gin_file=kadapter.gin",
     "eval": "tw-jax eval --gin.MODEL_DIR=demo_out/runs/checkpoints/diff/0809 "
-            "--gin.DATA_DIR=demo_out/data --task twiki_probes_0809_updated --split validation",
+            "--task twiki_probes_0809_updated --split validation",
     "infer": "tw-jax infer --gin.MODEL_DIR=demo_out/runs/checkpoints/diff/0809 "
-             "--gin.DATA_DIR=demo_out/data --task twiki_probes_0809_updated_object "
+             "--task twiki_probes_0809_updated_object "
              "--split validation --gin.TASK_FEATURE_LENGTHS=\"{'inputs': 32, 'targets': 8}\"",
     "ckl build-lama": f"tw-jax ckl build-lama --wikidata {_WD}20210901{_JSON} --out il/",
     "ckl eval": "tw-jax ckl eval --data il/ --out results/ --model-dir runs/t5 "

@@ -140,6 +140,8 @@ def test_gin_is_parsed_once_per_run_the_files_describe(first_run):
 
 
 def test_first_run_writes_every_expected_result(first_run):
+    from tw_jax.runtime import gin_setup
+
     data, out = first_run["data"], first_run["out"]
     lines = [json.loads(line) for line in first_run["text"].splitlines()]
     assert all(set(line) == {"method", "trained_through", "eval_month", "category", "metric",
@@ -176,6 +178,8 @@ def test_first_run_writes_every_expected_result(first_run):
         update = _trained_by(checkpoints / "diff" / month)
         assert update.mixture_or_task_name == f"twiki_diffset_{month}_{{objective}}"
         assert (update.initial_checkpoint_path, update.train_steps) == (str(start), 2)
+        # the file alone evaluates the run: it records the --data folder gin never saw
+        assert gin_setup.macro("DATA_DIR") == str(data)
 
 
 def test_scores_are_those_of_the_month_checkpoint(first_run):

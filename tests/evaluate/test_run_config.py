@@ -127,4 +127,4 @@ def test_eval_and_infer_help_say_how_to_pick_the_run_task_and_split():
                 "with, DIR/config.gin") in text
         assert EXAMPLES[name].startswith(
             f"tw-jax {name} --gin.MODEL_DIR=demo_out/runs/checkpoints/diff/0809 "
-            "--gin.DATA_DIR=demo_out/data --task twiki_probes_0809_updated")
+            "--task twiki_probes_0809_updated")

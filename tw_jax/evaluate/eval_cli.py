@@ -1,6 +1,6 @@
 """``tw-jax eval`` and ``tw-jax infer``: a checkpoint on a task, with the run's own configuration.
 
-    tw-jax eval  --gin.MODEL_DIR=demo_out/runs/checkpoints/diff/0809 --gin.DATA_DIR=demo_out/data \
+    tw-jax eval  --gin.MODEL_DIR=demo_out/runs/checkpoints/diff/0809 \
         --task twiki_probes_0809_updated --split validation
     tw-jax eval  --gin_file=diff.gin --gin_file=models/gpt2_tiny.gin --gin.MODEL_DIR=/tmp/run
 

@@ -303,6 +303,18 @@ class ParsedRuns:
     epochs: float | None
     data_dir: str | None
 
+    def with_data_dir(self, data_dir: str) -> ParsedRuns:
+        """The runs reading ``data_dir`` (``--data``, which gin never saw): each MODEL_DIR's
+        config.gin records it as DATA_DIR, so ``tw-jax eval --gin.MODEL_DIR=...`` needs no more."""
+
+        def reading(run: TrainConfig | None) -> TrainConfig | None:
+            if run is None or run.gin_record is None:
+                return run
+            return run.replace(gin_record=run.gin_record.with_macros(DATA_DIR=data_dir))
+
+        return dataclasses.replace(self, initial=reading(self.initial),
+                                   method=reading(self.method), data_dir=data_dir)
+
 
 def parse_runs(options: LifelongOptions, method: str) -> ParsedRuns:
     """Parse INITIAL's gin files, then the method's (whose state gin keeps: task registration
@@ -570,6 +582,7 @@ def run_lifelong(options: LifelongOptions) -> LifelongSummary:
 
     runs = parse_runs(options, method)
     data_dir = _data_dir(options, runs)
+    runs = runs.with_data_dir(data_dir)
     options = dataclasses.replace(options, data_dir=data_dir)
     _register_tasks(data_dir)
     for month in months:

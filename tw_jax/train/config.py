@@ -39,6 +39,12 @@ class GinRecord:
     config: str
     operative: str
     bound: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    # Gin macros whose value Python chose after gin (the lifelong runner's DATA_DIR, from
+    # --data): written into the run's config.gin, so the file alone evaluates the run.
+    macros: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def with_macros(self, **values: Any) -> GinRecord:
+        return dataclasses.replace(self, macros={**self.macros, **values})
 
 
 # Fields Python fills in after gin (train_config), never gin bindings of ``train``.

@@ -94,6 +94,8 @@ def gin_config_text(name: str, config: TrainConfig) -> str:
     text = "" if record is None else (
         record.operative if name == "operative_config.gin" else record.config)
     overrides = gin_lines(config, {} if record is None else record.bound)
+    if record is not None:
+        overrides = [f"{name} = {value!r}" for name, value in record.macros.items()] + overrides
     if overrides:
         text += "\n# The run's fields as trained (set in Python after gin):\n" + "\n".join(overrides) + "\n"
     return text
