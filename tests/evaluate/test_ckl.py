@@ -351,3 +351,18 @@ def test_eval_phases_needs_the_runs_state(setup, phases, tmp_path, capsys):
     with pytest.raises(DumpError, match="no initial checkpoint through base"):
         _cli(["eval-phases", f"--gin_file={setup['gin']}", "--data", str(phases),
               "--lifelong", str(tmp_path)])
+
+
+def test_a_model_that_fills_no_spans_is_refused_before_its_checkpoint_is_read(tmp_path):
+    """CKL's probe tasks are T5's salient-span masking: a GPT-2 run is one line naming why,
+    from the shared loader, before the (here absent) checkpoint is looked for."""
+    from tw_jax.evaluate import ckl
+
+    source = ckl.ModelSource(model_dir=str(tmp_path / "no_checkpoint"),
+                             gin_files=["diff.gin", "models/gpt2_tiny.gin"],
+                             gin_bindings=["MODEL_DIR='unused'"])
+    with pytest.raises(ValueError) as refused, ckl.loaded_model(source):
+        pass
+    assert str(refused.value) == (
+        "the gin files: CKL's probe tasks (salient span masking; GPT-2 is light-tuned first, "
+        "CKL App. G) are for a model of objective 'ssm', not 'lm' (GPT2Config)")

@@ -248,9 +248,9 @@ def run_eval(args: argparse.Namespace) -> int:
                              gin_search_paths=gin_search_paths(args))
     try:
         scored = []
-        with ckl.loaded_model(source) as (module, params):
+        with ckl.loaded_model(source) as loaded:
             for task, category in chosen.items():
-                result = ckl.evaluate_task(module, params, task, category=category,
+                result = ckl.evaluate_task(loaded.module, loaded.params, task, category=category,
                                            beam_size=args.beam_size, batch_size=args.batch_size,
                                            limit=args.max_probes)
                 if result is not None:

@@ -81,7 +81,7 @@ def evaluate_phases(options: PhasesOptions) -> list[Result]:
                              gin_search_paths=options.gin_search_paths)
         results: list[Result] = []
         invariant: SetScores | None = None  # InvariantLAMA is one file in every phase
-        with loaded_model(source) as (module, params):
+        with loaded_model(source) as loaded:
             for i, phase in enumerate(manifest["phases"], start=1):
                 register_ckl(paths.join(options.data_dir, phase["pair"], "ckl"), vocab,
                              group="ckl_phases")
@@ -94,8 +94,8 @@ def evaluate_phases(options: PhasesOptions) -> list[Result]:
                     key = (phase["pair"], task)
                     if key not in read:
                         read[key] = task_examples(task, options.limit)
-                    scored = evaluate_task(module, params, task, category=category,
-                                           beam_size=options.beam_size,
+                    scored = evaluate_task(loaded.module, loaded.params, task,
+                                           category=category, beam_size=options.beam_size,
                                            batch_size=options.batch_size, examples=read[key])
                     if category == "unchanged":
                         invariant = scored

@@ -24,6 +24,7 @@ Every path may be local or a ``gs://`` URL, resolved once here (``type=input_pat
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import posixpath
 import sys
@@ -143,39 +144,39 @@ def run_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load_model(args: argparse.Namespace) -> tuple[Any, Any, Any, Any]:
-    """(model, params, vocabulary, mesh context factory) from --model or --model-dir + gin."""
-    import contextlib
-
-    from tw_jax.models import model_for
+def _model_source(args: argparse.Namespace) -> Any:
+    """The checkpoint to score: ``--model`` (a Hugging Face folder) or ``--model-dir`` with the
+    gin files that built its model; loaded like every evaluator's (``evaluate.runs``)."""
+    from tw_jax.evaluate.runs import ModelSource
 
     if args.model:
-        from tw_jax.models import load_pretrained
+        return ModelSource(hf_dir=args.model)
+    if not args.gin_file or not args.vocab:
+        raise ValueError("--model-dir needs --gin_file (the model's) and --vocab")
+    return ModelSource(model_dir=args.model_dir, gin_files=list(args.gin_file),
+                       gin_bindings=list(args.gin_bindings),
+                       gin_search_paths=list(gin_search_paths(args)))
 
-        model, params = load_pretrained(args.model)
-        context: Any = contextlib.nullcontext
-    else:
-        from tw_jax.evaluate.runs import load_params, model_from_gin
-        from tw_jax.models.sharding import activate
-        from tw_jax.runtime.run_model import build_run_model
 
-        if not args.gin_file or not args.vocab:
-            raise ValueError("--model-dir needs --gin_file (the model's) and --vocab")
-        config, mesh = model_from_gin(args.gin_file, args.gin_bindings, gin_search_paths(args))
-        run = build_run_model(config, mesh or (-1, 1, 1))
+def _run_name(args: argparse.Namespace) -> str:
+    return args.name or posixpath.basename(args.model or args.model_dir)
 
-        def context() -> Any:
-            return activate(run.mesh)
 
-        with context():
-            params, _ = load_params(run, args.model_dir)  # resolved: absolute or a URL
-        model = run.module
-    vocabulary = model_for(model).load_vocabulary(args.vocab or args.model)
-    return model, params, vocabulary, context
+def _evaluate(args: argparse.Namespace, data: Any, loaded: Any, vocabulary: Any) -> Any:
+    from tw_jax.evaluate import ecbd
+    from tw_jax.tasks.ecbd import INPUTS
+
+    options = ecbd.EcbdOptions(
+        input_types=tuple(args.inputs or INPUTS), n_definition=args.definition_sentences,
+        seed=args.seed, batch_size=args.batch_size, recall_k=args.recall_k,
+        beam_size=args.beam_size, max_new_tokens=args.max_new_tokens)
+    return ecbd.evaluate_ecbd(loaded.module, loaded.params, vocabulary, data, _run_name(args),
+                              options)
 
 
 def run_eval(args: argparse.Namespace) -> int:
     from tw_jax.evaluate import ecbd
+    from tw_jax.evaluate.runs import loaded_run
     from tw_jax.io.jsonl import write_records
     from tw_jax.runtime.checkpoints import CheckpointError
     from tw_jax.runtime.gin_setup import GinConfigError
@@ -190,18 +191,14 @@ def run_eval(args: argparse.Namespace) -> int:
     if not any(data.values()):
         return _error(f"{args.data}: no examples for splits {args.splits}"
                       + (f" and subsets {args.subsets}" if args.subsets else ""))
-    try:
-        model, params, vocabulary, context = _load_model(args)
-    except (ValueError, FileNotFoundError, GinConfigError, CheckpointError) as error:
-        return _error(str(error))
-    name = args.name or posixpath.basename(args.model or args.model_dir)
-    options = ecbd.EcbdOptions(
-        input_types=tuple(args.inputs or INPUTS), n_definition=args.definition_sentences,
-        seed=args.seed, batch_size=args.batch_size, recall_k=args.recall_k,
-        beam_size=args.beam_size, max_new_tokens=args.max_new_tokens)
-    with context():
-        run = ecbd.evaluate_ecbd(model, params, vocabulary, data, name, options)
-    out = args.out
+    with contextlib.ExitStack() as stack:
+        try:
+            loaded = stack.enter_context(loaded_run(_model_source(args)))
+        except (ValueError, FileNotFoundError, GinConfigError, CheckpointError) as error:
+            return _error(str(error))
+        vocabulary = loaded.model.load_vocabulary(args.vocab or args.model)
+        run = _evaluate(args, data, loaded, vocabulary)
+    out, name = args.out, _run_name(args)
     results_file = ecbd.append_results(out, run.results)
     write_records(paths.join(out, f"ecbd_examples.{name}.jsonl"), run.records)
     print(f"ecbd {name}: {len(run.records)} scored examples; {len(run.results)} results "

@@ -428,6 +428,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from tw_jax.evaluate import evolvingqa as eqa
     from tw_jax.evaluate import open_book
     from tw_jax.evaluate.results import append_results, mark_benchmark
+    from tw_jax.evaluate.runs import ModelSource, loaded_run
     from tw_jax.io.atomic import write_json
     from tw_jax.models import model_for
     from tw_jax.preprocess.evolvingqa import layout
@@ -475,8 +476,11 @@ def run_eval(args: argparse.Namespace) -> int:
         if retriever is not None:
             month, retrieved = _retrieve_for_eval(args, retriever, rows)
         scored = []
-        with eqa.loaded_model([STAGE_GIN["qa"], *args.gin_file], _absolute(args.checkpoint),
-                              bindings=args.gin_bindings, search_paths=search) as (module, params):
+        source = ModelSource(model_dir=_absolute(args.checkpoint),
+                             gin_files=[STAGE_GIN["qa"], *args.gin_file],
+                             gin_bindings=list(args.gin_bindings), gin_search_paths=list(search))
+        with loaded_run(source) as loaded:
+            module, params = loaded.module, loaded.params
             vocabulary = model_for(module).load_vocabulary(t5_path(None, args.t5_vocab))
             if retriever is not None:
                 budget = open_book.input_budget(module, args.input_length, args.max_answer_tokens)

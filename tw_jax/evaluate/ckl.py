@@ -25,18 +25,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tw_jax.errors import DumpError
 from tw_jax.evaluate.qa import decode_token_rows, qa_scores
 from tw_jax.evaluate.report import ResultIndex, ckl_table
-from tw_jax.evaluate.results import Result, read_results
-from tw_jax.evaluate.runs import ModelSource, loaded_run, source_config
+from tw_jax.evaluate.results import Result, read_results, write_prediction_rows
+from tw_jax.evaluate.runs import ModelSource, loaded_run
 from tw_jax.io import paths
-from tw_jax.io.jsonl import write_records
-from tw_jax.models import model_for
 from tw_jax.preprocess.ckl.phases import MANIFEST
 from tw_jax.runtime import task_data
 from tw_jax.tasks import LazyVocabulary
@@ -57,23 +55,15 @@ class SetScores:
     scores: dict[str, float]
 
 
-@contextlib.contextmanager
-def loaded_model(source: ModelSource) -> Iterator[tuple[Any, Any]]:
-    """``(module, params)`` for decoding, inside the model's mesh while the block runs.
+# What a model other than T5 is told (CKL App. G: GPT-2 is light-tuned on the probes first).
+OBJECTIVE_WHY = ("CKL's probe tasks (salient span masking; GPT-2 is light-tuned first, CKL "
+                 "App. G)")
 
-    A Hugging Face folder is read with its own ``config.json``; a MODEL_DIR with the model its
-    gin files build (:func:`tw_jax.evaluate.runs.loaded_run`), so the same model decodes with
-    the same compiled graphs whichever way it was saved.
-    """
-    config, mesh = source_config(source)
-    objective = model_for(config).objective
-    if objective != SSM:
-        where = source.hf_dir or "the gin files"
-        raise ValueError(f"{where}: CKL's probe tasks are salient-span-masking tasks for a model "
-                         f"of objective {SSM!r} (T5), not {objective!r} ({type(config).__name__};"
-                         " GPT-2 is light-tuned first, CKL App. G)")
-    with loaded_run(source, config, mesh) as loaded:
-        yield loaded.module, loaded.params
+
+def loaded_model(source: ModelSource) -> contextlib.AbstractContextManager[Any]:
+    """The model of ``source`` (:func:`tw_jax.evaluate.runs.loaded_run`), refused before any
+    checkpoint is read unless it fills salient spans, as CKL's probe tasks need."""
+    return loaded_run(source, objective=SSM, why=OBJECTIVE_WHY)
 
 
 def _text(value: Any) -> str:
@@ -127,12 +117,10 @@ def results_of(scores: Sequence[SetScores], method: str, trained_through: str, p
 
 
 def write_predictions(folder: str | os.PathLike[str], label: str, scores: SetScores) -> str:
-    """``folder/<label>.<task>.jsonl``: id and prediction per probe (the reference's log);
-    ``folder`` is local or a ``gs://`` URL."""
+    """``folder/<label>.<task>.jsonl``: id and prediction per probe (the reference's log)."""
 
-    return write_records(paths.join(folder, f"{label}.{scores.task}.jsonl"), (
-        {"id": row_id, "prediction": prediction}
-        for row_id, prediction in zip(scores.ids, scores.predictions, strict=True)))
+    ids = ({"id": row_id} for row_id in scores.ids)
+    return write_prediction_rows(folder, f"{label}.{scores.task}", ids, scores.predictions)
 
 
 # --- phases -------------------------------------------------------------------------------

@@ -27,9 +27,8 @@ where the updated answer ranks first by summed log-likelihood; Table 5's "Update
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,10 +37,7 @@ import numpy as np
 
 from tw_jax.evaluate.qa import decode_answers, qa_scores
 from tw_jax.evaluate.rank import RankItem, RankResult
-from tw_jax.evaluate.results import Result
-from tw_jax.evaluate.runs import ModelSource, loaded_run
-from tw_jax.io import paths
-from tw_jax.io.jsonl import write_records
+from tw_jax.evaluate.results import Result, write_prediction_rows
 from tw_jax.models import model_for
 from tw_jax.text.answers import normalize_answer
 
@@ -155,27 +151,11 @@ def to_results(method: str, trained_through: str, eval_month: str,
     ]
 
 
-@contextlib.contextmanager
-def loaded_model(
-    gin_files: Sequence[str], checkpoint: str, *, bindings: Sequence[str] = (),
-    search_paths: Sequence[str] = (),
-) -> Iterator[tuple[Any, Any]]:
-    """``(module, params)`` of a checkpoint (orbax MODEL_DIR or step folder, or a Hugging Face
-    folder) with the model its gin files describe, inside the model's mesh while the block runs."""
-    source = ModelSource(model_dir=str(checkpoint), gin_files=list(gin_files),
-                         gin_bindings=list(bindings), gin_search_paths=list(search_paths))
-    with loaded_run(source) as loaded:
-        yield loaded.module, loaded.params
-
-
 def write_predictions(folder: str | os.PathLike[str], scores: SetScores,
                       rows: Sequence[Mapping[str, str]]) -> str:
-    """``folder/<set>.jsonl``: question, answers and prediction per row (error analysis);
-    ``folder`` is local or a ``gs://`` URL."""
+    """``folder/<set>.jsonl``: question, answers and prediction per row (error analysis)."""
 
-    return write_records(paths.join(folder, f"{scores.name}.jsonl"), (
-        {**row, "prediction": prediction}
-        for row, prediction in zip(rows, scores.predictions, strict=True)))
+    return write_prediction_rows(folder, scores.name, rows, scores.predictions)
 
 
 def format_table(sets: Sequence[SetScores]) -> str:

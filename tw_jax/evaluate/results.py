@@ -37,13 +37,14 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
-from tw_jax.io.jsonl import append_lines, parse_record
+from tw_jax.io.jsonl import append_lines, parse_record, write_records
 
 RESULTS_FILE = "results.jsonl"
 BASE = "base"
@@ -206,6 +207,17 @@ def append_results(out_dir: str | os.PathLike[str], results: Iterable[Result]) -
         path.parent.mkdir(parents=True, exist_ok=True)
     append_lines(path, (r.to_json() for r in results))
     return path
+
+
+def write_prediction_rows(folder: str | os.PathLike[str], name: str,
+                          rows: Iterable[Mapping[str, Any]], predictions: Iterable[str]) -> str:
+    """``folder/<name>.jsonl`` beside the results: each row (its id, or the question and its
+    answers) with what the model predicted, for error analysis; ``folder`` is local or a
+    ``gs://`` URL. Every benchmark writes its predictions this way."""
+
+    return write_records(paths.join(folder, f"{name}.jsonl"), (
+        {**row, "prediction": prediction}
+        for row, prediction in zip(rows, predictions, strict=True)))
 
 
 def parse_line(line: str, path: str, number: int) -> Result:

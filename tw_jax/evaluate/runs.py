@@ -20,7 +20,7 @@ from typing import Any
 
 from tw_jax.io import paths
 from tw_jax.io.paths import PathLike
-from tw_jax.models import families_by_type
+from tw_jax.models import families_by_type, model_for
 from tw_jax.models.hf_io import read_config
 from tw_jax.models.sharding import activate
 from tw_jax.runtime import checkpoints, gin_setup
@@ -128,16 +128,25 @@ def source_config(source: ModelSource) -> tuple[Any, tuple[int, ...] | None]:
 
 @contextlib.contextmanager
 def loaded_run(
-    source: ModelSource, config: Any | None = None, mesh_shape: Sequence[int] | None = None
+    source: ModelSource, config: Any | None = None, mesh_shape: Sequence[int] | None = None,
+    *, objective: str | None = None, why: str = "",
 ) -> Iterator[LoadedRun]:
-    """The run of ``source``, inside its mesh while the block runs (logical constraints on).
+    """The run of ``source``, inside its mesh while the block runs (logical constraints on):
+    the one loader of every evaluator and benchmark.
 
     ``config`` and ``mesh_shape``, when given, replace what the source would say (a caller that
-    already parsed the gin files, or checked the family first with :func:`source_config`).
+    already parsed the gin files). ``objective``, when given, is the one the caller's tasks are
+    for (``ssm``: T5's salient span masking): a model of another objective is a ValueError
+    ending with ``why``, before any checkpoint is read.
     """
     checkpoint = _checkpoint(source)  # load_params makes it absolute, as orbax needs
     if config is None:
         config, mesh_shape = source_config(source)
+    if objective is not None and model_for(config).objective != objective:
+        where = source.hf_dir or "the gin files"
+        raise ValueError(f"{where}: {why or 'the tasks'} are for a model of objective "
+                         f"{objective!r}, not {model_for(config).objective!r} "
+                         f"({type(config).__name__})")
     run = build_run_model(config, mesh_shape or (-1, 1, 1))
     with activate(run.mesh):
         params, step = load_params(run, checkpoint, step=source.step)
