@@ -70,7 +70,8 @@ def test_demo_runs_the_whole_loop(tmp_path, capsys):
     # the report: tables and the three figures, and where it is
     report = tmp_path / "report"
     assert "Zero-shot perplexity on TWiki-Probes" in (report / "report.md").read_text()
-    for figure in ("fig3_relative_propn", "fig4_probe_average", "fig5_misalignment"):
+    for figure in ("fig1_learned_kept", "fig3_relative_propn", "fig4_probe_average",
+                   "fig5_misalignment"):
         assert (report / f"{figure}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"Report: {report / 'report.md'}" in out
     assert "| KADAPTER |" in out and "| INITIAL |" in out

@@ -14,7 +14,8 @@ from tw_jax.cli import main
 from tw_jax.evaluate.results import append_results, read_results, results_path
 from tw_jax.io import paths
 
-FIGURES = ("fig3_relative_propn.png", "fig4_probe_average.png", "fig5_misalignment.png")
+FIGURES = ("fig1_learned_kept.png", "fig3_relative_propn.png", "fig4_probe_average.png",
+           "fig5_misalignment.png")
 
 
 def _split(results):
@@ -51,7 +52,7 @@ def test_report_from_and_into_a_bucket_equals_the_local_report(gcs_bucket, gcs_s
 
     assert main(["report", *local_runs, "--out", str(tmp_path / "report")]) == 0
     assert main(["report", *remote_runs, "--out", f"{gcs_bucket}/report/"]) == 0
-    assert f"report: {gcs_bucket}/report/report.md (4 tables, 3 figures)" in capsys.readouterr().out
+    assert f"report: {gcs_bucket}/report/report.md (4 tables, 4 figures)" in capsys.readouterr().out
 
     local_names = sorted(p.name for p in (tmp_path / "report").iterdir())
     assert local_names == sorted(["report.md", *FIGURES, "table_ppl.md", "table_ppl.csv",

@@ -33,6 +33,7 @@ from tw_jax.evaluate.fuar import (
     stability_plasticity_preprint,
 )
 from tw_jax.evaluate.groups import OPEN_BOOK
+from tw_jax.evaluate.noise import MARK, can_test, noise_note, within_noise
 from tw_jax.evaluate.results import BASE, METHODS, METRICS, NO_MONTH, TWIKI_PROBES, Result
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
@@ -46,6 +47,8 @@ TABLE_TITLES = {
     "lt_f1": "F1 on TWiki-Probes after light-tuning (TemporalWiki Table 6)",
 }
 MISSING = "-"
+# Results that are no probe scores: counts and times, shown inside other tables.
+NOT_SCORES: tuple[str, ...] = ("train_seconds", "train_steps", "compile_seconds", "n_probes")
 
 
 class ResultIndex:
@@ -91,6 +94,44 @@ class ResultIndex:
             return sum(seconds) / len(seconds) / 3600.0
         return 0.0 if not self.trained_months(method) else None
 
+    def _mean(self, method: str, metric: str) -> float | None:
+        values = [v for k, v in self.values.items() if k[0] == method and k[4] == metric]
+        return sum(values) / len(values) if values else None
+
+    def time_cell(self, method: str) -> str:
+        """The Time column: mean hours of one update, and where recorded its steps and the
+        compiling first step, so methods with different step counts compare ("15 s: 28 steps
+        + 12 s compile")."""
+        total = fmt_hours(self.train_hours(method))
+        steps, compiled = self._mean(method, "train_steps"), self._mean(method, "compile_seconds")
+        if steps is None:
+            return total
+        detail = f"{steps:.0f} steps"
+        if compiled is not None:
+            detail += f" + {fmt_hours(compiled / 3600.0)} compile"
+        return f"{total}: {detail}"
+
+    def probes(self, month: str, category: str) -> str | None:
+        """``n=21`` (``n=20-21`` when methods saw different counts) of a month's category, from
+        ``n_probes``; None when not recorded."""
+        counts = sorted({int(v) for k, v in self.values.items()
+                         if k[2] == month and k[3] == category and k[4] == "n_probes"})
+        if not counts:
+            return None
+        return f"n={counts[0]}" if len(counts) == 1 else f"n={counts[0]}-{counts[-1]}"
+
+    def noisy(self, method: str, month: str, category: str, metric: str) -> bool:
+        """Whether the method's aligned score differs from INITIAL's by no more than sampling
+        noise (:mod:`tw_jax.evaluate.noise`); False when it cannot be told."""
+        if method == "initial" or not can_test(metric):
+            return False
+        pairs = [(self.aligned(m, month, category, metric),
+                  self.aligned(m, month, category, "n_probes")) for m in (method, "initial")]
+        if any(v is None or not k for v, k in pairs):
+            return False
+        (value, n), (base, base_n) = pairs
+        return within_noise(value, n, base, base_n)
+
 
 @dataclass
 class Table:
@@ -120,6 +161,11 @@ class Table:
 
 def fmt(value: float | None, digits: int = 2) -> str:
     return MISSING if value is None else f"{value:.{digits}f}"
+
+
+def with_n(label: str, count: str | None) -> str:
+    """A column header with its number of probes: ``0809 Up (n=21)``."""
+    return label if count is None else f"{label} ({count})"
 
 
 def fmt_hours(hours: float | None) -> str:
@@ -157,13 +203,16 @@ def probe_table(index: ResultIndex, metric: str, probe_set: str = TWIKI_PROBES) 
     )
     headers = ["Method", "Time"]
     for month in months:
-        headers += [f"{month} {CATEGORY_LABELS[c]}" for c in categories]
+        headers += [with_n(f"{month} {CATEGORY_LABELS[c]}", index.probes(month, c))
+                    for c in categories]
         headers += [f"{month} Avg"] if with_avg else []
     rows = []
     for method in index.methods():
-        cells = [method.upper(), fmt_hours(index.train_hours(method))]
+        cells = [method.upper(), index.time_cell(method)]
         for month in months:
-            cells += [fmt(index.aligned(method, month, c, metric)) for c in categories]
+            cells += [fmt(index.aligned(method, month, c, metric))
+                      + (MARK if index.noisy(method, month, c, metric) else "")
+                      for c in categories]
             if with_avg:
                 cells.append(fmt(probe_average(index, method, month, metric)))
         if any(c != MISSING for c in cells[2:]):
@@ -172,7 +221,10 @@ def probe_table(index: ResultIndex, metric: str, probe_set: str = TWIKI_PROBES) 
     notes = [f"{metric}: {spec.description}; {'lower' if spec.lower_is_better else 'higher'} "
              "is better.",
              "Each month shows the model trained through that month on that month's probes; "
-             "Time is the mean wall-clock time of one update."]
+             "Time is the mean wall-clock time of one update (with, where recorded, its "
+             "steps and the first step, which compiles: compare methods by steps and the "
+             "time after compiling, not by the total).",
+             noise_note(metric, "n_probes" in index.metrics())]
     if with_avg:
         notes.append("Avg = mean of Un and Chg when CHANGED was scored (final TemporalWiki), "
                      "else 0.5 Un + 0.25 Up + 0.25 New (preprint).")
@@ -267,7 +319,7 @@ def all_tables(index: ResultIndex, probe_set: str = TWIKI_PROBES) -> list[Table]
     present = index.metrics()
     tables = []
     for metric in METRICS:
-        if metric in present and not metric.startswith("propn") and metric != "train_seconds":
+        if metric in present and not metric.startswith("propn") and metric not in NOT_SCORES:
             tables.append(probe_table(index, metric, probe_set))
     if "em" in present:
         tables.append(ckl_table(index, "em"))

@@ -3,8 +3,10 @@
 Runs of several methods (one OUT_DIR each, or one with everything) are combined; a later file's
 number replaces an earlier one with the same key. Writes, into ``--out`` (default: the first
 OUT_DIR's ``report/``): ``report.md`` (every table, figures linked), ``table_*.md`` and
-``table_*.csv``, and ``fig3_relative_propn.png``, ``fig4_probe_average.png``,
-``fig5_misalignment.png`` where the results have their numbers. Run folders and ``--out`` may be
+``table_*.csv``, and ``fig1_learned_kept.png`` (what each update learned against what it kept,
+the report's first figure), ``fig3_relative_propn.png``, ``fig4_probe_average.png``,
+``fig5_misalignment.png`` where the results have their numbers, each introduced in report.md by
+a sentence saying what to read from it. Run folders and ``--out`` may be
 local or in a bucket (``gs://``).
 """
 
@@ -25,7 +27,7 @@ def build_report(
     """Read the runs, write tables, figures and ``report.md`` into ``out`` (a local folder or a
     bucket; ``report.md`` last, so its presence means the report is complete); returns the
     paths."""
-    from tw_jax.evaluate.plots import write_plots
+    from tw_jax.evaluate.plots import CAPTIONS, write_plots
     from tw_jax.evaluate.report import ResultIndex, all_tables, write_tables
     from tw_jax.evaluate.summary import summary_table, without_signal
 
@@ -39,11 +41,17 @@ def build_report(
     table_paths = write_tables([*([summary] if summary else []), *tables], out)
     figures = write_plots(index, out)
     sources = ", ".join(f"`{results_path(d)}`" for d in run_dirs)
+    by_stem = {p.stem: p for p in figures}
+
+    def figure(stem: str) -> list[str]:
+        path = by_stem.pop(stem, None)
+        return [] if path is None else [f"{CAPTIONS[stem]}\n\n![{stem}]({path.name})\n"]
+
     parts = [f"# Evaluation report\n\n{len(results)} results from {sources}.\n"]
-    average = [p for p in figures if p.stem == "fig4_probe_average"]
+    parts += figure("fig1_learned_kept")
     if summary:
         parts.append(summary.markdown())
-        parts += [f"![{p.stem}]({p.name})\n" for p in average]
+        parts += figure("fig4_probe_average")
     quiet = without_signal(tables)
     if quiet:
         listed = ", ".join(f"`{name}.md` (best {best:.2f}%)" for name, best in quiet.items())
@@ -52,7 +60,8 @@ def build_report(
             f"nothing (their files are written): {listed}. A model this small answers almost "
             "no probe exactly; perplexity and rank classification show its learning.\n")
     parts += [table.markdown() for table in tables if table.name not in quiet]
-    parts += [f"![{p.stem}]({p.name})\n" for p in figures if p not in average or not summary]
+    for stem in list(by_stem):
+        parts += figure(stem)
     summary = paths.join(out, "report.md")
     with atomic_open(summary, "w", encoding="utf-8") as handle:
         handle.write("\n".join(parts))

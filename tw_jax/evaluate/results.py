@@ -9,12 +9,15 @@ One JSON object per line, one measured number each::
 - ``trained_through``: the last month pair the model was trained on (``"0910"``), or
   :data:`BASE` (``"base"``) for a model before any update (INITIAL, or phase 0 of FUAR).
 - ``eval_month``: the month pair whose probes or corpus were scored (``"0910"``), or
-  :data:`NO_MONTH` (``"-"``) for numbers tied to no evaluation set (``train_seconds``).
+  :data:`NO_MONTH` (``"-"``) for numbers tied to no evaluation set (``train_seconds``,
+  ``train_steps``, ``compile_seconds``).
 - ``category`` and ``metric``: see :data:`METRICS`, which also says which categories each metric
   takes. Probe categories are the TemporalWiki ones plus ``changed`` (UPDATED then NEW, the final
   paper's CHANGED, scored as one set so its per-instance average is exact) and ``new_easy`` (CKL's
   NewLAMA-Easy); for CKL, ``unchanged``/``updated``/``new`` hold InvariantLAMA/UpdatedLAMA/NewLAMA.
-- ``value``: a finite number.
+- ``value``: a finite number. ``n_probes`` is a count, not a score: how many probes stand
+  behind a category's numbers, which the report needs to tell a difference from noise (files
+  written before it existed simply lack it).
 
 A later line with the same key (method, trained_through, eval_month, category, metric) replaces
 an earlier one, so re-running an evaluation just appends. Month ids are ``MMMM`` strings and sort
@@ -111,6 +114,12 @@ METRICS: dict[str, MetricSpec] = {
                                     ("nondiff",), True),
     "train_seconds": MetricSpec("wall-clock seconds of the update that produced the model",
                                 ("all",), True),
+    "train_steps": MetricSpec("steps the update trained in the invocation its train_seconds "
+                              "counts (after a resume, the resumed part)", ("all",), True),
+    "compile_seconds": MetricSpec("seconds of the update's first step, which compiles the "
+                                  "training step (part of train_seconds)", ("all",), True),
+    "n_probes": MetricSpec("number of probes behind the category's scores (after any "
+                           "max_probes limit)", QA_CATEGORIES, False),
 }
 
 _NAME = re.compile(r"^[a-z][a-z0-9_\-]*$")

@@ -15,13 +15,14 @@ instead of printing them (their Markdown and CSV files are still written).
 
 from __future__ import annotations
 
+from tw_jax.evaluate.noise import MARK, noise_note
 from tw_jax.evaluate.report import (
     MISSING,
     ResultIndex,
     Table,
     fmt,
-    fmt_hours,
     probe_average,
+    with_n,
 )
 from tw_jax.evaluate.results import METRICS
 
@@ -31,9 +32,38 @@ _BASELINE = "initial"
 
 
 def _relative(value: float | None, baseline: float | None) -> str:
+    change = percent_change(value, baseline)
+    return MISSING if change is None else f"{change:+.0f}%"
+
+
+def percent_change(value: float | None, baseline: float | None) -> float | None:
+    """``value`` relative to ``baseline`` in percent (+7.0 = 7% higher); None when unknown."""
     if value is None or not baseline:
-        return MISSING
-    return f"{(value / baseline - 1.0) * 100:+.0f}%"
+        return None
+    return (value / baseline - 1.0) * 100
+
+
+def learned_category(index: ResultIndex, metric: str = "ppl") -> str:
+    """Where learning shows: CHANGED (UPDATED and NEW) when scored, else NEW."""
+    return "changed" if "changed" in index.categories(metric) else "new"
+
+
+def learned_kept(index: ResultIndex, metric: str = "ppl") -> list[tuple[str, str, float, float]]:
+    """``(method, month, learned %, kept %)`` of every trained method and month: the change of
+    ``metric`` on CHANGED (NEW) and on UNCHANGED against INITIAL's on the same probes, the two
+    axes of the report's opening figure."""
+    learned = learned_category(index, metric)
+    points = []
+    for method in index.methods():
+        if method == _BASELINE:
+            continue
+        for month in index.eval_months(metric):
+            x, y = (percent_change(index.aligned(method, month, c, metric),
+                                   index.aligned(_BASELINE, month, c, metric))
+                    for c in (learned, "unchanged"))
+            if x is not None and y is not None:
+                points.append((method, month, x, y))
+    return points
 
 
 def summary_table(index: ResultIndex, metric: str = "ppl") -> Table | None:
@@ -45,7 +75,7 @@ def summary_table(index: ResultIndex, metric: str = "ppl") -> Table | None:
     if not months:
         return None
     month = months[-1]
-    learned = "changed" if "changed" in index.categories(metric) else "new"
+    learned = learned_category(index, metric)
     label = {"changed": "Chg", "new": "New"}[learned]
     baseline = {c: index.aligned(_BASELINE, month, c, metric) for c in ("unchanged", learned)}
     rows = []
@@ -55,13 +85,15 @@ def summary_table(index: ResultIndex, metric: str = "ppl") -> Table | None:
         if kept is None and gained is None:
             continue
         rows.append([
-            method.upper(), fmt_hours(index.train_hours(method)), fmt(kept), fmt(gained),
+            method.upper(), index.time_cell(method), fmt(kept), fmt(gained),
             fmt(probe_average(index, method, month, metric)),
             MISSING if method == _BASELINE else _relative(kept, baseline["unchanged"]),
             MISSING if method == _BASELINE else _relative(gained, baseline[learned]),
         ])
     better = "lower" if METRICS[metric].lower_is_better else "higher"
-    headers = ["Method", "Time", "Un (kept)", f"{label} (learned)", "Avg", "Un vs INITIAL",
+    kept_n, learned_n = (index.probes(month, c) for c in ("unchanged", learned))
+    headers = ["Method", "Time", with_n("Un (kept)", kept_n),
+               with_n(f"{label} (learned)", learned_n), "Avg", "Un vs INITIAL",
                f"{label} vs INITIAL"]
     notes = [
         f"{metric} on month {month}'s probes of each method's model after its update through "
@@ -69,6 +101,7 @@ def summary_table(index: ResultIndex, metric: str = "ppl") -> Table | None:
         f"{label}: {'updated and new' if learned == 'changed' else 'new'} facts, where "
         "learning shows; Avg as in the tables below.",
         "vs INITIAL: the change from the model every update starts from.",
+        noise_note(metric, "n_probes" in index.metrics()),
     ]
     return Table(f"summary_{metric}", f"Summary: what each update learned and kept ({month})",
                  headers, rows, notes)
@@ -80,7 +113,7 @@ def _scores(table: Table) -> list[float]:
     for row in table.rows:
         for cell in row[first:]:
             try:
-                values.append(float(cell))
+                values.append(float(cell.removesuffix(MARK)))
             except ValueError:
                 continue
     return values

@@ -41,7 +41,8 @@ checkpoint in the update's MODEL_DIR, which is what is scored below.
 
 Scores go to ``OUT/results.jsonl`` (:mod:`tw_jax.evaluate.results`): per checkpoint, evaluated
 month, category (``unchanged``, ``updated``, ``new``, ``deleted``, and ``changed`` = UPDATED and
-NEW rows together) and metric, plus ``train_seconds`` per update. ``metrics`` names groups
+NEW rows together) and metric, with ``n_probes`` (how many probes each category had), plus
+``train_seconds``, ``train_steps`` and ``compile_seconds`` (the first step) per update. ``metrics`` names groups
 (:mod:`tw_jax.evaluate.month_eval`): ``ppl`` (the default: per-instance probe perplexity
 averaged over instances), ``ppl_object``, ``ppl_cloze``, ``qa`` (EM/F1 of decoded objects,
 against the previous object too), ``rank`` (previous vs new object), ``propn`` (proper-noun
@@ -449,8 +450,7 @@ def _record(
                     for month, triples in scored.items() for category, metric, value in triples]
         summary.evaluated += [(trained_through, m) for m in pending]
     if not state.get("seconds_recorded", True):
-        results.append(Result(method, trained_through, NO_MONTH, "all", "train_seconds",
-                              float(state["train_seconds"])))
+        results += _time_results(method, trained_through, state)
     if not results and not pending:
         return
     append_results(options.out_dir, results)
@@ -460,6 +460,19 @@ def _record(
     state["evaluated"] = sorted(set(state["evaluated"]) | set(pending))
     state["seconds_recorded"] = True
     write_json(state_path, state)
+
+
+def _time_results(method: str, trained_through: str, state: Mapping[str, Any]) -> list[Result]:
+    """An update's ``train_seconds``, with its ``train_steps`` and ``compile_seconds`` (the
+    first step) where the state has them, so the report can compare methods' speed apart from
+    compilation and step counts."""
+    times = {"train_seconds": state["train_seconds"]}
+    if "step" in state:
+        times["train_steps"] = state["step"] - state.get("resumed_from_step", 0)
+    if "compile_seconds" in state:
+        times["compile_seconds"] = state["compile_seconds"]
+    return [Result(method, trained_through, NO_MONTH, "all", metric, float(value))
+            for metric, value in times.items()]
 
 
 def _done_groups(state: Mapping[str, Any], month: str) -> list[str]:

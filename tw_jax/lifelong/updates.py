@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from tw_jax.train import trainer
 from tw_jax.train.config import TrainConfig
+from tw_jax.train.metrics_log import first_step_seconds
 from tw_jax.train.preemption import TrainingPreempted
 
 TW_JAX = "tw_jax"
@@ -76,8 +77,12 @@ class TwJaxTrainer:
         seconds = time.perf_counter() - started
         if summary.preempted:
             raise TrainingPreempted(summary.preempted, str(model_dir), summary.step)
-        return update_state(self.name, task, model_dir, start_from, summary.step,
-                            summary.start_step, seconds)
+        state = update_state(self.name, task, model_dir, start_from, summary.step,
+                             summary.start_step, seconds)
+        compiled = first_step_seconds(model_dir, summary.start_step)
+        if compiled is not None:
+            state["compile_seconds"] = compiled
+        return state
 
 
 def trained_by(state: Mapping[str, Any]) -> str:

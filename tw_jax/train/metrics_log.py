@@ -178,3 +178,20 @@ class MetricsLogger:
                 self._lines.close()
         if self._writer is not None:
             self._writer.close()
+
+
+def first_step_seconds(model_dir: PathLike, start_step: int) -> float | None:
+    """``step_time`` of the first step a training ran after ``start_step`` (logged always, see
+    :func:`tw_jax.train.trainer.train`): the step that compiles the training step, so a run's
+    time splits into compilation and training. None when the log lacks it."""
+    path = paths.join(model_dir, METRICS_FILE)
+    if not paths.exists(path):
+        return None
+    for line in paths.read_text(path).splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if record.get("step") == start_step + 1 and "step_time" in record:
+            return float(record["step_time"])
+    return None
