@@ -79,7 +79,7 @@ def test_tables_show_n_marks_noise_and_split_time():
     assert table.headers == ["Method", "Time", "0809 Un (n=400)", "0809 Up (n=21)"]
     assert table.rows == [
         ["INITIAL", "0 h", "2.00", "0.00"],
-        ["DIFF", "30 s: 27 steps + 12 s compile", "3.00~", "4.76~"],  # means of two updates
+        ["DIFF", "18 s train + 12 s compile (27 steps)", "3.00~", "4.76~"],  # means of two updates
         ["LORA", "-", "40.00", "0.00~"],
     ]
     assert table.notes[-1].startswith("n = probes behind each column. ~ marks a score whose "
@@ -90,8 +90,7 @@ def test_tables_show_n_marks_noise_and_split_time():
     assert ppl.rows[1][2:4] == ["440.00", "210.00"]  # perplexity: never marked
     assert "Perplexity cells are not tested against sampling noise" in ppl.notes[2]
     summary = summary_table(index)
-    assert summary.headers[2:4] == ["Un (kept) (n=400)",
-                                    "Chg (learned) (n=40)"]
+    assert summary.headers[2:4] == ["Un (kept, n=400)", "Chg (learned, n=40)"]
 
     old = ResultIndex(_results(counted=False))
     assert probe_table(old, "f1").headers[2] == "0809 Un"

@@ -245,21 +245,21 @@ def evaluate_month(
                                          rows, settings, cache, skipped, bar))
                 except ValueError as error:
                     raise ValueError(f"{data_dir}/{month} {group}: {error}") from None
-    if probe_groups and values:
-        values.update(_counts(rows, skipped))
     for (category, metric), value in values.items():
         if not np.isfinite(value):
             raise ValueError(f"{data_dir}/{month} {category} {metric}: not finite ({value})")
     return values, skipped
 
 
-def _counts(rows: Mapping[str, list], skipped: Mapping[str, str]) -> Values:
-    """``n_probes`` of every scored category (CHANGED: UPDATED and NEW together), so the report
-    can say how many probes stand behind a number."""
-    counts = {(c, "n_probes"): float(len(r)) for c, r in rows.items() if r}
-    if CHANGED not in skipped:
-        counts[(CHANGED, "n_probes")] = float(sum(len(rows.get(c, [])) for c in CHANGED_PARTS))
-    return counts
+def probe_counts(data_dir: str, month: str, values: Values, limit: int | None = None) -> Values:
+    """``n_probes`` of every probe category ``values`` scored (CHANGED: UPDATED and NEW
+    together; the first ``limit`` rows of each, as :func:`evaluate_month` reads them), so the
+    report can say how many probes stand behind a number."""
+    scored = {c for c, metric in values if c in (*CATEGORIES, CHANGED)}
+    rows = {c: len(read_probes(data_dir, month, c, limit)) for c in CATEGORIES
+            if c in scored or (CHANGED in scored and c in CHANGED_PARTS)}
+    rows[CHANGED] = sum(rows.get(c, 0) for c in CHANGED_PARTS)
+    return {(c, "n_probes"): float(rows[c]) for c in sorted(scored)}
 
 
 def _plan(model: Any, data_dir: str, month: str, groups: Sequence[str], settings: EvalSettings,

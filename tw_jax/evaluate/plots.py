@@ -221,7 +221,8 @@ def plot_misalignment(
         axis.set_title(method.upper())
     figure.suptitle(f"Temporal misalignment: {metric} on {category.upper()} (darker is better)")
     figure.tight_layout()
-    figure.colorbar(image, ax=list(axes[0]), label=f"{metric} on {category.upper()} "
+    figure.colorbar(image, ax=list(axes[0]), fraction=0.03, pad=0.02,
+                    label=f"{metric} on {category.upper()} "
                     "(one scale for all panels)")
     return _save(figure, path, layout=False)
 

@@ -99,17 +99,18 @@ class ResultIndex:
         return sum(values) / len(values) if values else None
 
     def time_cell(self, method: str) -> str:
-        """The Time column: mean hours of one update, and where recorded its steps and the
-        compiling first step, so methods with different step counts compare ("15 s: 28 steps
-        + 12 s compile")."""
-        total = fmt_hours(self.train_hours(method))
+        """The Time column: mean time of one update; where recorded, split into training and
+        the compiling first step, with the steps trained, so methods with different step
+        counts compare ("5 s train + 29 s compile (27 steps)")."""
+        hours = self.train_hours(method)
         steps, compiled = self._mean(method, "train_steps"), self._mean(method, "compile_seconds")
-        if steps is None:
-            return total
-        detail = f"{steps:.0f} steps"
-        if compiled is not None:
-            detail += f" + {fmt_hours(compiled / 3600.0)} compile"
-        return f"{total}: {detail}"
+        if steps is None or hours is None:
+            return fmt_hours(hours)
+        if compiled is None:
+            return f"{fmt_hours(hours)} ({steps:.0f} steps)"
+        trained = max(0.0, hours - compiled / 3600.0)
+        return (f"{fmt_hours(trained)} train + {fmt_hours(compiled / 3600.0)} compile "
+                f"({steps:.0f} steps)")
 
     def probes(self, month: str, category: str) -> str | None:
         """``n=21`` (``n=20-21`` when methods saw different counts) of a month's category, from
@@ -164,8 +165,10 @@ def fmt(value: float | None, digits: int = 2) -> str:
 
 
 def with_n(label: str, count: str | None) -> str:
-    """A column header with its number of probes: ``0809 Up (n=21)``."""
-    return label if count is None else f"{label} ({count})"
+    """A column header with its number of probes: ``0809 Up (n=21)``, ``Un (kept, n=400)``."""
+    if count is None:
+        return label
+    return f"{label[:-1]}, {count})" if label.endswith(")") else f"{label} ({count})"
 
 
 def fmt_hours(hours: float | None) -> str:
@@ -221,9 +224,9 @@ def probe_table(index: ResultIndex, metric: str, probe_set: str = TWIKI_PROBES) 
     notes = [f"{metric}: {spec.description}; {'lower' if spec.lower_is_better else 'higher'} "
              "is better.",
              "Each month shows the model trained through that month on that month's probes; "
-             "Time is the mean wall-clock time of one update (with, where recorded, its "
-             "steps and the first step, which compiles: compare methods by steps and the "
-             "time after compiling, not by the total).",
+             "Time is the mean wall-clock time of one update; where recorded, split into "
+             "training and the first step (which compiles the training step), with the steps "
+             "trained: compare methods by training time and steps, not by the total.",
              noise_note(metric, "n_probes" in index.metrics())]
     if with_avg:
         notes.append("Avg = mean of Un and Chg when CHANGED was scored (final TemporalWiki), "

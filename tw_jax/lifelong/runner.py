@@ -98,7 +98,7 @@ from tw_jax.evaluate.groups import (
     OPEN_BOOK_GROUPS,
     TRAINS_ON,
 )
-from tw_jax.evaluate.month_eval import BlockCache, EvalSettings, evaluate_month
+from tw_jax.evaluate.month_eval import BlockCache, EvalSettings, evaluate_month, probe_counts
 from tw_jax.evaluate.probe_contexts import output_dir as contexts_dir
 from tw_jax.evaluate.results import BASE, NO_MONTH, Result, append_results, results_path
 from tw_jax.evaluate.runs import ModelSource, loaded_run
@@ -374,6 +374,8 @@ def _score(
                 summary.block_cache(options, settings), mesh=loaded.run.mesh, source=source)
             for category, reason in skipped.items():
                 summary.skipped[f"{month}/{category}"] = reason
+            if rename is None:
+                values.update(probe_counts(data_dir, month, values, settings.max_probes))
             scored[month] = [
                 (category, (rename or {}).get(metric, metric), value)
                 for (category, metric), value in sorted(values.items())
