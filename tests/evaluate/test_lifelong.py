@@ -151,15 +151,17 @@ def test_first_run_writes_every_expected_result(first_run):
 
     def probe_keys(method, trained, month):
         cats = {c for c, n in counts[month].items() if n} | {"changed"}
-        return {(method, trained, month, c, "ppl") for c in cats}
+        return {(method, trained, month, c, metric) for c in cats
+                for metric in ("ppl", "n_probes")}
 
     expected = (probe_keys("initial", "base", "0809") | probe_keys("initial", "base", "0910")
                 | probe_keys("diff", "0809", "0809") | probe_keys("diff", "0910", "0910"))
-    expected |= {(m, t, "-", "all", "train_seconds")
-                 for m, t in (("initial", "base"), ("diff", "0809"), ("diff", "0910"))}
+    expected |= {(m, t, "-", "all", time)
+                 for m, t in (("initial", "base"), ("diff", "0809"), ("diff", "0910"))
+                 for time in ("train_seconds", "train_steps", "compile_seconds")}
     keys = [tuple(line[f] for f in ("method", "trained_through", "eval_month", "category",
                                     "metric")) for line in lines]
-    assert len(keys) == len(expected) == 21
+    assert len(keys) == len(expected) == 45
     assert set(keys) == expected
     assert all(line["value"] > 0 for line in lines)
 
@@ -167,6 +169,16 @@ def test_first_run_writes_every_expected_result(first_run):
     # each update changed the model: its scores differ from INITIAL's
     assert value[("diff", "0809", "0809", "unchanged", "ppl")] != value[
         ("initial", "base", "0809", "unchanged", "ppl")]
+    # how many probes stand behind each number, and each update's steps
+    for month in MONTHS:
+        for category, n in counts[month].items():
+            if n:
+                assert value[("diff", month, month, category, "n_probes")] == n
+        assert value[("diff", month, month, "changed", "n_probes")] == (
+            counts[month]["updated"] + counts[month]["new"])
+        assert value[("diff", month, "-", "all", "train_steps")] == 2
+        assert 0 < value[("diff", month, "-", "all", "compile_seconds")] <= value[
+            ("diff", month, "-", "all", "train_seconds")]
 
     # the chain: INITIAL on the 08 snapshot, 0809 from INITIAL, 0910 from 0809
     checkpoints = out / "checkpoints"
@@ -215,7 +227,8 @@ def test_scores_are_those_of_the_month_checkpoint(first_run):
         found = [line["value"] for line in
                  (json.loads(text) for text in first_run["text"].splitlines())
                  if (line["method"], line["trained_through"], line["eval_month"],
-                     line["category"]) == ("diff", "0910", "0910", category)]
+                     line["category"], line["metric"]) == ("diff", "0910", "0910", category,
+                                                           "ppl")]
         assert found == [pytest.approx(expected[category], rel=1e-6)]
 
 
@@ -236,7 +249,8 @@ def test_rerun_adds_nothing_then_eval_matrix_completes_the_matrix(first_run):
 
     assert _cli(_argv(data, out, "--eval-matrix")) == 0
     lines = _lines(results)
-    assert len(lines) == 21 + 9  # 0809's checkpoint on 0910 (5), 0910's on 0809 (4)
+    # 0809's checkpoint on 0910 (5 categories), 0910's on 0809 (4): ppl and n_probes each
+    assert len(lines) == 45 + 2 * 9
     assert {p: p.read_bytes() for p in metrics} == metrics  # nothing was trained
     pairs = {(line["trained_through"], line["eval_month"]) for line in lines
              if line["method"] == "diff" and line["metric"] == "ppl"}
@@ -271,8 +285,8 @@ def test_initial_alone_from_a_given_checkpoint(first_run, tmp_path):
     lines = _lines(out / "results.jsonl")
     first = [json.loads(t) for t in first_run["text"].splitlines()]
     expected = [line for line in first if line["method"] == "initial"
-                and line["metric"] != "train_seconds"]
-    assert len(lines) == len(expected) == 9
+                and line["eval_month"] != "-"]
+    assert len(lines) == len(expected) == 18
     assert sorted(lines, key=str) == sorted(expected, key=str)
 
 
@@ -334,16 +348,20 @@ def test_more_metric_groups_score_only_what_is_new(first_run, tmp_path):
     per_model |= {(c, m) for c in ("updated", "changed") for m in ("em_previous", "f1_previous")}
     per_model |= {("updated", "rank_acc"), ("updated", "rank_acc_norm"),
                   ("diffset", "propn_ppl_diffset"), ("nondiff", "propn_ppl_nondiff")}
+    per_model |= {(c, "n_probes") for c in categories}  # recorded again with the new scores
     expected = {(m, t, "0809", c, metric) for m, t in (("initial", "base"), ("diff", "0809"))
                 for c, metric in per_model}
     keys = [tuple(line[f] for f in ("method", "trained_through", "eval_month", "category",
                                     "metric")) for line in added]
     assert len(keys) == len(set(keys)) and set(keys) == expected
     value = dict(zip(keys, (line["value"] for line in added), strict=True))
+    up, new = counts["updated"], counts["new"]
     for key, v in value.items():
+        if key[4] == "n_probes":
+            assert v == (up + new if key[3] == "changed" else counts[key[3]])
+            continue
         assert (0 <= v <= 100) if key[4] in {"em", "f1", "em_previous", "f1_previous", "lt_em",
                                              "lt_f1", "rank_acc", "rank_acc_norm"} else v > 1
-    up, new = counts["updated"], counts["new"]
     for method, trained in (("initial", "base"), ("diff", "0809")):
         f1 = {c: value[(method, trained, "0809", c, "f1")] for c in ("updated", "new", "changed")}
         assert f1["changed"] == pytest.approx((up * f1["updated"] + new * f1["new"]) / (up + new))
@@ -404,7 +422,7 @@ def test_an_interrupted_run_resumes_where_it_stopped(first_run, tmp_path, monkey
     found = {r.key: r.value for r in read_results([out / "results.jsonl"])}
     assert set(found) == set(expected)
     for key, value in found.items():
-        if key[4] != "train_seconds":
+        if key[4] not in ("train_seconds", "compile_seconds"):  # wall clock
             assert value == pytest.approx(expected[key], rel=1e-6), key
 
 
@@ -439,7 +457,7 @@ def test_open_book_reads_initial_with_each_months_contexts(first_run, tmp_path, 
     book = [line for line in lines if line["method"] == "bm25"]
     assert {(line["trained_through"], line["eval_month"]) for line in book
             if line["metric"] != "train_seconds"} == {(m, m) for m in MONTHS}
-    assert {line["metric"] for line in book} == {"ppl", "train_seconds"}
+    assert {line["metric"] for line in book} == {"ppl", "n_probes", "train_seconds"}
     # its Time: building each month's index
     assert sorted(line["trained_through"] for line in book
                   if line["metric"] == "train_seconds") == list(MONTHS)

@@ -10,6 +10,7 @@ import pytest
 from tw_jax.cli import main
 from tw_jax.evaluate.colours import METHOD_COLOURS, method_colours
 from tw_jax.evaluate.noise import within_noise
+from tw_jax.evaluate.plots import misalignment_panels, shared_scale
 from tw_jax.evaluate.report import ResultIndex, probe_table
 from tw_jax.evaluate.results import BASE, NO_MONTH, Result, append_results
 from tw_jax.evaluate.summary import learned_kept, summary_table
@@ -63,6 +64,15 @@ def test_one_colour_per_method_in_every_figure():
     assert method_colours(["diff", "lora"]) == {"diff": "#ff7f0e", "lora": "#9467bd"}
     assert method_colours(["lora", "mine", "diff", "ours"]) == {
         "lora": "#9467bd", "mine": "#aec7e8", "diff": "#ff7f0e", "ours": "#ffbb78"}
+
+
+def test_misalignment_panels_share_one_colour_scale():
+    panels = misalignment_panels(ResultIndex(_results()), "changed")
+    assert [(m, trained, evaluated, grid) for m, trained, evaluated, grid in panels] == [
+        ("diff", ["0809", "0910"], ["0809", "0910"], [[175.0, None], [None, 150.0]]),
+        ("lora", ["0809"], ["0809", "0910"], [[245.0, None]]),
+    ]
+    assert shared_scale(panels) == (150.0, 245.0)  # LoRA's 245 is as light as it is anywhere
 
 
 def test_noise_interval_of_two_rates():

@@ -186,23 +186,38 @@ def plot_probe_average(
     return _save(figure, path)
 
 
+Panel = tuple[str, list[str], list[str], list[list[float | None]]]
+
+
+def misalignment_panels(index: ResultIndex, category: str, metric: str = "ppl") -> list[Panel]:
+    """Fig. 5's panels: ``(method, trained months, evaluated months, grid)`` of every trained
+    method with at least one number."""
+    panels = []
+    for method in [m for m in index.methods() if index.trained_months(m)]:
+        trained = index.trained_months(method)
+        evaluated = index.eval_months(metric)
+        grid = [[index.get(method, t, e, category, metric) for e in evaluated] for t in trained]
+        if any(v is not None for row in grid for v in row):
+            panels.append((method, trained, evaluated, grid))
+    return panels
+
+
+def shared_scale(panels: list[Panel]) -> tuple[float, float]:
+    """The one colour scale of all panels: the lowest and highest number any of them holds."""
+    known = [v for _, _, _, grid in panels for row in grid for v in row if v is not None]
+    return min(known), max(known)
+
+
 def plot_misalignment(
     index: ResultIndex, path: PathLike, metric: str = "ppl"
 ) -> paths.Path | None:
     """Fig. 5: probe perplexity by training month (rows) × evaluation month (columns)."""
     category = learned_category(index, metric)
-    methods = [m for m in index.methods() if index.trained_months(m)]
-    panels = []
-    for method in methods:
-        trained = index.trained_months(method)
-        evaluated = index.eval_months(metric)
-        grid = [[index.get(method, t, e, category, metric) for e in evaluated] for t in trained]
-        if sum(v is not None for row in grid for v in row) >= 1:
-            panels.append((method, trained, evaluated, grid))
+    panels = misalignment_panels(index, category, metric)
     if not panels:
         return None
-    known = [v for _, _, _, grid in panels for row in grid for v in row if v is not None]
-    scale = {"vmin": min(known), "vmax": max(known)}  # one scale: equal shade, equal number
+    low, high = shared_scale(panels)
+    scale = {"vmin": low, "vmax": high}  # one scale: equal shade, equal number
     figure, axes = plt.subplots(1, len(panels), figsize=(3.8 * len(panels) + 1.2, 4.0),
                                 squeeze=False)
     for axis, (method, trained, evaluated, grid) in zip(axes[0], panels, strict=True):
@@ -220,10 +235,11 @@ def plot_misalignment(
             axis.set_ylabel("trained through")
         axis.set_title(method.upper())
     figure.suptitle(f"Temporal misalignment: {metric} on {category.upper()} (darker is better)")
-    figure.tight_layout()
-    figure.colorbar(image, ax=list(axes[0]), fraction=0.03, pad=0.02,
-                    label=f"{metric} on {category.upper()} "
-                    "(one scale for all panels)")
+    right = 1.0 - 1.1 / figure.get_figwidth()  # room for one colour bar and its label
+    figure.tight_layout(rect=(0.0, 0.0, right, 1.0))
+    bar = figure.add_axes((right + 0.15 / figure.get_figwidth(), 0.15,
+                           0.15 / figure.get_figwidth(), 0.7))
+    figure.colorbar(image, cax=bar, label=f"{metric} on {category.upper()} (one scale for all)")
     return _save(figure, path, layout=False)
 
 
