@@ -63,21 +63,21 @@ def check_lengths(name: str, lengths: Mapping[str, int]) -> None:
 
 
 def check_prompts(name: str) -> None:
-    """Decoding needs a prompt: a task (or a mixture's task) without ``inputs`` would be
-    decoded from nothing, the same text for every example (a probe task scores whole
-    sentences). A :class:`UsageError` names the task with the probe's prompt, ``<name>_object``
-    (subject and relation, the object to write), where there is one."""
+    """A probe task scores whole sentences and has no ``inputs``: decoded, every example would
+    start from nothing and give the same text. A :class:`UsageError` names the task with the
+    probe's prompt, ``<name>_object`` (subject and relation, the object to write). Other tasks
+    without inputs (a language-modelling corpus) decode as before, from the start of text."""
     import seqio
 
+    known = {*seqio.TaskRegistry.names(), *seqio.MixtureRegistry.names()}
+    prompted = f"{name}_object"
+    if prompted not in known:
+        return
     for task in seqio.get_subtasks(seqio.get_mixture_or_task(name)):
-        if "inputs" in task.output_features:
-            continue
-        known = {*seqio.TaskRegistry.names(), *seqio.MixtureRegistry.names()}
-        prompted = f"{name}_object"
-        instead = (f"--task {prompted} (subject and relation as the prompt)"
-                   if prompted in known else "a task with inputs")
-        raise UsageError(f"{task.name} has no inputs, so there is no prompt to decode from; "
-                         f"infer on {instead}, or score {name} with tw-jax eval")
+        if "inputs" not in task.output_features:
+            raise UsageError(f"{task.name} has no inputs, so there is no prompt to decode from; "
+                             f"infer on --task {prompted} (subject and relation as the prompt), "
+                             f"or score {name} with tw-jax eval")
 
 
 @gin.configurable(module="tw_jax.evaluate")
