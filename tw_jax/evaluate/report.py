@@ -88,13 +88,13 @@ class ResultIndex:
 
     def train_hours(self, method: str) -> float | None:
         """Mean wall-clock hours of one update (0 for a method never trained)."""
-        seconds = [v for k, v in self.values.items()
-                   if k[0] == method and k[4] == "train_seconds"]
-        if seconds:
-            return sum(seconds) / len(seconds) / 3600.0
+        seconds = self._mean(method, "train_seconds")
+        if seconds is not None:
+            return seconds / 3600.0
         return 0.0 if not self.trained_months(method) else None
 
     def _mean(self, method: str, metric: str) -> float | None:
+        """Mean of ``metric`` over the method's results (its updates, for the time metrics)."""
         values = [v for k, v in self.values.items() if k[0] == method and k[4] == metric]
         return sum(values) / len(values) if values else None
 

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import gin
-
 from tw_jax.errors import UsageError
 from tw_jax.io import paths
+from tw_jax.runtime.gin_setup import binding_key, binding_value
 
 RUN_CONFIG = "config.gin"
 
@@ -25,14 +24,9 @@ def model_dir_binding(bindings: Sequence[str]) -> str | None:
     """The value of the last ``MODEL_DIR=...`` binding (quoted or not), or None."""
     found = None
     for binding in bindings:
-        key, _, value = binding.partition("=")
-        if key.strip() == "MODEL_DIR" and value.strip():
-            value = value.strip()
-            try:
-                parsed = gin.config.parse_value(value)
-            except (SyntaxError, ValueError):
-                parsed = value  # an unquoted path, as gin_setup.binding_text takes it
-            found = None if parsed is None else str(parsed)
+        if binding_key(binding) == "MODEL_DIR" and binding.partition("=")[2].strip():
+            value = binding_value(binding)
+            found = None if value is None else str(value)
     return found
 
 

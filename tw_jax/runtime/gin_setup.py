@@ -115,16 +115,31 @@ def binding_key(binding: str) -> str:
     return binding.split("=", 1)[0].strip()
 
 
-def binding_text(binding: str) -> str:
-    """``KEY=VALUE``; a VALUE that is not a gin literal (an unquoted path) is taken as a string."""
+def _value_text(binding: str) -> str:
     if "=" not in binding:
         raise GinConfigError(f"--gin binding {binding!r} is not KEY=VALUE")
-    key, value = (part.strip() for part in binding.split("=", 1))
+    return binding.split("=", 1)[1].strip()
+
+
+def _gin_literal(text: str) -> tuple[bool, Any]:
+    """``(True, value)`` of a gin literal, else ``(False, text)``: an unquoted path."""
     try:
-        gin.config.parse_value(value)
+        return True, gin.config.parse_value(text)
     except (SyntaxError, ValueError):
-        value = repr(value)
-    return f"{key} = {value}"
+        return False, text
+
+
+def binding_value(binding: str) -> Any:
+    """The VALUE of ``KEY=VALUE`` as gin reads it; one that is not a gin literal (an unquoted
+    path) is taken as a string."""
+    return _gin_literal(_value_text(binding))[1]
+
+
+def binding_text(binding: str) -> str:
+    """``KEY=VALUE``; a VALUE that is not a gin literal (an unquoted path) is taken as a string."""
+    text = _value_text(binding)
+    literal, _ = _gin_literal(text)
+    return f"{binding_key(binding)} = {text if literal else repr(text)}"
 
 
 def parse(
