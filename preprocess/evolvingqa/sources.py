@@ -81,7 +81,6 @@ def kept_by_source(rows: Iterable[dict[str, str]], titles: frozenset[str]
     return kept, dropped
 
 
-
 def no_source_counts(qa_dir: str, label: str) -> dict[str, int] | None:
     """QA set (``new``, ``edited``) → questions the generator dropped for want of a source
     article, from the sets ``new_<label>``/``edited_<label>`` of the QA folder's
