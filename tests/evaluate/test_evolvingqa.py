@@ -14,8 +14,16 @@ from eqa_world import build_eqa_world, tiny_dpr_encoders
 from eval_helpers import set_unigram
 
 from tw_jax.benchmarks import evolvingqa_cli
+from tw_jax.benchmarks.evolvingqa_eval import (
+    EvalConfig,
+    OpenBook,
+    RetrieveConfig,
+    evaluate,
+    retrieve,
+)
 from tw_jax.cli import main
 from tw_jax.cli_parser import OneLineErrorParser
+from tw_jax.errors import UsageError
 from tw_jax.evaluate import evolvingqa as eqa
 from tw_jax.evaluate.rank import RankItem
 from tw_jax.models import scoring
@@ -237,6 +245,54 @@ def test_open_book_eval_with_bm25_beside_closed_book(world_reader, tmp_path, cap
     ranks = (tmp_path / "report" / "table_rank_acc.md").read_text()
     assert "| INITIAL |" in ranks and "| BM25 |" in ranks
     assert ranks.startswith("### rank_acc on EvolvingQA\n")  # the run folder says which set
+
+
+def test_eval_and_retrieve_are_python_functions_the_commands_call(world_reader, tmp_path,
+                                                                 capsys):
+    """A notebook or a sweep calls what ``eval`` runs: the same settings as a config give the
+    command's results lines, predictions and printed table."""
+    data, reader, vocab = world_reader
+    config = EvalConfig(
+        checkpoint=str(reader), month="0809", out=str(tmp_path / "py"), data=str(data),
+        t5_vocab=vocab, max_questions=4, max_answer_tokens=4, batch_size=4,
+        gin_files=("models/t5_tiny.gin", "runs/cpu_smoke.gin"),
+        gin_bindings=("tw_jax.models.T5Config.num_layers=1",
+                      "tw_jax.models.T5Config.vocab_size=1152"),
+        open_book=OpenBook(data=str(data), k=2, input_length=2048))
+    echoed: list[str] = []
+    outcome = evaluate(config, echo=echoed.append)
+    assert len(echoed) == 1 and echoed[0].startswith("bm25 index of 0809: ")
+    assert [s.name for s in outcome.scored] == ["unchanged", "new", "edited"]
+    assert [s.rows for s in outcome.scored] == [4, 4, 4]
+    assert outcome.open_book is not None and outcome.open_book.budget == 2048
+    assert outcome.predictions == str(tmp_path / "py" / "predictions" / "bm25.base.0809")
+
+    assert _cli(["evolvingqa", "eval", "--data", str(data), "--checkpoint", str(reader),
+                 "--out", str(tmp_path / "cli"), "--t5-vocab", vocab, *OPEN_BOOK,
+                 "--method", "bm25", "--k", "2", "--input-length", "2048"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    # After the index line, before the paths: the same table and figures.
+    assert printed[1:-1] == "\n".join(outcome.lines()[:-1]).splitlines()
+
+    def lines(folder: str) -> list[tuple]:
+        return [(r["method"], r["trained_through"], r["eval_month"], r["category"],
+                 r["metric"], r["value"]) for r in _jsonl(tmp_path / folder / "results.jsonl")]
+    assert lines("py") == lines("cli") and len(lines("py")) == outcome.results == 10
+    for name in ("unchanged", "new", "edited"):
+        assert (_jsonl(tmp_path / "py" / "predictions" / "bm25.base.0809" / f"{name}.jsonl")
+                == _jsonl(tmp_path / "cli" / "predictions" / "bm25.base.0809" / f"{name}.jsonl"))
+
+    report = retrieve(RetrieveConfig(data=str(data), month="0809", out=str(tmp_path / "r"),
+                                     k=2, max_questions=4), echo=echoed.append)
+    assert "reused" in echoed[1]
+    assert list(report["sets"]) == ["unchanged", "new", "edited_updated", "edited_outdated"]
+    assert report["questions"] == 12
+    assert (tmp_path / "r" / "retrieval.json").is_file()
+
+    with pytest.raises(UsageError, match=r"unknown set\(s\) \['bogus'\]; choose from unchanged"):
+        evaluate(EvalConfig(checkpoint=str(reader), month="0809", out=str(tmp_path / "x"),
+                            sets=("bogus",)))
+    assert not (tmp_path / "x").exists()
 
 
 def test_open_book_eval_with_dpr_encoders(world_reader, tmp_path, capsys):

@@ -54,7 +54,7 @@ from tw_jax.cli_parser import (
 )
 from tw_jax.io import paths
 from tw_jax.io.cli_paths import input_path, output_path
-from tw_jax.retrieval.options import add_retriever_options, retriever_from_args
+from tw_jax.retrieval.options import add_retriever_options, settings_from_args
 
 PREFIX = "tw-jax evolvingqa"
 STAGE_GIN = {"continual": "evolvingqa.gin", "qa": "evolvingqa_qa.gin"}
@@ -402,179 +402,57 @@ def run_train(args: argparse.Namespace) -> int:
 # --- eval ---------------------------------------------------------------------------------
 
 
-def _open_book(args: argparse.Namespace) -> str | None:
-    """The retriever ``--method`` names (``bm25``, ``dpr``: open book), or None (closed book)."""
+def eval_config(args: argparse.Namespace) -> Any:
+    """The :class:`~tw_jax.benchmarks.evolvingqa_eval.EvalConfig` of ``eval``'s arguments:
+    ``--method bm25`` or ``dpr`` (a retriever's name) reads open book."""
+    from tw_jax.benchmarks.evolvingqa_eval import EvalConfig, OpenBook
     from tw_jax.retrieval import known_retrievers
 
-    return args.method if args.method in known_retrievers() else None
-
-
-def _retrieve_for_eval(args: argparse.Namespace, name: str,
-                       rows: dict[str, list[dict[str, str]]]) -> tuple[Any, dict[str, Any]]:
-    """(the month's index, set → retrieved passages), the index built or reused as
-    ``retrieve`` does it (same retriever settings, same folder, same fingerprint)."""
-    from tw_jax.evaluate import open_book
-    from tw_jax.retrieval import index
-
-    retriever = retriever_from_args(args, name)
-    month = index.month_index(args.data, args.month, retriever, force=args.rebuild)
-    print(f"{name} index of {args.month}: {len(month.passages)} passages, "
-          f"{'reused' if month.reused else 'built'} in {month.seconds:.2f} s ({month.folder})")
-    return month, open_book.retrieve(month, rows, args.k)
+    book = None
+    if args.method in known_retrievers():
+        book = OpenBook(data=args.data, retriever=settings_from_args(args, args.method),
+                        k=args.k, input_length=args.input_length, reader=args.reader,
+                        rebuild=args.rebuild)
+    return EvalConfig(
+        checkpoint=args.checkpoint, month=args.month, out=args.out, method=args.method,
+        qa=args.qa, data=args.data, label=args.label, trained_through=args.trained_through,
+        sets=tuple(s.strip() for s in args.sets.split(",") if s.strip()),
+        max_questions=args.max_questions, batch_size=args.batch_size,
+        max_answer_tokens=args.max_answer_tokens, gin_files=tuple(args.gin_file),
+        gin_bindings=tuple(args.gin_bindings), gin_search_paths=tuple(gin_search_paths(args)),
+        t5_vocab=args.t5_vocab, open_book=book)
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    from tw_jax.benchmarks.evolvingqa_eval import evaluate
     from tw_jax.errors import DumpError, UsageError
-    from tw_jax.evaluate import evolvingqa as eqa
-    from tw_jax.evaluate import open_book
-    from tw_jax.evaluate.results import append_results, mark_benchmark
-    from tw_jax.evaluate.runs import ModelSource, loaded_run
-    from tw_jax.io.atomic import write_json
-    from tw_jax.models import model_for
-    from tw_jax.preprocess.evolvingqa import layout
-    from tw_jax.preprocess.evolvingqa.sources import no_source_counts
-    from tw_jax.retrieval.run import SCORED
     from tw_jax.runtime import checkpoints, gin_setup
-    from tw_jax.tasks.evolvingqa import EDITED, NEW, UNCHANGED, find_qa_files, task_name
-    from tw_jax.tasks.vocab import t5_path
 
     logging.basicConfig(level=logging.WARNING)
-    wanted = [s.strip() for s in args.sets.split(",") if s.strip()]
-    unknown = [s for s in wanted if s not in eqa.SETS]
-    if unknown or not wanted:
-        return _error("eval", f"unknown set(s) {unknown}; choose from {', '.join(eqa.SETS)}")
-    retriever = _open_book(args)
-    if retriever is not None:
-        if not args.data:
-            return _error("eval", f"--method {retriever} (open book) needs --data DATA, the "
-                          "build folder whose month index is searched")
-        if args.k < 1 or args.input_length < 1:
-            return _error("eval", f"--k and --input-length must be at least 1, got {args.k} "
-                          f"and {args.input_length}")
-    qa_folder = args.qa or (layout.qa_dir(args.data) if args.data else None)
-    if qa_folder is None:
-        return _error("eval", "needs --qa QA (or --data DATA, whose qa/ folder is read)")
-    if not paths.exists(qa_folder):
-        return _error("eval", f"{qa_folder}: no QA folder (run tw-jax evolvingqa generate, or "
-                      "give --qa)")
-    label = args.label or args.month
-    files = {qa.task: qa for qa in find_qa_files(qa_folder)}
-    names = {UNCHANGED: task_name(UNCHANGED), NEW: task_name(NEW, label),
-             EDITED: task_name(EDITED, label)}
-    missing = [names[s] for s in wanted if names[s] not in files]
-    if missing:
-        return _error("eval", f"{qa_folder} has no {', '.join(missing)} "
-                      f"(found: {', '.join(files) or 'nothing'})")
-    rows = {s: files[names[s]].load()[: args.max_questions] for s in wanted}
-    # Open book: the reader's method sets trained_through, the results name the retriever.
-    reader = args.method if retriever is None else args.reader
-    method = args.method if retriever is None else open_book.result_method(retriever, reader)
-    trained = args.trained_through or ("base" if reader == "initial" else args.month)
-    search = gin_search_paths(args)
-    inputs: dict[str, list[open_book.ReaderInput]] = {}
     try:
-        if retriever is not None:
-            month, retrieved = _retrieve_for_eval(args, retriever, rows)
-        scored = []
-        source = ModelSource(model_dir=_absolute(args.checkpoint),
-                             gin_files=[STAGE_GIN["qa"], *args.gin_file],
-                             gin_bindings=list(args.gin_bindings), gin_search_paths=list(search))
-        with loaded_run(source) as loaded:
-            module, params = loaded.module, loaded.params
-            vocabulary = model_for(module).load_vocabulary(t5_path(None, args.t5_vocab))
-            if retriever is not None:
-                budget = open_book.input_budget(module, args.input_length, args.max_answer_tokens)
-                count = open_book.token_counter(module, vocabulary)
-                inputs = {name: open_book.reader_inputs(retrieved[name], count_tokens=count,
-                                                        max_tokens=budget) for name in wanted}
-            for name in wanted:
-                scored.append(eqa.score_set(
-                    module, params, vocabulary, name, rows[name],
-                    max_new_tokens=args.max_answer_tokens, batch_size=args.batch_size,
-                    inputs=[i.text for i in inputs[name]] if inputs else None))
-        results = eqa.to_results(method, trained, args.month, scored)
-        path = append_results(args.out, results)
-        mark_benchmark(args.out, "EvolvingQA")
+        outcome = evaluate(eval_config(args))
     except (gin_setup.GinConfigError, checkpoints.CheckpointError, FileNotFoundError,
             ValueError, DumpError, UsageError) as error:
         return _error("eval", error)
-    folder = paths.join(args.out, "predictions", f"{method}.{trained}.{args.month}")
-    for scores in scored:
-        given = rows[scores.name]
-        eqa.write_predictions(folder, scores, open_book.prediction_rows(given, inputs[scores.name])
-                              if inputs else given)
-    if retriever is not None:
-        found = open_book.figures(retrieved, inputs, args.k)
-        no_source = no_source_counts(qa_folder, label) or {}
-        for name, figures in found.items():
-            if SCORED[name][0] in no_source:
-                figures["no_source_article"] = no_source[SCORED[name][0]]
-        write_json(paths.join(folder, "open_book.json"), {
-            "retriever": retriever, "settings": month.retriever.settings(), "k": args.k,
-            "input_length": budget, "reader": reader, "checkpoint": str(args.checkpoint),
-            "index": {"folder": month.folder, "fingerprint": month.fingerprint,
-                      "passages": len(month.passages), "reused": month.reused},
-            "sets": found})
-        print(f"open book: reader {reader}, top {args.k} {retriever} passages of "
-              f"{args.month}'s index, input cut to {budget} tokens")
-    print(f"EvolvingQA {method} trained through {trained}, time step {args.month}:")
-    print(eqa.format_table(scored))
-    if retriever is not None:
-        for name, figures in found.items():
-            rate = {key: "n/a" if value is None else f"{value:.3f}"
-                    for key, value in figures.items()}
-            print(f"{name}: answer recall@{args.k} {rate[f'answer_recall@{args.k}']}, answer in "
-                  f"the reader's input {rate['answer_in_input']}, inputs cut "
-                  f"{rate['truncated']} ({figures['questions']} questions"
-                  + (f", {figures['no_source_article']} dropped at generation: no source "
-                     "article)" if figures.get("no_source_article") else ")"))
-    print(f"{len(results)} results appended to {path}; predictions in {folder}")
+    print("\n".join(outcome.lines()))
     return 0
 
 
 # --- retrieve -----------------------------------------------------------------------------
 
 
-def _qa_sets(args: argparse.Namespace,
-             wanted: list[str]) -> tuple[str, dict[str, list[dict[str, str]]]]:
-    """(the QA folder, set → rows) for the month's label, as ``eval`` finds them."""
-    from tw_jax.errors import UsageError
-    from tw_jax.preprocess.evolvingqa import layout
-    from tw_jax.tasks.evolvingqa import EDITED, NEW, UNCHANGED, find_qa_files, task_name
-
-    qa = args.qa or layout.qa_dir(args.data)
-    if not paths.exists(qa):
-        raise UsageError(f"{qa}: no QA folder (run tw-jax evolvingqa generate, or give --qa)")
-    label = args.label or args.month
-    files = {f.task: f for f in find_qa_files(qa)}
-    names = {UNCHANGED: task_name(UNCHANGED), NEW: task_name(NEW, label),
-             EDITED: task_name(EDITED, label)}
-    missing = [names[s] for s in wanted if names[s] not in files]
-    if missing:
-        raise UsageError(f"{qa} has no {', '.join(missing)} (found: {', '.join(files) or 'nothing'})")
-    return qa, {s: files[names[s]].load()[: args.max_questions] for s in wanted}
-
-
 def run_retrieve(args: argparse.Namespace) -> int:
+    from tw_jax.benchmarks.evolvingqa_eval import RetrieveConfig, retrieve
     from tw_jax.errors import DumpError, UsageError
-    from tw_jax.preprocess.evolvingqa.sources import no_source_counts
-    from tw_jax.retrieval import index, run
+    from tw_jax.retrieval import run
 
-    wanted = [s.strip() for s in args.sets.split(",") if s.strip()]
-    unknown = [s for s in wanted if s not in run.SETS]
-    if unknown or not wanted:
-        return _error("retrieve", f"unknown set(s) {unknown}; choose from {', '.join(run.SETS)}")
-    if args.k < 1:
-        return _error("retrieve", f"--k must be at least 1, got {args.k}")
+    config = RetrieveConfig(
+        data=args.data, month=args.month, out=args.out,
+        retriever=settings_from_args(args), qa=args.qa, label=args.label, k=args.k,
+        sets=tuple(s.strip() for s in args.sets.split(",") if s.strip()),
+        max_questions=args.max_questions, rebuild=args.rebuild)
     try:
-        retriever = retriever_from_args(args)
-        qa, sets = _qa_sets(args, wanted)
-        month = index.month_index(args.data, args.month, retriever, force=args.rebuild)
-        print(f"{args.retriever} index of {args.month}: {len(month.passages)} passages, "
-              f"{'reused' if month.reused else 'built'} in {month.seconds:.2f} s ({month.folder})")
-        report = run.retrieve_month(month, sets, args.k, args.out,
-                                    details={"data": args.data, "qa": qa},
-                                    no_source=no_source_counts(qa, args.label or args.month))
+        report = retrieve(config)
     except (DumpError, UsageError) as error:
         return _error("retrieve", error)
     for name, figures in report["sets"].items():
