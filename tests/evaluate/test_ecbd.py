@@ -132,7 +132,7 @@ def test_gpt2_span_perplexity_in_closed_form(folder, unigram_gpt2, gpt2_vocab):
 
 
 def _tables(results):
-    from tw_jax.benchmarks.ecbd_cli import ecbd_tables
+    from tw_jax.benchmarks.ecbd_eval import ecbd_tables
 
     return ecbd_tables(results)
 
@@ -228,6 +228,34 @@ def test_cli_eval_and_report(folder, random_t5, t5_vocab, tmp_path):
 
     with pytest.raises(DumpError, match="np_spans_test.json, line 1: not JSON"):
         _cli(["ecbd", "eval", "--data", str(folder), "--out", str(out), "--model", str(hf)])
+
+
+def test_eval_is_a_python_function_the_command_calls(folder, random_t5, t5_vocab, tmp_path):
+    """A notebook or a sweep calls what ``tw-jax ecbd eval`` runs: the same settings as a
+    config give the command's results and tables."""
+    from tw_jax.benchmarks.ecbd_eval import EcbdEvalConfig, evaluate, render
+    from tw_jax.errors import UsageError
+    from tw_jax.models.t5_io import save_t5
+
+    model, params = random_t5
+    hf = tmp_path / "tiny-t5"
+    save_t5(hf, model.config, params)
+    shutil.copy(t5_vocab.sentencepiece_model_file, hf / "spiece.model")
+    options = ecbd.EcbdOptions(input_types=("original", "no_ent"), batch_size=8)
+    outcome = evaluate(EcbdEvalConfig(data=str(folder), out=str(tmp_path / "py"), model=str(hf),
+                                      options=options))
+    assert outcome.name == "tiny-t5" and len(outcome.run.records) == 10
+    assert outcome.results_file == str(tmp_path / "py" / "ecbd_results.jsonl")
+    code, _ = _cli(["ecbd", "eval", "--data", str(folder), "--out", str(tmp_path / "cli"),
+                    "--model", str(hf), "--inputs", "original,no_ent", "--batch-size", "8"])
+    assert code == 0
+    py, cli = ecbd.read_results(tmp_path / "py"), ecbd.read_results(tmp_path / "cli")
+    assert [(r.key, r.value) for r in py] == [(r.key, r.value) for r in cli] and py
+    assert render(py) == (tmp_path / "cli" / "ecbd_report.md").read_text()
+    with pytest.raises(UsageError, match=r"unknown --inputs \['nonsense'\]; known: original"):
+        evaluate(EcbdEvalConfig(data=str(folder), out=str(tmp_path / "x"), model=str(hf),
+                                options=ecbd.EcbdOptions(input_types=("nonsense",))))
+    assert not (tmp_path / "x").exists()
 
 
 def test_cli_eval_orbax_style_gin_model(folder, random_t5, t5_vocab, tmp_path):

@@ -24,18 +24,13 @@ Every path may be local or a ``gs://`` URL, resolved once here (``type=input_pat
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import posixpath
 import sys
-from collections.abc import Sequence
 from typing import Any
 
 from tw_jax.cli_parser import add_gin_flags, gin_search_paths
 from tw_jax.io import paths
 from tw_jax.io.cli_paths import input_path, output_path
-
-_SPLITS = ("dev", "test")
 
 
 def _csv(text: str) -> list[str]:
@@ -144,164 +139,47 @@ def run_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model_source(args: argparse.Namespace) -> Any:
-    """The checkpoint to score: ``--model`` (a Hugging Face folder) or ``--model-dir`` with the
-    gin files that built its model; loaded like every evaluator's (``evaluate.runs``)."""
-    from tw_jax.evaluate.runs import ModelSource
-
-    if args.model:
-        return ModelSource(hf_dir=args.model)
-    if not args.gin_file or not args.vocab:
-        raise ValueError("--model-dir needs --gin_file (the model's) and --vocab")
-    return ModelSource(model_dir=args.model_dir, gin_files=list(args.gin_file),
-                       gin_bindings=list(args.gin_bindings),
-                       gin_search_paths=list(gin_search_paths(args)))
-
-
-def _run_name(args: argparse.Namespace) -> str:
-    return args.name or posixpath.basename(args.model or args.model_dir)
-
-
-def _evaluate(args: argparse.Namespace, data: Any, loaded: Any, vocabulary: Any) -> Any:
-    from tw_jax.evaluate import ecbd
+def eval_config(args: argparse.Namespace) -> Any:
+    """The :class:`~tw_jax.benchmarks.ecbd_eval.EcbdEvalConfig` of ``eval``'s arguments."""
+    from tw_jax.benchmarks.ecbd_eval import EcbdEvalConfig
+    from tw_jax.evaluate.ecbd import EcbdOptions
     from tw_jax.tasks.ecbd import INPUTS
 
-    options = ecbd.EcbdOptions(
+    options = EcbdOptions(
         input_types=tuple(args.inputs or INPUTS), n_definition=args.definition_sentences,
         seed=args.seed, batch_size=args.batch_size, recall_k=args.recall_k,
         beam_size=args.beam_size, max_new_tokens=args.max_new_tokens)
-    return ecbd.evaluate_ecbd(loaded.module, loaded.params, vocabulary, data, _run_name(args),
-                              options)
+    return EcbdEvalConfig(
+        data=args.data, out=args.out, model=args.model, model_dir=args.model_dir,
+        gin_files=tuple(args.gin_file), gin_bindings=tuple(args.gin_bindings),
+        gin_search_paths=tuple(gin_search_paths(args)), vocab=args.vocab, name=args.name,
+        subsets=None if args.subsets is None else tuple(args.subsets),
+        splits=tuple(args.splits), options=options)
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    from tw_jax.benchmarks.ecbd_eval import evaluate, render
+    from tw_jax.errors import UsageError
     from tw_jax.evaluate import ecbd
-    from tw_jax.evaluate.runs import loaded_run
-    from tw_jax.io.jsonl import write_records
     from tw_jax.runtime.checkpoints import CheckpointError
     from tw_jax.runtime.gin_setup import GinConfigError
-    from tw_jax.tasks.ecbd import INPUTS, read_ecbd
 
-    unknown = [t for t in args.inputs or () if t not in INPUTS]
-    if unknown:
-        return _error(f"unknown --inputs {unknown}; known: {', '.join(INPUTS)}")
-    if any(s not in _SPLITS for s in args.splits):
-        return _error(f"--splits takes {' / '.join(_SPLITS)}, got {args.splits}")
-    data = read_ecbd(args.data, args.subsets, args.splits)  # DumpError: file and line
-    if not any(data.values()):
-        return _error(f"{args.data}: no examples for splits {args.splits}"
-                      + (f" and subsets {args.subsets}" if args.subsets else ""))
-    with contextlib.ExitStack() as stack:
-        try:
-            loaded = stack.enter_context(loaded_run(_model_source(args)))
-        except (ValueError, FileNotFoundError, GinConfigError, CheckpointError) as error:
-            return _error(str(error))
-        vocabulary = loaded.model.load_vocabulary(args.vocab or args.model)
-        run = _evaluate(args, data, loaded, vocabulary)
-    out, name = args.out, _run_name(args)
-    results_file = ecbd.append_results(out, run.results)
-    write_records(paths.join(out, f"ecbd_examples.{name}.jsonl"), run.records)
-    print(f"ecbd {name}: {len(run.records)} scored examples; {len(run.results)} results "
-          f"appended to {results_file}")
-    for what, count in sorted(run.notes.items()):
+    try:
+        outcome = evaluate(eval_config(args))  # DumpError (file and line) goes to main
+    except (UsageError, ValueError, FileNotFoundError, GinConfigError, CheckpointError) as error:
+        return _error(str(error))
+    print(f"ecbd {outcome.name}: {len(outcome.run.records)} scored examples; "
+          f"{len(outcome.run.results)} results appended to {outcome.results_file}")
+    for what, count in sorted(outcome.run.notes.items()):
         print(f"  note: {what}: {count}")
-    _render(ecbd.read_results(results_file), out)
+    print(render(ecbd.read_results(outcome.results_file), args.out), end="")
     return 0
 
 
 def run_report(args: argparse.Namespace) -> int:
+    from tw_jax.benchmarks.ecbd_eval import render
     from tw_jax.evaluate.ecbd import latest, read_results
 
     results = latest(r for path in args.results for r in read_results(path))
-    _render(results, args.out)
+    print(render(results, args.out), end="")
     return 0
-
-
-# --- tables (ECBD Tables 3, 5, 6, 7, 8) ----------------------------------------------------
-
-
-def _columns(results: Sequence[Any], split: str, groups: bool) -> list[str]:
-    from tw_jax.evaluate.ecbd import GROUPS
-    from tw_jax.tasks.ecbd import subset_order
-
-    found = {r.subset for r in results if r.split == split}
-    if groups:
-        return [s for s in ("popular", *GROUPS) if s in found]
-    return sorted((s for s in found if s not in GROUPS), key=subset_order)
-
-
-def _table(results: Sequence[Any], split: str, metric: str, columns: Sequence[str],
-           span_types: Sequence[str], name: str, title: str) -> Any:
-    from tw_jax.evaluate.ecbd import INPUT_LABELS
-    from tw_jax.evaluate.report import Table, fmt
-
-    values = {(r.model, r.subset, r.input, r.span_type): r.value
-              for r in results if r.split == split and r.metric == metric}
-    cells = [(c, t) for c in columns for t in span_types]
-    short = {"all": "", "NP": " NP", "RANDOM": " RAND"}
-    headers = ["model", "input"] + [f"{c.upper() if c == 'popular' else c}{short[t]}"
-                                    for c, t in cells]
-    rows = []
-    digits = 1 if metric.startswith("recall") else 2
-    for model in sorted({k[0] for k in values}):
-        inputs = [i for i in INPUT_LABELS if any(k[0] == model and k[2] == i for k in values)]
-        for input_type in inputs:
-            rows.append([model, INPUT_LABELS[input_type]] + [
-                fmt(values.get((model, c, input_type, t)), digits) for c, t in cells])
-        for other in ("random_def", "definition"):
-            if other in inputs and "original" in inputs:
-                deltas = []
-                for c, t in cells:
-                    a, b = values.get((model, c, "original", t)), values.get((model, c, other, t))
-                    deltas.append("-" if a is None or b is None else f"{b - a:+.{digits}f}")
-                label = "RAND." if other == "random_def" else "DEF."
-                rows.append([model, f"Δ(ORIG. → {label})"] + deltas)
-    return Table(name, title, headers, rows) if rows else None
-
-
-def ecbd_tables(results: Sequence[Any]) -> list[Any]:
-    """The paper's tables for every split and metric present in ``results``."""
-    from tw_jax.evaluate.ecbd import PPL, PPL_ENTITY
-
-    tables = []
-    for split in _SPLITS:
-        metrics = {r.metric for r in results if r.split == split}
-        groups, subsets = _columns(results, split, True), _columns(results, split, False)
-        recalls = sorted(m for m in metrics if m.startswith("recall_at_"))
-        specs = [
-            ("table3", PPL_ENTITY, groups, ("all",), "entity-averaged perplexity by group "
-             "(ECBD Table 3)"),
-            ("table5", PPL_ENTITY, subsets, ("all",), "entity-averaged perplexity per subset "
-             "(ECBD Table 5)"),
-            ("table5_micro", PPL, subsets, ("all",), "micro perplexity per subset"),
-            ("table6", PPL_ENTITY, subsets, ("NP", "RANDOM"), "entity-averaged perplexity per "
-             "span type (ECBD Table 6)"),
-        ]
-        for metric in recalls:
-            k = metric.rsplit("_", 1)[1]
-            specs += [("table7", metric, subsets, ("all",), f"recall@{k} (%) (ECBD Table 7)"),
-                      ("table8", metric, subsets, ("NP", "RANDOM"),
-                       f"recall@{k} (%) per span type (ECBD Table 8)")]
-        for name, metric, columns, span_types, title in specs:
-            if metric in metrics and columns:
-                table = _table(results, split, metric, columns, span_types,
-                               f"ecbd_{name}_{split}", f"{title}, {split}")
-                if table is not None:
-                    tables.append(table)
-    return tables
-
-
-def _render(results: Sequence[Any], out: str | None) -> None:
-    from tw_jax.io.atomic import atomic_open
-
-    tables = ecbd_tables(results)
-    text = "\n".join(t.markdown() for t in tables) or "no ECBD results to tabulate\n"
-    print(text, end="")
-    if out is None:
-        return
-    with atomic_open(paths.join(out, "ecbd_report.md"), "w", encoding="utf-8") as handle:
-        handle.write(text)
-    for table in tables:
-        with atomic_open(paths.join(out, "ecbd_tables", f"{table.name}.csv"), "w",
-                         encoding="utf-8") as handle:
-            handle.write(table.csv())
