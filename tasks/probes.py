@@ -60,12 +60,12 @@ import tensorflow as tf
 
 from tw_jax.data.tokens import Span, encode_with_offsets, object_span, span_mask
 from tw_jax.io import paths
-from tw_jax.preprocess.probes.probe_csv import SENTINEL, masked_cloze, read_probe_csv
+from tw_jax.preprocess.probes.probe_csv import SENTINEL, masked_cloze
 from tw_jax.tasks import metrics
 from tw_jax.tasks.layout import join
 from tw_jax.tasks.metrics import TARGETS_WEIGHTS
 from tw_jax.tasks.registration import Registrar
-from tw_jax.tasks.sources import Formatter, concatenated
+from tw_jax.tasks.sources import Formatter, concatenated, probe_rows
 from tw_jax.tasks.vocab import LazyVocabulary
 
 CATEGORIES = ("unchanged", "updated", "new", "deleted")
@@ -362,7 +362,7 @@ def register_row_tasks(
 
 
 def _reader(path: str) -> Callable[[], list[dict[str, str]]]:
-    return lambda: read_probe_csv(path)
+    return probe_rows(path)  # the CSV, or its prepared TFDS split (sources.use_tfds)
 
 
 def _has_rows(path: str) -> bool:

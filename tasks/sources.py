@@ -5,16 +5,25 @@ free); a pattern that matches nothing fails with the stage to run, not seqio's b
 is found". Probe CSVs are small (thousands of rows) and are read whole, row by row, so a bad
 row fails with its file and line, before any tensor exists
 (:mod:`tw_jax.preprocess.probes.probe_csv`, local or ``gs://``).
+
+:func:`use_tfds` switches the sources of a data folder's tasks to the ``temporal_wiki`` TFDS
+datasets prepared from it (:func:`stage_source`, :func:`probe_rows`): the same examples in the
+same order, read as ``seqio.TfdsDataSource`` (docs/tfds.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import seqio
 import tensorflow as tf
+import tensorflow_datasets as tfds
 
-from tw_jax.preprocess.probes.probe_csv import PROBE_FIELDS
+from tw_jax.preprocess.probes.probe_csv import PROBE_FIELDS, read_probe_csv
 
 
 class TFRecordSource(seqio.TFExampleDataSource):
@@ -78,5 +87,123 @@ def concatenated(*loads: Callable[[], list[dict[str, str]]]) -> Callable[[], lis
 
     def load() -> list[dict[str, str]]:
         return [row for read in loads for row in read()]
+
+    return load
+
+
+# --- the source switch: the stages' files, or the temporal_wiki TFDS datasets prepared from them
+
+
+TFDS_DIR_ENV = "TW_JAX_TFDS_DIR"
+TFDS_BUILDER = "temporal_wiki"
+# seqio wants a version; a wildcard takes the newest prepared of the builder's major version,
+# which changes when its examples change (docs/tfds.md)
+TFDS_VERSION = "1.*.*"
+_tfds: dict[str, str] = {"data_dir": "", "version": TFDS_VERSION}
+
+# <MMMM or MM>/<stage folder>/<name>.tfrecord-*-of-* → the config and split holding it
+_SHARDS = re.compile(r"(?:^|/)(\d{4}|\d{2})/(diffset|full|ssm)/(diffset|unchanged|full)"
+                     r"\.tfrecord-\*-of-\*$")
+_PROBES = re.compile(r"(?:^|/)(\d{4})/probes/((?:lighttuning_)?(?:unchanged|updated|new|deleted))"
+                     r"\.csv$")
+
+
+def use_tfds(data_dir: str | None, version: str = TFDS_VERSION) -> None:
+    """From now on, tasks registered from a data folder read its DiffSets, snapshots, SSM sets,
+    probes and light-tuning sets from the ``temporal_wiki`` TFDS datasets prepared under
+    ``data_dir`` (``tfds build --imports tw_jax.datasets temporal_wiki/<config>``; docs/tfds.md)
+    instead of the files (``$TW_JAX_TFDS_DIR`` does the same for a process and its
+    subprocesses); ``None`` switches back to the files, unless that variable is set.
+    ``version`` pins one (default: the newest prepared 1.x). The examples are the same, in the same
+    order: the builders keep the files' order. Open-book probe folders have no TFDS config and
+    stay on their files."""
+    _tfds.update(data_dir=os.fspath(data_dir) if data_dir else "", version=version)
+
+
+def _tfds_dir() -> str | None:
+    return _tfds["data_dir"] or os.environ.get(TFDS_DIR_ENV) or None
+
+
+def _tfds_name(config: str) -> str:
+    return f"{TFDS_BUILDER}/{config}:{_tfds['version']}"
+
+
+def tfds_split(pattern: str) -> tuple[str, str] | None:
+    """``(config, split)`` of ``temporal_wiki`` holding a stage's shards (None: no config)."""
+    match = _SHARDS.search(pattern.replace(os.sep, "/"))
+    if match is None:
+        return None
+    period, folder, name = match.groups()
+    if name == "full":  # the snapshot of the month a folder (MM, or a pair PPMM) ends in
+        return (f"full_{period[-2:]}" + ("_ssm" if folder == "ssm" else ""), "full")
+    if len(period) != 4 or folder == "full":
+        return None
+    return (period + ("_ssm" if folder == "ssm" else ""), name)
+
+
+class _InOrderLoader(seqio.utils.LazyTfdsLoader):
+    """TFDS refuses ``shuffle_files`` on a dataset written in order (``disable_shuffling``)
+    unless its ordering guard is off: the task shuffles files and examples, as it does the
+    stage's shards."""
+
+    @property
+    def read_config(self) -> tfds.ReadConfig:
+        return dataclasses.replace(super().read_config, enable_ordering_guard=False)
+
+
+class TfdsFieldsSource(seqio.TfdsDataSource):
+    """A prepared TFDS split read as the file source reads its shards: only ``fields``."""
+
+    def __init__(self, name: str, data_dir: str, splits: Mapping[str, str],
+                 fields: Sequence[str]) -> None:
+        self.fields = tuple(fields)
+        super().__init__(tfds_name=name, tfds_data_dir=data_dir, splits=dict(splits),
+                         read_only=True)
+        self._tfds_dataset = _InOrderLoader(name, data_dir=data_dir, split_map=dict(splits),
+                                            read_only=True)
+
+    def get_dataset(self, split: str | None = None, shuffle: bool = True,
+                    seed: int | None = None, shard_info: seqio.ShardInfo | None = None,
+                    **kwargs: Any) -> tf.data.Dataset:
+        dataset = super().get_dataset(split, shuffle, seed, shard_info, **kwargs)
+        return dataset.map(lambda ex: {f: ex[f] for f in self.fields},
+                           num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+def stage_source(split_to_pattern: Mapping[str, str], fields: Sequence[str],
+                 stage: str) -> seqio.DataSource:
+    """The source of a stage's TFRecord shards: the files, or (after :func:`use_tfds`) the
+    ``temporal_wiki`` split prepared from them."""
+    tfds_dir = _tfds_dir()
+    found = {s: tfds_split(p) for s, p in split_to_pattern.items()} if tfds_dir else {}
+    configs = {where[0] for where in found.values() if where}
+    if not tfds_dir or None in found.values() or len(configs) != 1:
+        return TFRecordSource(split_to_pattern, fields, stage)
+    splits = {s: where[1] for s, where in found.items() if where}
+    return TfdsFieldsSource(_tfds_name(configs.pop()), tfds_dir, splits, fields)
+
+
+def probe_rows(path: str) -> Callable[[], list[dict[str, str]]]:
+    """What loads a probes CSV's rows: the file, or (after :func:`use_tfds`) the
+    ``temporal_wiki/MMMM_probes`` split prepared from it. A split the prepared dataset lacks is
+    a category without rows (its builder leaves it out)."""
+    tfds_dir = _tfds_dir()
+    match = _PROBES.search(path.replace(os.sep, "/")) if tfds_dir else None
+    if not tfds_dir or match is None:
+        return lambda: read_probe_csv(path)
+    name, split = _tfds_name(f"{match.group(1)}_probes"), match.group(2)
+
+    def load() -> list[dict[str, str]]:
+        source = seqio.TfdsDataSource(tfds_name=name, tfds_data_dir=tfds_dir, read_only=True)
+        if not source.tfds_dataset.builder.is_prepared():
+            raise FileNotFoundError(
+                f"{name} is not prepared in {tfds_dir} (the TFDS switch is on: ${TFDS_DIR_ENV} "
+                f"or use_tfds); `tfds build --imports tw_jax.datasets {name.split(':')[0]} "
+                f"--manual_dir DATA_DIR --data_dir {tfds_dir}` prepares it")
+        if split not in source.splits:
+            return []
+        dataset = source.get_dataset(split, shuffle=False)
+        return [{k: v.decode("utf-8") for k, v in row.items()}
+                for row in dataset.as_numpy_iterator()]
 
     return load

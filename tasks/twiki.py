@@ -35,7 +35,7 @@ from tw_jax.tasks.mixreview import MixReviewMixture
 from tw_jax.tasks.preprocessors import pack_lm, text_to_targets, tokenize_only
 from tw_jax.tasks.probes import register_probe_folder
 from tw_jax.tasks.registration import Registrar
-from tw_jax.tasks.sources import TFRecordSource
+from tw_jax.tasks.sources import stage_source
 from tw_jax.tasks.vocab import load_vocabularies
 
 CORPUS_SPLITS = ("train", "validation")
@@ -68,7 +68,7 @@ def register_ssm_task(
     registrar: Registrar, name: str, pattern: str, stage: str, vocabulary: seqio.Vocabulary
 ) -> seqio.Task:
     """A T5 task over SSM TFRecords (``inputs``/``targets`` text with sentinel markers)."""
-    source = TFRecordSource(
+    source = stage_source(
         {split: pattern for split in CORPUS_SPLITS}, ("inputs", "targets"), stage
     )
     return registrar.task(
@@ -85,8 +85,8 @@ def register_ssm_task(
     )
 
 
-def text_source(pattern: str, stage: str) -> TFRecordSource:
-    return TFRecordSource({split: pattern for split in CORPUS_SPLITS}, ("text",), stage)
+def text_source(pattern: str, stage: str) -> seqio.DataSource:
+    return stage_source({split: pattern for split in CORPUS_SPLITS}, ("text",), stage)
 
 
 def _lister(folder: str) -> Callable[[str], bool]:
