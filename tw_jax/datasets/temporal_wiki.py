@@ -28,16 +28,15 @@ task read it in place of the files (:func:`tw_jax.tasks.sources.use_tfds`).
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 import tensorflow_datasets as tfds
-from etils import epath
 
 from tw_jax.datasets import readers
+from tw_jax.datasets.base import Builder
 from tw_jax.preprocess.dumps.released import PublishedFile, index_files
 from tw_jax.tasks.layout import Layout, discover, join, shards
 from tw_jax.tasks.published import Release, classify
@@ -122,7 +121,7 @@ def _features(kind: str) -> tfds.features.FeaturesDict:
     })
 
 
-class TemporalWiki(tfds.core.GeneratorBasedBuilder):
+class TemporalWiki(Builder):
     """TemporalWiki (Jang et al., EMNLP 2022): a lifelong benchmark of monthly Wikipedia and
     Wikidata snapshots. TWiki-DiffSets hold what changed between two consecutive snapshots,
     TWiki-Probes the Wikidata facts that stayed, were updated, are new or were deleted; a
@@ -142,21 +141,8 @@ class TemporalWiki(tfds.core.GeneratorBasedBuilder):
       TWiki_Diffsets.zip, TWiki_Probes.zip and Wikipedia_Full.zip (or their contents).
     """
 
-    @tfds.core.utils.classproperty
-    @classmethod
-    def code_path(cls) -> Any:
-        """This module's file. TFDS 4.9.10's own lookup imports ``importlib_resources``, which
-        it declares a dependency only below Python 3.9, so on 3.11 it fails with
-        ``No module named 'importlib_resources'`` for any builder outside TFDS."""
-        return epath.Path(inspect.getfile(cls))
-
     def _info(self) -> tfds.core.DatasetInfo:
-        return self.dataset_info_from_configs(
-            features=_features(self.builder_config.kind),
-            homepage=HOMEPAGE,
-            citation=CITATION,
-            disable_shuffling=True,  # file order: what the file-based seqio sources read
-        )
+        return self.ordered_info(_features(self.builder_config.kind), HOMEPAGE, CITATION)
 
     def _split_generators(self, dl_manager: tfds.download.DownloadManager) -> dict[str, Any]:
         config = self.builder_config
