@@ -5,7 +5,7 @@ One config per set: ``invariant_lama``, ``updated_lama``, ``new_lama``, ``new_la
 The split ``test`` is the set's file (``invariantLAMA.csv`` …, answers from the JSON beside it,
 as :mod:`tw_jax.tasks.ckl` reads them); a file with a suffix (``newLAMA_easy_small_split1.csv``)
 is the split of its suffix (``small_split1``). ``manual_dir`` is a folder or zip of CKL's
-released files, or what ``tw-jax ckl build`` wrote: the builder writes the release's format, so
+released files, or what ``tw-jax ckl build-lama`` wrote: the builder writes the release's format, so
 one reader (:mod:`tw_jax.preprocess.ckl.release_files`) serves both.
 """
 
@@ -56,7 +56,7 @@ class CklLama(Builder):
     MANUAL_DOWNLOAD_INSTRUCTIONS = """\
     Nothing is downloaded. Pass --manual_dir as a folder or zip of CKL's released files
     (invariantLAMA.csv, updatedLAMA.csv, newLAMA.csv, newLAMA_easy.csv and their answer JSON
-    files), or the folder `tw-jax ckl build` wrote.
+    files), or the folder `tw-jax ckl build-lama` wrote.
     """
 
     def _info(self) -> tfds.core.DatasetInfo:

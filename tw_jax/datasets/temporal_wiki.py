@@ -159,9 +159,9 @@ class TemporalWiki(Builder):
         """Examples of one split: ``make`` lists its readers, one a shard (the files are
         listed when the split is generated); on Beam each shard is read by one worker."""
         if beam:
-            ptransform = tfds.core.lazy_imports.apache_beam
-            return (ptransform.Create(list(range(len(make()))))
-                    | ptransform.FlatMap(lambda shard: make()[shard]()))
+            apache_beam = tfds.core.lazy_imports.apache_beam
+            return (apache_beam.Create(list(range(len(make()))))
+                    | apache_beam.FlatMap(lambda shard: make()[shard]()))
         return (example for read in make() for example in read())
 
 
@@ -185,7 +185,7 @@ def _csv_rows(*files: str) -> Shards:
 
 
 def _data_splits(config: TemporalWikiConfig, layout: Layout) -> dict[str, Shards]:
-    where = f"{layout.data_dir}"
+    where = layout.data_dir
     if config.kind in ("full", "full_ssm"):
         snapshot = layout.snapshots.get(config.period)
         pattern = snapshot and (snapshot.text_pattern if config.kind == "full"
@@ -197,7 +197,7 @@ def _data_splits(config: TemporalWikiConfig, layout: Layout) -> dict[str, Shards
         fields = TEXT_FIELDS if config.kind == "full" else SSM_FIELDS
         return {"full": _tfrecord_shards(pattern, fields)}
     pair = layout.pairs.get(config.period)
-    folder = {"diffset": "diffset", "ssm": "ssm", "probes": "probes"}[config.kind]
+    folder = config.kind  # diffset, ssm or probes: the pair's folder of that name
     if pair is None or not layout.has(join(pair.folder, folder)):
         raise FileNotFoundError(
             f"{join(where, config.period, folder)}: no such folder; `tw-jax {folder}` writes it")
