@@ -32,7 +32,8 @@ def read_jsonl(path: Path) -> list[dict]:
 
 def tfds_build(names, manual_dir: Path, data_dir: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    command = [sys.executable, "-m", "tw_jax.datasets.build", "--imports", "tw_jax.datasets",
+    # TFDS's own command, as a user runs it: the tfds script beside this interpreter.
+    command = [str(Path(sys.executable).parent / "tfds"), "build", "--imports", "tw_jax.datasets",
                *[f"temporal_wiki/{n}" for n in names], "--manual_dir", str(manual_dir),
                "--data_dir", str(data_dir), "--beam_pipeline_options", "runner=DirectRunner"]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
