@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from tw_jax.benchmarks import ckl_cli
+from tw_jax.benchmarks.ckl_eval import CklEvalConfig, chosen_tasks, evaluate
 from tw_jax.cli_parser import OneLineErrorParser
+from tw_jax.errors import UsageError
 from tw_jax.evaluate import ckl
 from tw_jax.evaluate.fuar import single_phase_fuar
 from tw_jax.evaluate.results import Result, append_results, read_results
@@ -250,10 +252,35 @@ def test_eval_reports_bad_arguments(setup, tmp_path, capsys):
     assert not (tmp_path / "results.jsonl").exists()
 
 
+def test_eval_is_a_python_function_the_command_calls(setup, tmp_path, capsys):
+    """A notebook or a sweep calls what ``tw-jax ckl eval`` runs: the same settings as a config
+    give the command's results."""
+    echoed: list[str] = []
+    outcome = evaluate(CklEvalConfig(data=str(setup["data"]), out=str(tmp_path / "py"),
+                                     model=str(setup["hf"]),
+                                     tasks={"ckl_updated_lama": "", "ckl_new_lama_easy": "new"}),
+                       echo=echoed.append)
+    assert [s.task for s in outcome.scored] == ["ckl_updated_lama", "ckl_new_lama_easy"]
+    assert [s.category for s in outcome.scored] == ["updated", "new"]
+    assert echoed[0].startswith("ckl_updated_lama (updated, 1 probes): em=")
+    assert outcome.results_path == str(tmp_path / "py" / "results.jsonl")
+    assert _cli(["eval", "--data", str(setup["data"]), "--out", str(tmp_path / "cli"), "--model",
+                 str(setup["hf"]), "--tasks", "ckl_updated_lama,ckl_new_lama_easy:new"]) == 0
+    assert _values(tmp_path / "py") == _values(tmp_path / "cli")
+    assert len(_values(tmp_path / "py")) == len(outcome.results) == 6
+    with pytest.raises(UsageError, match="not a lower-case name"):
+        evaluate(CklEvalConfig(data=str(setup["data"]), out=str(tmp_path / "x"),
+                               model=str(setup["hf"]), method="Vanilla X"))
+    assert not (tmp_path / "x").exists()
+
+
 def test_cli_helpers():
     present = {"ckl_invariant_lama": "unchanged", "ckl_new_lama_easy": "new_easy"}
-    assert ckl_cli._task_categories("ckl_invariant_lama, ckl_new_lama_easy:new", present) == {
-        "ckl_invariant_lama": "unchanged", "ckl_new_lama_easy": "new"}
+    asked = ckl_cli._task_categories("ckl_invariant_lama, ckl_new_lama_easy:new")
+    assert asked == {"ckl_invariant_lama": "", "ckl_new_lama_easy": "new"}
+    config = CklEvalConfig(data="D", out="O", tasks=asked)
+    assert chosen_tasks(config, present) == {"ckl_invariant_lama": "unchanged",
+                                             "ckl_new_lama_easy": "new"}
     assert ckl_cli._csv("a.csv,-, b.csv") == ["a.csv", None, "b.csv"]
 
 

@@ -199,71 +199,41 @@ def run_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _vocab(args: argparse.Namespace) -> str | None:
-    """--vocab, else the Hugging Face folder's spiece.model when it has one."""
-    if args.vocab:
-        return args.vocab
-    model = getattr(args, "model", None)
-    if model and paths.isfile(paths.join(model, "spiece.model")):
-        return paths.join(model, "spiece.model")
-    return None
-
-
-def _task_categories(text: str, present: dict[str, str]) -> dict[str, str]:
-    """``--tasks IL,NLE:new`` → task → results category (default: the task's own)."""
+def _task_categories(text: str) -> dict[str, str]:
+    """``--tasks IL,NLE:new`` → task → results category ("": the task's own)."""
     chosen = {}
     for item in _csv(text):
         if item:
             task, _, category = item.partition(":")
-            chosen[task.strip()] = category.strip() or present.get(task.strip(), "")
+            chosen[task.strip()] = category.strip()
     return chosen
 
 
+def eval_config(args: argparse.Namespace) -> Any:
+    """The :class:`~tw_jax.benchmarks.ckl_eval.CklEvalConfig` of ``eval``'s arguments."""
+    from tw_jax.benchmarks.ckl_eval import CklEvalConfig
+
+    return CklEvalConfig(
+        data=args.data, out=args.out, model=args.model, model_dir=args.model_dir,
+        gin_files=tuple(args.gin_file), gin_bindings=tuple(args.gin_bindings),
+        gin_search_paths=tuple(gin_search_paths(args)), vocab=args.vocab, method=args.method,
+        phase=args.phase, trained_through=args.trained_through,
+        tasks=_task_categories(args.tasks) if args.tasks else None,
+        predictions=args.predictions, beam_size=args.beam_size, batch_size=args.batch_size,
+        max_probes=args.max_probes)
+
+
 def run_eval(args: argparse.Namespace) -> int:
+    from tw_jax.benchmarks.ckl_eval import evaluate
     from tw_jax.evaluate import ckl
-    from tw_jax.evaluate.results import CKL_CATEGORIES, Result, append_results
     from tw_jax.runtime import checkpoints, gin_setup
-    from tw_jax.tasks.ckl import register_ckl
 
     logging.basicConfig(level=logging.WARNING)
-    names = register_ckl(args.data, _vocab(args))
-    present = ckl.category_map(names)
-    main = [t for t in present if t in ("ckl_invariant_lama", "ckl_updated_lama",
-                                        "ckl_new_lama", "ckl_new_lama_easy")]
-    chosen = _task_categories(args.tasks, present) if args.tasks else {t: present[t] for t in main}
-    unknown = [t for t in chosen if t not in present or chosen[t] not in CKL_CATEGORIES]
-    if unknown or not chosen:
-        return _error("eval", f"no probe task {unknown or ''} in {args.data} (found: "
-                      f"{', '.join(present) or 'none'}; categories {', '.join(CKL_CATEGORIES)})")
-    if len(set(chosen.values())) != len(chosen):
-        return _error("eval", f"tasks {list(chosen)} share a results category; evaluate them "
-                      "apart or give one another (TASK:CATEGORY)")
-    trained = args.trained_through or ("base" if args.method == "initial" else args.phase)
-    try:  # a bad method or month is reported before any decoding
-        Result(args.method, trained, args.phase, "unchanged", "em", 0.0).validate()
-    except ValueError as error:
-        return _error("eval", error)
-    source = ckl.ModelSource(hf_dir=args.model, model_dir=args.model_dir,
-                             gin_files=args.gin_file, gin_bindings=args.gin_bindings,
-                             gin_search_paths=gin_search_paths(args))
     try:
-        scored = []
-        with ckl.loaded_model(source) as loaded:
-            for task, category in chosen.items():
-                result = ckl.evaluate_task(loaded.module, loaded.params, task, category=category,
-                                           beam_size=args.beam_size, batch_size=args.batch_size,
-                                           limit=args.max_probes)
-                if result is not None:
-                    scored.append(result)
-                    print(ckl.summary_line(result))
-        results = ckl.results_of(scored, args.method, trained, args.phase)
+        outcome = evaluate(eval_config(args))
     except (gin_setup.GinConfigError, checkpoints.CheckpointError, ValueError, OSError) as error:
         return _error("eval", error)
-    if args.predictions:
-        for result in scored:
-            ckl.write_predictions(args.predictions, f"{args.method}.{trained}", result)
-    path = append_results(args.out, results)
-    print(f"{len(results)} results appended to {path}\n")
+    print(f"{len(outcome.results)} results appended to {outcome.results_path}\n")
     print(ckl.ckl_table_text(args.out))
     return 0
 

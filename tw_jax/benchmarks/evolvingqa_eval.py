@@ -215,7 +215,7 @@ def evaluate(config: EvalConfig, echo: Callable[[str], None] = print) -> EvalOut
                 inputs=[i.text for i in inputs[name]] if inputs else None))
     method, trained = config.result_method, config.trained
     results = eqa.to_results(method, trained, config.month, scored)
-    path = append_results(config.out, results)
+    path = str(append_results(config.out, results))
     mark_benchmark(config.out, "EvolvingQA")
     folder = paths.join(config.out, "predictions", f"{method}.{trained}.{config.month}")
     for scores in scored:
