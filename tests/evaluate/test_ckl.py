@@ -178,13 +178,13 @@ def test_every_accepted_answer_counts(setup, monkeypatch):
     scores = {}
     for task, predictions in planted.items():
         current[:] = predictions
-        scores[task] = ckl.evaluate_task(None, None, task).scores
+        scores[task] = ckl.evaluate_task(None, None, task).values
     assert scores["ckl_updated_lama"] == {"em": 100.0, "f1": 100.0, "em_previous": 0.0,
                                           "f1_previous": 0.0}
     assert scores["ckl_new_lama_easy"]["em"] == 100.0
     assert scores["ckl_invariant_lama"]["em"] == 50.0
     current[:] = ["Theresa May"]
-    assert ckl.evaluate_task(None, None, "ckl_updated_lama").scores["em_previous"] == 100.0
+    assert ckl.evaluate_task(None, None, "ckl_updated_lama").values["em_previous"] == 100.0
 
 
 @pytest.fixture(scope="module")
@@ -260,7 +260,7 @@ def test_eval_is_a_python_function_the_command_calls(setup, tmp_path, capsys):
                                      model=str(setup["hf"]),
                                      tasks={"ckl_updated_lama": "", "ckl_new_lama_easy": "new"}),
                        echo=echoed.append)
-    assert [s.task for s in outcome.scored] == ["ckl_updated_lama", "ckl_new_lama_easy"]
+    assert [s.name for s in outcome.scored] == ["ckl_updated_lama", "ckl_new_lama_easy"]
     assert [s.category for s in outcome.scored] == ["updated", "new"]
     assert echoed[0].startswith("ckl_updated_lama (updated, 1 probes): em=")
     assert outcome.results_path == str(tmp_path / "py" / "results.jsonl")

@@ -13,7 +13,6 @@ from typing import Any
 
 from tw_jax.errors import DumpError
 from tw_jax.evaluate.ckl import (
-    SetScores,
     evaluate_task,
     loaded_model,
     read_manifest,
@@ -23,6 +22,7 @@ from tw_jax.evaluate.ckl import (
 )
 from tw_jax.evaluate.results import BASE, Result, append_results
 from tw_jax.evaluate.runs import ModelSource
+from tw_jax.evaluate.set_scores import SetScores
 from tw_jax.io import paths
 from tw_jax.lifelong.runner import (
     INITIAL,

@@ -26,7 +26,6 @@ import contextlib
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from tw_jax.errors import DumpError
@@ -34,6 +33,7 @@ from tw_jax.evaluate.qa import decode_token_rows, qa_scores
 from tw_jax.evaluate.report import ResultIndex, ckl_table
 from tw_jax.evaluate.results import Result, read_results, write_prediction_rows
 from tw_jax.evaluate.runs import ModelSource, loaded_run
+from tw_jax.evaluate.set_scores import SetScores
 from tw_jax.io import paths
 from tw_jax.preprocess.ckl.phases import MANIFEST
 from tw_jax.runtime import task_data
@@ -42,17 +42,6 @@ from tw_jax.tasks.ckl import PREVIOUS_SEPARATOR, eval_lengths, lama_set, probe_t
 
 METRICS = ("em", "f1", "em_previous", "f1_previous")
 SSM = "ssm"  # the objective of the models that read CKL's probe tasks
-
-
-@dataclass(frozen=True)
-class SetScores:
-    """One probe set under one model: the scores and what was predicted, id by id."""
-
-    task: str
-    category: str
-    ids: list[str]
-    predictions: list[str]
-    scores: dict[str, float]
 
 
 # What a model other than T5 is told (CKL App. G: GPT-2 is light-tuned on the probes first).
@@ -103,24 +92,21 @@ def evaluate_task(
     previous = [[p for p in _text(ex["previous_object"]).split(PREVIOUS_SEPARATOR) if p.strip()]
                 for ex in examples]
     scores = qa_scores(predictions, answers, previous if any(previous) else None)
-    return SetScores(task, category or lama_set(task).category,
-                     [_text(ex["id"]) for ex in examples], predictions, scores)
+    return SetScores(task, category or lama_set(task).category, len(examples), scores,
+                     predictions, [_text(ex["id"]) for ex in examples])
 
 
 def results_of(scores: Sequence[SetScores], method: str, trained_through: str, phase: str
                ) -> list[Result]:
     """The results lines of scored sets (one per metric present)."""
-    return [
-        Result(method, trained_through, phase, s.category, metric, float(s.scores[metric]))
-        for s in scores for metric in METRICS if metric in s.scores
-    ]
+    return [r for s in scores for r in s.results(method, trained_through, phase, METRICS)]
 
 
 def write_predictions(folder: str | os.PathLike[str], label: str, scores: SetScores) -> str:
     """``folder/<label>.<task>.jsonl``: id and prediction per probe (the reference's log)."""
 
     ids = ({"id": row_id} for row_id in scores.ids)
-    return write_prediction_rows(folder, f"{label}.{scores.task}", ids, scores.predictions)
+    return write_prediction_rows(folder, f"{label}.{scores.name}", ids, scores.predictions)
 
 
 # --- phases -------------------------------------------------------------------------------
@@ -157,8 +143,8 @@ def ckl_table_text(results_dir: str | os.PathLike[str]) -> str:
 
 
 def summary_line(scores: SetScores) -> str:
-    values = " ".join(f"{k}={scores.scores[k]:.2f}" for k in METRICS if k in scores.scores)
-    return f"{scores.task} ({scores.category}, {len(scores.ids)} probes): {values}"
+    values = " ".join(f"{k}={scores.values[k]:.2f}" for k in METRICS if k in scores.values)
+    return f"{scores.name} ({scores.category}, {scores.rows} probes): {values}"
 
 
 def category_map(names: Sequence[str]) -> Mapping[str, str]:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import flax.linen as nn
@@ -38,6 +37,7 @@ import numpy as np
 from tw_jax.evaluate.qa import decode_answers, qa_scores
 from tw_jax.evaluate.rank import RankItem, RankResult
 from tw_jax.evaluate.results import Result, write_prediction_rows
+from tw_jax.evaluate.set_scores import SetScores
 from tw_jax.models import model_for
 from tw_jax.text.answers import normalize_answer
 
@@ -45,17 +45,6 @@ UNCHANGED, NEW, EDITED = "unchanged", "new", "edited"
 SETS: tuple[str, ...] = (UNCHANGED, NEW, EDITED)
 CATEGORY: dict[str, str] = {UNCHANGED: "unchanged", NEW: "new", EDITED: "updated"}
 MAX_ANSWER_TOKENS = 25  # the reference's output length
-
-
-@dataclass
-class SetScores:
-    """What one QA set scored: metric → value (percent), rows and predictions."""
-
-    name: str
-    rows: int
-    values: dict[str, float] = field(default_factory=dict)
-    predictions: list[str] = field(default_factory=list)
-    ranked: int = 0  # Edited pairs in the rank classification
 
 
 def qa_rank_items(rows: Sequence[Mapping[str, str]],
@@ -121,7 +110,7 @@ def score_set(
     if name not in SETS:
         raise ValueError(f"unknown EvolvingQA set {name!r}; known: {', '.join(SETS)}")
     prompts = _prompts(rows, inputs)
-    scores = SetScores(name, len(rows))
+    scores = SetScores(name, CATEGORY[name], len(rows))
     if not rows:
         return scores
     scores.predictions = decode_answers(
@@ -144,11 +133,7 @@ def score_set(
 def to_results(method: str, trained_through: str, eval_month: str,
                sets: Sequence[SetScores]) -> list[Result]:
     """Results lines for :func:`~tw_jax.evaluate.results.append_results` (see the docstring)."""
-    return [
-        Result(method, trained_through, eval_month, CATEGORY[s.name], metric, float(value))
-        for s in sets
-        for metric, value in s.values.items()
-    ]
+    return [r for s in sets for r in s.results(method, trained_through, eval_month)]
 
 
 def write_predictions(folder: str | os.PathLike[str], scores: SetScores,
