@@ -63,7 +63,7 @@ from tw_jax.io.output_claim import claimed
 from tw_jax.io.paths import PathLike
 from tw_jax.models.sharding import batch_sharding, global_batch, replicated
 from tw_jax.models.variants import TRAINABLE
-from tw_jax.runtime import checkpoints, distributed, task_data
+from tw_jax.runtime import checkpoints, distributed
 from tw_jax.runtime.run_model import (
     RunModel,
     build_run_model,
@@ -127,6 +127,11 @@ def train(config: TrainConfig) -> TrainSummary:
 
 
 def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
+    # The input pipeline (seqio on TensorFlow) is imported by a run, not by the module: the
+    # compiled step (build_train_step) needs only JAX, so a benchmark or an AOT compile runs
+    # where TensorFlow is not installed (tools/bench_gpu.py on an accelerator image).
+    from tw_jax.runtime import task_data
+
     model_config, mixture_or_task_name = config.model_config, config.mixture_or_task_name
     task_feature_lengths, train_steps = config.task_feature_lengths, config.train_steps
     batch_size, accumulate_steps, seed = config.batch_size, config.accumulate_steps, config.seed
@@ -357,6 +362,8 @@ def _check_arguments(
 
 
 def _check_vocabulary(config: Any, name: str) -> None:
+    from tw_jax.runtime import task_data
+
     size = task_data.vocabulary(name).vocab_size
     if size > config.vocab_size:
         raise ValueError(
