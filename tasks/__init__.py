@@ -12,6 +12,7 @@ what it registered before.
 - Probes and light-tuning (``twiki_probes_MMMM_{category}``, ``twiki_lighttuning_MMMM_…``):
   :mod:`tw_jax.tasks.probes`; metrics: :mod:`tw_jax.tasks.metrics`.
 - The released files: :mod:`tw_jax.tasks.published`.
+- The offline cache (``use_cached=True``; ``DATA/seqio_cache``): :mod:`tw_jax.tasks.cache`.
 - Vocabularies (``TW_JAX_T5_VOCAB``, ``TW_JAX_GPT2_VOCAB``, loaded lazily): :mod:`tw_jax.tasks.vocab`.
 """
 
@@ -25,6 +26,7 @@ from collections.abc import Sequence
 import gin
 
 from tw_jax.errors import UsageError
+from tw_jax.tasks.cache import cache_dir_of, search_cache_dir
 from tw_jax.tasks.layout import DATA_DIR_ENV, discover, resolve_data_dir
 from tw_jax.tasks.mixreview import TEMPORALWIKI, MixReviewMixture, MixReviewSchedule
 from tw_jax.tasks.published import register_release
@@ -67,12 +69,14 @@ def register_all(
     """Registers the tasks and mixtures of ``data_dir`` (default ``$TW_JAX_DATA_DIR``).
 
     Replaces whatever an earlier call registered; with no data folder configured it only
-    removes those. Returns the registered names.
+    removes those. The folder's cache (:func:`tw_jax.tasks.cache.cache_dir_of`) becomes the
+    one tw_jax folder seqio searches for cached tasks. Returns the registered names.
     """
 
     registrar = Registrar("data_dir")
     resolved = resolve_data_dir(data_dir)
     _last_data_dir[0] = resolved
+    search_cache_dir(cache_dir_of(resolved) if resolved else None)
     if resolved is None:
         return []
     return register_layout(

@@ -58,7 +58,7 @@ from tw_jax.preprocess.ckl.release_files import (
 from tw_jax.preprocess.dumps.released import PublishedFile
 from tw_jax.tasks import metrics
 from tw_jax.tasks.mixreview import MixReviewMixture
-from tw_jax.tasks.preprocessors import tokenize_keep_text, tokenize_only
+from tw_jax.tasks.preprocessors import cache_point, tokenize_keep_text, tokenize_only
 from tw_jax.tasks.registration import Registrar
 from tw_jax.tasks.sources import RowsSource
 from tw_jax.tasks.twiki import CORPUS_SPLITS, ssm_features
@@ -149,7 +149,7 @@ def register_ckl(
             task,
             source=RowsSource(_loader(files, name, spec), _as_example, LAMA_SPLITS),
             output_features=lama_features,
-            preprocessors=[load_vocabularies, tokenize_keep_text,
+            preprocessors=[load_vocabularies, tokenize_keep_text, cache_point(),
                            seqio.preprocessors.append_eos_after_trim],
             postprocess_fn=lama_postprocessor,
             metric_fns=[metrics.perplexity, metrics.squad],
@@ -160,7 +160,7 @@ def register_ckl(
             task,
             source=seqio.FunctionDataSource(_ssm_dataset_fn(file), splits=CORPUS_SPLITS),
             output_features=ssm_features(vocabulary),
-            preprocessors=[load_vocabularies, tokenize_only,
+            preprocessors=[load_vocabularies, tokenize_only, cache_point(),
                            seqio.preprocessors.append_eos_after_trim],
             postprocess_fn=metrics.token_count_postprocessor,
             metric_fns=[metrics.perplexity],

@@ -42,7 +42,7 @@ from tw_jax.io import paths
 from tw_jax.io.jsonl import parse_record
 from tw_jax.tasks import metrics
 from tw_jax.tasks.layout import resolve_data_dir
-from tw_jax.tasks.preprocessors import tokenize_keep_text
+from tw_jax.tasks.preprocessors import cache_point, tokenize_keep_text
 from tw_jax.tasks.registration import Registrar
 from tw_jax.tasks.sources import RowsSource
 from tw_jax.tasks.vocab import LazyVocabulary, load_vocabularies, t5_path
@@ -325,7 +325,7 @@ def register_ecbd(
                 name,
                 source=RowsSource(load, _task_row, ("validation", "test")),
                 output_features=features,
-                preprocessors=[load_vocabularies, tokenize_keep_text,
+                preprocessors=[load_vocabularies, tokenize_keep_text, cache_point(),
                                seqio.preprocessors.append_eos_after_trim],
                 metric_fns=[metrics.perplexity],
             )

@@ -45,7 +45,7 @@ from tw_jax.io import paths
 from tw_jax.io.csv_reader import BoundedReader
 from tw_jax.preprocess.dumps.released import PublishedFile, index_files
 from tw_jax.tasks import metrics
-from tw_jax.tasks.preprocessors import tokenize_keep_text
+from tw_jax.tasks.preprocessors import cache_point, tokenize_keep_text
 from tw_jax.tasks.registration import Registrar
 from tw_jax.tasks.sources import RowsSource
 from tw_jax.tasks.vocab import LazyVocabulary, load_vocabularies, t5_path
@@ -168,7 +168,7 @@ def _register(registrar: Registrar, qa: QAFile, vocabulary: seqio.Vocabulary) ->
         qa.task,
         source=RowsSource(qa.load, format_qa, splits),
         output_features={k: seqio.Feature(vocabulary, add_eos=True) for k in ("inputs", "targets")},
-        preprocessors=[load_vocabularies, tokenize_keep_text,
+        preprocessors=[load_vocabularies, tokenize_keep_text, cache_point(),
                        seqio.preprocessors.append_eos_after_trim],
         postprocess_fn=metrics.probe_postprocessor,
         metric_fns=[metrics.perplexity, metrics.squad],

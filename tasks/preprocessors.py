@@ -63,6 +63,14 @@ def pack_lm(
     )
 
 
+def cache_point() -> seqio.CacheDatasetPlaceholder:
+    """Where seqio's offline cache (``python -m seqio.scripts.cache_tasks_main``) cuts a task:
+    after reading, formatting and tokenising (deterministic, the expensive part), before every
+    step that depends on the sequence length, the seed or the epoch. Not required, so a task
+    without a cache reads its files as before (docs/caching.md)."""
+    return seqio.CacheDatasetPlaceholder(required=False)
+
+
 def tokenize_keep_text(
     dataset: tf.data.Dataset, output_features: OutputFeatures
 ) -> tf.data.Dataset:

@@ -64,6 +64,7 @@ from tw_jax.preprocess.probes.probe_csv import SENTINEL, masked_cloze
 from tw_jax.tasks import metrics
 from tw_jax.tasks.layout import join
 from tw_jax.tasks.metrics import TARGETS_WEIGHTS
+from tw_jax.tasks.preprocessors import cache_point
 from tw_jax.tasks.registration import Registrar
 from tw_jax.tasks.sources import Formatter, concatenated, probe_rows
 from tw_jax.tasks.vocab import LazyVocabulary
@@ -353,7 +354,7 @@ def register_row_tasks(
             base_name + fmt.suffix,
             source=ProbeSource(load, fmt, vocabularies[fmt.kind], splits),
             output_features=output_features(fmt.kind, fmt.keys, vocabularies),
-            preprocessors=[trim_to_lengths],
+            preprocessors=[cache_point(), trim_to_lengths],
             postprocess_fn=metrics.probe_postprocessor,
             metric_fns=metric_fns,
         )

@@ -32,7 +32,7 @@ from tw_jax.io import paths
 from tw_jax.tasks import metrics
 from tw_jax.tasks.layout import Layout, shards
 from tw_jax.tasks.mixreview import MixReviewMixture
-from tw_jax.tasks.preprocessors import pack_lm, text_to_targets, tokenize_only
+from tw_jax.tasks.preprocessors import cache_point, pack_lm, text_to_targets, tokenize_only
 from tw_jax.tasks.probes import register_probe_folder
 from tw_jax.tasks.registration import Registrar
 from tw_jax.tasks.sources import stage_source
@@ -58,7 +58,7 @@ def register_lm_task(
         name,
         source=source,
         output_features=lm_features(vocabulary),
-        preprocessors=[load_vocabularies, text_to_targets, tokenize_only, pack_lm],
+        preprocessors=[load_vocabularies, text_to_targets, tokenize_only, cache_point(), pack_lm],
         postprocess_fn=metrics.token_count_postprocessor,
         metric_fns=[metrics.perplexity],
     )
@@ -78,6 +78,7 @@ def register_ssm_task(
         preprocessors=[
             load_vocabularies,
             tokenize_only,
+            cache_point(),
             seqio.preprocessors.append_eos_after_trim,
         ],
         postprocess_fn=metrics.token_count_postprocessor,

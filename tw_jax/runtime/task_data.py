@@ -24,6 +24,7 @@ import numpy as np
 import tw_jax.tasks
 from tw_jax.errors import UsageError
 from tw_jax.models import model_for
+from tw_jax.tasks.cache import check_cached
 
 
 def task_name(name: str, config: Any) -> str:
@@ -51,10 +52,17 @@ def task_dataset(
     num_epochs: int | None = None,
     shard_index: int = 0,
     num_shards: int = 1,
+    use_cached: bool = False,
 ) -> Any:
-    """The task's or mixture's tf.data stream of task features (seqio), deterministic order."""
+    """The task's or mixture's tf.data stream of task features (seqio), deterministic order.
+
+    ``use_cached`` reads seqio's offline cache (T5X's ``USE_CACHED_TASKS``); a task without
+    one, or with one older than its files, is a one-line error with the command that builds it
+    (:func:`tw_jax.tasks.cache.check_cached`)."""
     import seqio
 
+    if use_cached:
+        check_cached(name)
     provider = seqio.get_mixture_or_task(name)
     shard = seqio.ShardInfo(index=shard_index, num_shards=num_shards) if num_shards > 1 else None
     dataset = provider.get_dataset(
@@ -64,7 +72,7 @@ def task_dataset(
         seed=seed,
         num_epochs=num_epochs,
         shard_info=shard,
-        use_cached=False,
+        use_cached=use_cached,
     )
     return _deterministic(dataset)
 
@@ -86,13 +94,13 @@ def check_task_features(name: str, model: Any) -> None:
 
 def check_examples(
     name: str, lengths: Mapping[str, int], needed: int, *, split: str = "train",
-    shard_index: int = 0, num_shards: int = 1,
+    shard_index: int = 0, num_shards: int = 1, use_cached: bool = False,
 ) -> None:
     """At least ``needed`` examples in one pass over this host's shard of ``split``: an empty
     split (or a batch that one pass cannot fill, which would repeat examples within a batch)
     is a one-line :class:`UsageError`. Reads at most ``needed`` examples."""
     dataset = task_dataset(name, lengths, split=split, shuffle=False, num_epochs=1,
-                           shard_index=shard_index, num_shards=num_shards)
+                           shard_index=shard_index, num_shards=num_shards, use_cached=use_cached)
     found = int(dataset.take(needed).reduce(0, lambda count, _: count + 1))
     shard = f" (host {shard_index}'s shard of {num_shards})" if num_shards > 1 else ""
     if found == 0:
@@ -119,22 +127,24 @@ def batches(
     num_shards: int = 1,
     drop_remainder: bool = True,
     pack: bool = False,
+    use_cached: bool = False,
 ) -> Iterator[dict[str, np.ndarray]]:
     """Numpy batches of ``model``'s features (a :class:`tw_jax.models.BaseModel`) of this
     host's shard, from batch ``start_batch`` on.
 
     ``batch_size`` is the per-host batch. With ``num_epochs=None`` the stream never ends;
     an evaluation pass uses ``num_epochs=1, shuffle=False, drop_remainder=False``. With
-    ``pack`` each row holds as many examples as fit (the model's packed features).
+    ``pack`` each row holds as many examples as fit (the model's packed features); with
+    ``use_cached`` the examples come from seqio's offline cache (:func:`task_dataset`).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     check_task_features(name, model)
     check_examples(name, lengths, batch_size if num_epochs is None else 1, split=split,
-                   shard_index=shard_index, num_shards=num_shards)
+                   shard_index=shard_index, num_shards=num_shards, use_cached=use_cached)
     dataset = task_dataset(
         name, lengths, split=split, shuffle=shuffle, seed=seed, num_epochs=num_epochs,
-        shard_index=shard_index, num_shards=num_shards,
+        shard_index=shard_index, num_shards=num_shards, use_cached=use_cached,
     )
     dataset = model.convert_features(dataset, lengths, pack=pack)
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)

@@ -22,16 +22,21 @@ from tw_jax.t5x.partitioning import logical_axis_rules
 register_configurables()
 
 
-def task_name(name: str, model_config: Any) -> str:
+def task_name(name: str, model_config: Any, use_cached: bool = False) -> str:
     """``name`` with ``{objective}`` made the model's (``ssm`` for T5, ``lm`` for GPT-2), as
     ``tw-jax train`` reads the method files' defaults (``twiki_mixreview_0809_{objective}``);
     the data folder's tasks are registered first (``$TW_JAX_DATA_DIR`` or gin's
-    ``tw_jax.tasks.register_all``) and an unknown name is an error naming the closest ones."""
+    ``tw_jax.tasks.register_all``) and an unknown name is an error naming the closest ones.
+    With ``use_cached`` (``USE_CACHED_TASKS``) a missing or stale cache is a one-line error
+    naming the command that builds it, before T5X asks seqio for the data."""
     import tw_jax.tasks
     from tw_jax.runtime.task_data import task_name as resolved
+    from tw_jax.tasks.cache import check_cached
 
     name = resolved(name, model_config)
     tw_jax.tasks.require(name)
+    if use_cached:
+        check_cached(name)
     return name
 
 

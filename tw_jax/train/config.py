@@ -85,6 +85,9 @@ class TrainConfig:
     # Several examples a row (seqio's packing, segment ids and positions: each example's loss is
     # what it is alone); T5X's DatasetConfig.pack. gin: PACK = True.
     pack: bool = False
+    # Read seqio's offline cache of the task (T5X's DatasetConfig.use_cached; docs/caching.md).
+    # gin: USE_CACHED_TASKS = True.
+    use_cached: bool = False
     # The logical-axis sharding table (None: gin's ``axis_rules``, else the default table);
     # train_config() resolves it, so a later gin parse cannot change how this run shards.
     axis_rules: Sequence[tuple[str, Any]] | None = None

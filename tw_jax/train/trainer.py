@@ -190,7 +190,7 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
         # The global stream on every host (see the module docstring): host-count independent.
         stream = task_data.batches(
             mixture_or_task_name, task_feature_lengths, batch_size, run.model, seed=seed,
-            start_batch=start_step, pack=config.pack,
+            start_batch=start_step, pack=config.pack, use_cached=config.use_cached,
         )
         logger = MetricsLogger(
             model_dir, total_steps=train_steps, start_step=start_step,

@@ -1,0 +1,147 @@
+"""SeqIO's own offline cache job (``python -m seqio.scripts.cache_tasks_main``, DirectRunner) on
+a data folder's tasks, locally and in a bucket, and the cached examples read back: exactly the
+uncached ones. A run that asks for a cache that is missing or older than its files gets one line
+naming the command that builds it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import seqio
+
+import tw_jax.tasks
+from tw_jax.runtime import task_data as runtime_data
+from tw_jax.tasks.cache import CACHE_DIR_ENV, TaskCacheError
+
+SSM, LM = "twiki_diffset_0809_ssm", "twiki_diffset_0809_lm"
+PROBES = "twiki_probes_0809"  # the evaluation mixture of the month's probe categories
+PROBE_TASKS = r"twiki_probes_0809_(unchanged|updated|new|changed)"
+SSM_LENGTHS = {"inputs": 256, "targets": 64}
+LM_LENGTHS = {"targets": 32}
+
+
+def cache_tasks(data: dict, tasks: str, out: str) -> subprocess.CompletedProcess:
+    """SeqIO's cache job as a user runs it, on the data folder's registered tasks."""
+    env = {**os.environ, "TW_JAX_DATA_DIR": str(data["data_dir"]),
+           "TW_JAX_T5_VOCAB": str(data["t5"]), "TW_JAX_GPT2_VOCAB": str(data["gpt2"]),
+           "JAX_PLATFORMS": "cpu"}
+    env.pop(CACHE_DIR_ENV, None)
+    command = [sys.executable, "-m", "seqio.scripts.cache_tasks_main",
+               "--module_import=tw_jax.tasks", f"--tasks={tasks}",
+               f"--output_cache_dir={out}", "--min_shards=2",
+               "--pipeline_options=--runner=DirectRunner"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def register(data: dict, cache_dir: str, monkeypatch) -> list[str]:
+    monkeypatch.setenv(CACHE_DIR_ENV, cache_dir)
+    return tw_jax.tasks.register_all(data["data_dir"], t5_vocab=str(data["t5"]),
+                                     gpt2_vocab=str(data["gpt2"]))
+
+
+def _key(example: dict) -> tuple:
+    return tuple((k, v.tobytes() if isinstance(v, np.ndarray) else v)
+                 for k, v in sorted(example.items()))
+
+
+def examples(name: str, lengths: dict, *, use_cached: bool, split: str = "train") -> list[tuple]:
+    dataset = runtime_data.task_dataset(name, lengths, split=split, shuffle=False, num_epochs=1,
+                                        use_cached=use_cached)
+    return sorted(_key(ex) for ex in dataset.as_numpy_iterator())
+
+
+def documents(name: str, *, use_cached: bool) -> list[tuple]:
+    """An LM task's tokenised documents: what the cache holds, before packing."""
+    task = seqio.get_mixture_or_task(name)
+    if use_cached:
+        dataset = task._get_cached_source("train").get_dataset("train", shuffle=False)  # noqa: SLF001
+    else:
+        dataset = task.preprocess_precache(task.source.get_dataset("train", shuffle=False))
+    return sorted(_key(ex) for ex in dataset.as_numpy_iterator())
+
+
+@pytest.fixture(scope="module")
+def local_cache(task_data, tmp_path_factory) -> str:
+    out = str(tmp_path_factory.mktemp("seqio_cache"))
+    cache_tasks(task_data, f"{SSM},{LM},{PROBE_TASKS}", out)
+    return out
+
+
+def test_every_task_supports_caching_and_nothing_requires_it(twiki):
+    tasks = [seqio.TaskRegistry.get(n) for n in twiki["names"] if n in seqio.TaskRegistry.names()]
+    assert len(tasks) == 3 * (5 + 2 * 5 * 5 + 3) + 4 * 2
+    assert all(task.supports_caching and not task.requires_caching for task in tasks)
+
+
+def test_the_cache_job_writes_each_task_and_the_cached_examples_are_the_uncached(
+        task_data, local_cache, monkeypatch):
+    cached = sorted(p.name for p in Path(local_cache).iterdir())
+    assert cached == sorted([SSM, LM] + [f"twiki_probes_0809_{c}"
+                                         for c in ("changed", "new", "unchanged", "updated")])
+    assert (Path(local_cache) / SSM / "COMPLETED").exists()
+    register(task_data, local_cache, monkeypatch)
+    ssm = examples(SSM, SSM_LENGTHS, use_cached=False)
+    assert len(ssm) == len(task_data["ssm"]["0809"])
+    assert examples(SSM, SSM_LENGTHS, use_cached=True) == ssm
+    for task in seqio.get_mixture_or_task(PROBES).tasks:  # the mixture's tasks, all cached
+        probes = examples(task.name, SSM_LENGTHS, use_cached=False, split="test")
+        assert len(probes) == task.get_cached_stats("test")["examples"] > 0
+        assert examples(task.name, SSM_LENGTHS, use_cached=True, split="test") == probes
+    # the mixture reads them (seqio samples until one task runs out: as many either way)
+    mixed = examples(PROBES, SSM_LENGTHS, use_cached=True, split="test")
+    assert len(mixed) == len(examples(PROBES, SSM_LENGTHS, use_cached=False, split="test")) > 0
+    # LM: the same documents; packing follows reading order (as a new seed's does), so the
+    # blocks hold the same tokens in other cuts: as many blocks, each the full length
+    assert documents(LM, use_cached=True) == documents(LM, use_cached=False)
+    blocks = examples(LM, LM_LENGTHS, use_cached=False)
+    cached_blocks = examples(LM, LM_LENGTHS, use_cached=True)
+    assert len(cached_blocks) == len(blocks) > 0
+    assert {len(dict(b)["targets"]) for b in cached_blocks} == {32 * 4}  # int32 bytes
+
+
+def test_a_missing_cache_names_the_command_that_builds_it(task_data, local_cache, tmp_path,
+                                                          monkeypatch):
+    register(task_data, str(tmp_path / "empty"), monkeypatch)
+    with pytest.raises(TaskCacheError) as missing:
+        examples(SSM, SSM_LENGTHS, use_cached=True)
+    message = str(missing.value)
+    assert "\n" not in message
+    assert f"{SSM} not cached" in message
+    assert (f"python -m seqio.scripts.cache_tasks_main --module_import=tw_jax.tasks "
+            f"--tasks={SSM} --output_cache_dir={tmp_path / 'empty'}") in message
+
+
+def test_a_cache_older_than_its_files_is_stale(task_data, local_cache, monkeypatch):
+    register(task_data, local_cache, monkeypatch)
+    shard = Path(seqio.get_mixture_or_task(SSM).source.list_shards("train")[0])
+    completed = Path(local_cache) / SSM / "COMPLETED"
+    before = completed.stat().st_mtime
+    later = time.time() + 60
+    os.utime(shard, (later, later))
+    try:
+        with pytest.raises(TaskCacheError) as stale:
+            examples(SSM, SSM_LENGTHS, use_cached=True)
+    finally:
+        os.utime(shard, (before - 60, before - 60))
+    assert str(stale.value) == (
+        f"USE_CACHED_TASKS: the cache of {SSM} is older than {shard}; rebuild it with "
+        f"`TW_JAX_DATA_DIR=DATA python -m seqio.scripts.cache_tasks_main "
+        f"--module_import=tw_jax.tasks --tasks={SSM} --output_cache_dir={local_cache} "
+        f"--overwrite`")
+
+
+def test_a_cache_in_a_bucket(task_data, gcs_bucket, monkeypatch):
+    out = f"{gcs_bucket}/seqio_cache"
+    cache_tasks(task_data, SSM, out)
+    register(task_data, out, monkeypatch)
+    assert seqio.get_mixture_or_task(SSM).cache_dir == f"{out}/{SSM}"
+    assert examples(SSM, SSM_LENGTHS, use_cached=True) == examples(SSM, SSM_LENGTHS,
+                                                                    use_cached=False)
