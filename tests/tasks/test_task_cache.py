@@ -138,10 +138,28 @@ def test_a_cache_older_than_its_files_is_stale(task_data, local_cache, monkeypat
         f"--overwrite`")
 
 
-def test_a_cache_in_a_bucket(task_data, gcs_bucket, monkeypatch):
-    out = f"{gcs_bucket}/seqio_cache"
-    cache_tasks(task_data, SSM, out)
-    register(task_data, out, monkeypatch)
-    assert seqio.get_mixture_or_task(SSM).cache_dir == f"{out}/{SSM}"
-    assert examples(SSM, SSM_LENGTHS, use_cached=True) == examples(SSM, SSM_LENGTHS,
-                                                                    use_cached=False)
+def _train(data: dict, model_dir, cache_dir: str, monkeypatch) -> int:
+    from tw_jax.cli import main
+
+    register(data, cache_dir, monkeypatch)  # as a new process finds them
+    return main(["train", "--gin_file=diff.gin", "--gin_file=models/t5_tiny.gin",
+                 "--gin_file=runs/cpu_smoke.gin", f"--gin.MODEL_DIR='{model_dir}'",
+                 f"--gin.DATA_DIR='{data['data_dir']}'",
+                 f"--gin.tw_jax.tasks.register_all.t5_vocab='{data['t5']}'",
+                 f"--gin.tw_jax.tasks.register_all.gpt2_vocab='{data['gpt2']}'",
+                 "--gin.TRAIN_STEPS=2", "--gin.tw_jax.train.train.progress=False",
+                 "--gin.USE_CACHED_TASKS=True"])
+
+
+def test_tw_jax_train_reads_the_cache_or_names_the_command_that_builds_it(
+        task_data, local_cache, tmp_path, monkeypatch, capsys):
+    assert _train(task_data, tmp_path / "cached", local_cache, monkeypatch) == 0
+    assert (tmp_path / "cached" / "checkpoints" / "2").is_dir()
+    capsys.readouterr()
+    assert _train(task_data, tmp_path / "uncached", str(tmp_path / "none"), monkeypatch) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"tw-jax train: error: USE_CACHED_TASKS: {SSM} not cached (searched "
+        f"{tmp_path / 'none'}); build the cache with `TW_JAX_DATA_DIR=DATA python -m "
+        f"seqio.scripts.cache_tasks_main --module_import=tw_jax.tasks --tasks={SSM} "
+        f"--output_cache_dir={tmp_path / 'none'}`"]
