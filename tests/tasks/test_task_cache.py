@@ -163,3 +163,29 @@ def test_tw_jax_train_reads_the_cache_or_names_the_command_that_builds_it(
         f"{tmp_path / 'none'}); build the cache with `TW_JAX_DATA_DIR=DATA python -m "
         f"seqio.scripts.cache_tasks_main --module_import=tw_jax.tasks --tasks={SSM} "
         f"--output_cache_dir={tmp_path / 'none'}`"]
+
+
+def _t5x_train(data: dict, model_dir, cache_dir: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "TW_JAX_DATA_DIR": str(data["data_dir"]),
+           "TW_JAX_T5_VOCAB": str(data["t5"]), "TW_JAX_GPT2_VOCAB": str(data["gpt2"]),
+           CACHE_DIR_ENV: cache_dir, "JAX_PLATFORMS": "cpu", "TPU_SKIP_MDS_QUERY": "1"}
+    command = [sys.executable, "-m", "t5x.train", "--gin_search_paths=gin",
+               "--gin_file=t5x/diff.gin", "--gin_file=models/t5_tiny.gin",
+               "--gin_file=runs/cpu_smoke.gin", f"--gin.MODEL_DIR='{model_dir}'",
+               f"--gin.MIXTURE_OR_TASK_NAME='{SSM}'", "--gin.TRAIN_STEPS=1",
+               "--gin.USE_CACHED_TASKS=True"]
+    return subprocess.run(command, cwd=Path(__file__).resolve().parents[2], env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_t5x_train_reads_the_cache_or_names_the_command_that_builds_it(
+        task_data, local_cache, tmp_path):
+    done = _t5x_train(task_data, tmp_path / "cached", local_cache)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "cached" / "checkpoint_1").is_dir()
+    missing = _t5x_train(task_data, tmp_path / "uncached", str(tmp_path / "none"))
+    assert missing.returncode != 0
+    assert (f"USE_CACHED_TASKS: {SSM} not cached (searched {tmp_path / 'none'}); build the "
+            f"cache with `TW_JAX_DATA_DIR=DATA python -m seqio.scripts.cache_tasks_main "
+            f"--module_import=tw_jax.tasks --tasks={SSM} --output_cache_dir={tmp_path / 'none'}`"
+            ) in missing.stderr
