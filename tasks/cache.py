@@ -77,7 +77,7 @@ def _newest_source_file(task: seqio.Task) -> tuple[int, str] | None:
     source = task.source
     if not isinstance(source, seqio.FileDataSource):
         return None  # rows read by a function: no files to date
-    files = [f for split in source.splits for f in source.list_shards(split)]
+    files = {f for split in source.splits for f in source.list_shards(split)}  # splits share
     return max(((_mtime(f), f) for f in files), default=None)
 
 
