@@ -5,7 +5,9 @@ a persistent XLA compilation cache shared by the in-process runs and the subproc
 graph that several tests (or a run and its resumption) use compiles once."""
 
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -24,14 +26,51 @@ def sample_world(tmp_path_factory) -> tuple[Path, dict]:
     return root, world
 
 
+SESSION_CACHE_ENV = "TW_JAX_TEST_XLA_CACHE"  # the run's cache folder, set by the first process
+_made_cache: list[str] = []
+
+
 def pytest_configure(config):
     """GCS clients of the whole session: gcsfs behind epath (TensorFlow's GCS file system cannot
     be pointed at a local server, and epath picks its backend once per process), and credential
-    look-ups at a closed local port. Local paths are unaffected."""
+    look-ups at a closed local port. Local paths are unaffected. Then the run's XLA cache."""
     from gcs_emulator import SESSION_ENV
 
     for key, value in SESSION_ENV.items():
         os.environ.setdefault(key, value)
+    _session_compile_cache()
+
+
+def _session_compile_cache() -> None:
+    """One persistent XLA cache for every test of the run, in the environment before jax is
+    imported: the xdist workers (started after this, by the process that made the folder) and
+    every subprocess a test starts inherit it, so a tiny model that many tests train, score or
+    decode compiles once per run, not once per test. A test that needs a cache of its own (or
+    none) still sets it. Cached executables are the compiler's output for the same program, so
+    results are unchanged (the bitwise resume and mesh tests run on it)."""
+    folder = os.environ.get(SESSION_CACHE_ENV)
+    if not folder:
+        folder = tempfile.mkdtemp(prefix="tw_jax_xla_cache_")
+        os.environ[SESSION_CACHE_ENV] = folder
+        _made_cache.append(folder)
+    settings = {"JAX_COMPILATION_CACHE_DIR": folder,
+                "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+                "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+                # a size limit turns on JAX's file lock around each entry: xdist's workers
+                # write the same folder, and one must never read an entry half written
+                "JAX_COMPILATION_CACHE_MAX_SIZE": str(CACHE_BYTES)}
+    os.environ.update(settings)
+    if "jax" in sys.modules:  # a plugin imported it first: its flags read the environment then
+        import jax
+
+        for key, value in settings.items():
+            jax.config.update(key.lower(), int(value) if key.endswith(("BYTES", "SIZE")) else
+                              float(value) if key.endswith("SECS") else value)
+
+
+def pytest_unconfigure(config):
+    for folder in _made_cache:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -57,32 +96,34 @@ def gcs_bucket(gcs_server, monkeypatch, request) -> str:
 
 
 @pytest.fixture(scope="session")
-def train_data(tmp_path_factory) -> dict:
-    from twiki_data import build_task_data
+def demo_data(tmp_path_factory) -> Path:
+    """``tw_jax.demo.run_demo`` (the sample world, every pair's DiffSets and Probes, the initial
+    snapshot, vocabularies, SSM files), run once per session: a test that needs the demo's data
+    copies this folder (``shutil.copytree(demo_data, target)``: the files ``run_demo(target)``
+    writes)."""
+    from tw_jax.demo import run_demo
 
-    return build_task_data(tmp_path_factory.mktemp("train_data"))
+    root = tmp_path_factory.mktemp("demo_data")
+    run_demo(root)
+    return root
 
 
 @pytest.fixture(scope="session")
-def compile_cache(tmp_path_factory) -> Path:
-    """One persistent XLA cache for the whole run: under xdist every worker (and every
-    subprocess it starts) shares the run's folder beside the workers' own, so a graph one worker
-    compiled is a cache hit on the other. A size limit turns on JAX's file lock around each
-    entry (without it a process can read an entry another is still writing); the limit is set
-    in the environment too, for the subprocesses, which copy it."""
+def train_data(tmp_path_factory, demo_data) -> dict:
+    from twiki_data import build_task_data
+
+    return build_task_data(tmp_path_factory.mktemp("train_data"), demo=demo_data)
+
+
+@pytest.fixture(scope="session")
+def compile_cache() -> Path:
+    """The run's persistent XLA cache (see :func:`_session_compile_cache`), for the tests that
+    hand it to a subprocess explicitly or point jax back at it."""
     import jax
 
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        folder = tmp_path_factory.getbasetemp().parent / "xla_cache"
-        folder.mkdir(exist_ok=True)
-    else:
-        folder = tmp_path_factory.mktemp("xla_cache")
-    os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(CACHE_BYTES)
-    jax.config.update("jax_compilation_cache_dir", str(folder))
-    jax.config.update("jax_compilation_cache_max_size", CACHE_BYTES)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    return folder
+    folder = os.environ[SESSION_CACHE_ENV]
+    jax.config.update("jax_compilation_cache_dir", folder)
+    return Path(folder)
 
 
 @pytest.fixture()
@@ -100,3 +141,36 @@ def data_bindings(train_data, compile_cache) -> list[str]:
         "tw_jax.train.train.progress=False",
     ]
 
+
+# The slowest modules of a full run (seconds of test time, -n 2), slowest first. They run first,
+# each module's tests together (its module fixtures are built once), so under xdist the run ends
+# on short tests and both workers finish together instead of one waiting on a long test.
+SLOW_MODULES = {
+    "tests/t5x/test_t5x_trainers.py": 580,
+    "tests/evaluate/test_lifelong.py": 400,
+    "tests/test_demo.py": 325,
+    "tests/train/test_mesh_equality.py": 310,
+    "tests/t5x/test_t5x_models.py": 255,
+    "tests/train/test_train_smoke.py": 230,
+    "tests/t5x/test_t5x_lifelong.py": 190,
+    "tests/train/test_multihost.py": 165,
+    "tests/evaluate/test_lifelong_preemption.py": 155,
+    "tests/train/test_preemption.py": 140,
+    "tests/evaluate/test_one_perplexity.py": 120,
+    "tests/train/test_aot.py": 110,
+    "tests/models/test_packing.py": 110,
+    "tests/test_relative_paths.py": 105,
+    "tests/train/test_resume_sigkill.py": 105,
+    "tests/train/test_checkpoint_layouts.py": 85,
+    "tests/evaluate/test_evolvingqa.py": 75,
+    "tests/train/test_gcs_pipeline.py": 70,
+    "tests/preprocess/test_beam_cluster.py": 70,
+    "tests/faults/test_disk_full.py": 70,
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    """The slow modules first (see SLOW_MODULES); every other test keeps its place after them.
+    A stable sort on the module alone, so the order is the same in every xdist worker."""
+    rank = {module: place for place, module in enumerate(SLOW_MODULES)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))

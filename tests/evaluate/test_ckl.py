@@ -75,22 +75,6 @@ def _tiny_gin(path: Path, vocab) -> Path:
 
 
 @pytest.fixture(scope="module")
-def compile_cache(tmp_path_factory):
-    """A persistent XLA cache: every model load compiles the same initialiser, once."""
-    import jax
-
-    keys = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
-            "jax_persistent_cache_min_entry_size_bytes")
-    before = {k: getattr(jax.config, k) for k in keys}
-    jax.config.update(keys[0], str(tmp_path_factory.mktemp("ckl_xla")))
-    jax.config.update(keys[1], 0.0)
-    jax.config.update(keys[2], 0)
-    yield
-    for key, value in before.items():
-        jax.config.update(key, value)
-
-
-@pytest.fixture(scope="module")
 def setup(tmp_path_factory, compile_cache) -> dict:
     import flax.linen as nn
     import jax

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -91,28 +92,12 @@ def _lines(path: Path) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def compile_cache(tmp_path_factory):
-    """A persistent XLA cache, so INITIAL and the two updates (one graph) compile once."""
-    import jax
-
-    keys = ("jax_compilation_cache_dir", "jax_persistent_cache_min_compile_time_secs",
-            "jax_persistent_cache_min_entry_size_bytes")
-    before = {k: getattr(jax.config, k) for k in keys}
-    jax.config.update(keys[0], str(tmp_path_factory.mktemp("lifelong_xla")))
-    jax.config.update(keys[1], 0.0)
-    jax.config.update(keys[2], 0)
-    yield
-    for key, value in before.items():
-        jax.config.update(key, value)
-
-
-@pytest.fixture(scope="module")
-def first_run(tmp_path_factory, compile_cache) -> dict:
-    from tw_jax.demo import run_demo
+def first_run(tmp_path_factory, demo_data, compile_cache) -> dict:
     from tw_jax.runtime import gin_setup
 
     root = tmp_path_factory.mktemp("lifelong")
-    data = Path(run_demo(root / "demo")["data"])
+    shutil.copytree(demo_data, root / "demo")  # what run_demo(root / "demo") writes
+    data = root / "demo" / "data"
     out = root / "out"
     parsed, parse = [], gin_setup.parse
 
@@ -333,8 +318,6 @@ def test_train_epochs_sizes_each_update_by_its_own_data(first_run, tmp_path, cap
 def test_more_metric_groups_score_only_what_is_new(first_run, tmp_path):
     """A rerun asking for decoding, rank classification, proper-noun perplexity and
     light-tuning adds exactly those numbers and trains only the light-tuned copies."""
-    import shutil
-
     data, out = first_run["data"], tmp_path / "out"
     shutil.copytree(first_run["out"], out)  # other tests may have added to it
     before = len(_lines(out / "results.jsonl"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -25,20 +26,20 @@ GIN = ["--gin_file=initial.gin", "--gin_file=models/gpt2_tiny.gin",
 
 
 @pytest.fixture(scope="module")
-def local_setup(tmp_path_factory) -> dict:
+def local_setup(tmp_path_factory, demo_data) -> dict:
     """The demo's data folder and a randomly initialised tiny GPT-2 exported as INITIAL."""
     import flax.linen as nn
     import gin
     import jax
     import jax.numpy as jnp
 
-    from tw_jax.demo import run_demo
     from tw_jax.models import GPT2
     from tw_jax.models.hf_io import save_gpt2
     from tw_jax.runtime import gin_setup
 
     root = tmp_path_factory.mktemp("lifelong_gcs")
-    data = run_demo(root / "demo")["data"]
+    shutil.copytree(demo_data, root / "demo")  # what run_demo(root / "demo") writes
+    data = root / "demo" / "data"
     gin_setup.parse([g.split("=", 1)[1] for g in GIN], ["MODEL_DIR='unused'"])
     config = gin.query_parameter("%MODEL").scoped_configurable_fn()
     model = GPT2(config)

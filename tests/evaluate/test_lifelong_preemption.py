@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 from waiting import wait_until
-
-from tw_jax.demo import run_demo
 
 
 def _logged(model_dir: Path) -> int:
@@ -23,8 +22,9 @@ def _logged(model_dir: Path) -> int:
         return 0
 
 
-def test_sigterm_inside_a_month_resumes_there(tmp_path):
-    data = run_demo(tmp_path / "demo")["data"]
+def test_sigterm_inside_a_month_resumes_there(tmp_path, demo_data):
+    shutil.copytree(demo_data, tmp_path / "demo")  # what run_demo(tmp_path / "demo") writes
+    data = tmp_path / "demo" / "data"
     out = tmp_path / "out"
     month_dir = out / "checkpoints" / "diff" / "0809"
     updates = tmp_path / "long.gin"  # the month's update is long; INITIAL keeps cpu_smoke's 12
@@ -38,9 +38,8 @@ def test_sigterm_inside_a_month_resumes_there(tmp_path):
         "--months", "0809", "--data", str(data), "--out", str(out),
         "--max-probes", "8", "--eval-batch-size", "8",
     ]
-    env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2",
-               JAX_COMPILATION_CACHE_DIR=str(tmp_path / "xla"),
-               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+    # the session's XLA cache (tests/conftest.py) comes with os.environ
+    env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="2")
     process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
 

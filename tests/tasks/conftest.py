@@ -8,10 +8,10 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def task_data(tmp_path_factory) -> dict:
+def task_data(tmp_path_factory, demo_data) -> dict:
     from twiki_data import build_task_data
 
-    return build_task_data(tmp_path_factory.mktemp("twiki"))
+    return build_task_data(tmp_path_factory.mktemp("twiki"), demo=demo_data)
 
 
 @pytest.fixture()

@@ -62,14 +62,17 @@ def write_initial_snapshot(world_dir: Path, data_dir: Path, month: str = "2021-0
     return target
 
 
-def build_task_data(root: Path) -> dict:
-    """Runs the demo under ``root`` and completes its data folder; returns the paths."""
+def build_task_data(root: Path, demo: Path | None = None) -> dict:
+    """Runs the demo under ``root`` (or copies ``demo``, a folder it wrote) and completes its
+    data folder; returns the paths."""
     from tw_jax.data.vocab_training import write_demo_vocabularies
     from tw_jax.demo import run_demo
 
-    summary = run_demo(root)
-    data_dir = Path(summary["data"])
-    world_dir = Path(summary["sample_world"])
+    if demo is None:
+        run_demo(root)
+    else:
+        shutil.copytree(demo, root, dirs_exist_ok=True)
+    data_dir, world_dir = root / "data", root / "sample_world"
     if not (data_dir / "08" / "full").exists():
         write_initial_snapshot(world_dir, data_dir)
     ssm = {}
