@@ -39,7 +39,7 @@ def local_setup(tmp_path_factory, demo_data) -> dict:
 
     root = tmp_path_factory.mktemp("lifelong_gcs")
     shutil.copytree(demo_data, root / "demo")  # what run_demo(root / "demo") writes
-    data = root / "demo" / "data"
+    data = str(root / "demo" / "data")
     gin_setup.parse([g.split("=", 1)[1] for g in GIN], ["MODEL_DIR='unused'"])
     config = gin.query_parameter("%MODEL").scoped_configurable_fn()
     model = GPT2(config)
