@@ -114,6 +114,7 @@ def train_and_report(data_dir: str | Path, out_dir: str | Path,
                      settings: DemoTraining = DemoTraining()) -> dict[str, Any]:
     """INITIAL, then every method over ``settings.months``; results in ``OUT/runs``, the report
     in ``OUT/report``. Returns what was done, with the report's paths and the first table."""
+    from tw_jax.evaluate.per_probe import read_runs
     from tw_jax.evaluate.report import ResultIndex, probe_table
     from tw_jax.evaluate.report_cli import build_report
     from tw_jax.evaluate.results import read_results
@@ -147,7 +148,8 @@ def train_and_report(data_dir: str | Path, out_dir: str | Path,
         print(f"{method.upper()}: done in {seconds[method]:.0f} s (trained {trained}; "
               f"{summary.appended} results)", flush=True)
     written = build_report([str(runs)], out_dir / "report")
-    table = probe_table(ResultIndex(read_results([str(runs)])), "ppl")
+    results = read_results([str(runs)])
+    table = probe_table(ResultIndex(results, read_runs([str(runs)], results)), "ppl")
     return {
         "runs": str(runs),
         "report": str(written["report"][0]),

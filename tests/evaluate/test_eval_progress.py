@@ -39,8 +39,8 @@ def test_a_month_reports_its_examples_and_its_end(probe_data, random_gpt2, gpt2_
     monkeypatch.setenv("TW_JAX_PROGRESS_SECONDS", "0")  # a line at every update
     model, params = random_gpt2
     settings = EvalSettings(groups=("ppl", "rank"), batch_size=4)
-    values, skipped = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809",
-                                     settings)
+    scores = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809", settings)
+    values, skipped = scores.values, scores.skipped
     assert skipped == {"deleted": "no probe rows"}
     assert ("changed", "ppl") in values and ("updated", "rank_acc") in values
     lines = [re.sub(r"\([\d,.]+ ", "(N ", line)

@@ -217,6 +217,54 @@ def test_scores_are_those_of_the_month_checkpoint(first_run):
         assert found == [pytest.approx(expected[category], rel=1e-6)]
 
 
+def test_per_probe_scores_give_the_results_and_the_reports_marks(first_run, tmp_path):
+    """Beside results.jsonl, each scored checkpoint and month has its per-probe scores; they
+    average to the perplexities in results.jsonl exactly, pair INITIAL with DIFF probe by
+    probe, and the report marks a cell exactly when the paired bootstrap says noise."""
+    from tw_jax.evaluate.noise import bootstrap_within_noise
+    from tw_jax.evaluate.per_probe import per_probe_path, read_file
+    from tw_jax.evaluate.report_cli import build_report
+
+    out = first_run["out"]
+    lines = [json.loads(t) for t in first_run["text"].splitlines()]
+    value = {tuple(line[f] for f in ("method", "trained_through", "eval_month", "category",
+                                     "metric")): line["value"] for line in lines}
+    checkpoints = {k[:3] for k in value if k[4] == "ppl"}
+    assert len(checkpoints) == 4
+    scores = {}
+    for method, trained, month in checkpoints:
+        found = read_file(per_probe_path(str(out), method, trained, month))
+        assert {c for c, _ in found} == {k[3] for k in value
+                                        if k[:3] == (method, trained, month) and k[4] == "ppl"}
+        for (category, metric), s in found.items():
+            key = (method, trained, month, category, metric)
+            assert s.mean() == value[key]  # bit for bit
+            assert len(s) == value[(*key[:4], "n_probes")]
+            scores[key] = s
+    marks = {}
+    for month in MONTHS:
+        for category in {k[3] for k in scores if k[2] == month}:
+            diff, initial = (scores[(m, t, month, category, "ppl")]
+                             for m, t in (("diff", month), ("initial", "base")))
+            assert diff.pairs_with(initial)
+            marks[(month, category)] = bootstrap_within_noise(diff.perplexities(),
+                                                              initial.perplexities())
+    build_report([str(out)], tmp_path / "report")
+    table = (tmp_path / "report" / "table_ppl.md").read_text().splitlines()
+    headers = [h.strip() for h in table[2].strip("|").split("|")]
+    diff_row = [c.strip() for c in next(r for r in table if r.startswith("| DIFF |"))
+                .strip("|").split("|")]
+    labels = {"Un": "unchanged", "Up": "updated", "New": "new", "Del": "deleted",
+              "Chg": "changed"}
+    for header, cell in zip(headers[2:], diff_row[2:], strict=True):
+        month, label = header.split()[:2]
+        if label == "Avg":
+            continue
+        key = ("diff", month, month, labels[label], "ppl")
+        assert cell == f"{value[key]:.2f}" + ("~" if marks[(month, labels[label])] else "")
+    assert "paired bootstrap over the n probes" in "\n".join(table)
+
+
 def test_rerun_adds_nothing_then_eval_matrix_completes_the_matrix(first_run):
     data, out = first_run["data"], first_run["out"]
     results = out / "results.jsonl"

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import csv
 
+import numpy as np
 import pytest
 from probe_oracle import previous_answers, probe_answers, probe_perplexities
 
 from tw_jax.evaluate.mixture_eval import MixtureEvaluators, mixture_name, probe_forms, task_category
 from tw_jax.evaluate.month_eval import EvalSettings, evaluate_month
+from tw_jax.evaluate.per_probe import probe_keys
 from tw_jax.evaluate.qa import qa_scores
 from tw_jax.tasks.metrics import mean_perplexity
 
@@ -78,19 +80,42 @@ def _assert_same(values: dict, expected: dict) -> None:
 def test_gpt2_through_the_mixtures_equals_row_by_row(probe_data, random_gpt2, gpt2_vocab):
     model, params = random_gpt2
     groups = ("ppl", "ppl_object", "ppl_cloze", "qa")
-    values, skipped = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809",
-                                     EvalSettings(groups=groups, batch_size=4))
-    assert skipped == {"deleted": "no probe rows"}
+    found = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809",
+                           EvalSettings(groups=groups, batch_size=4))
+    values = found.values
+    assert found.skipped == {"deleted": "no probe rows"}
     _assert_same(values, _expected(model, params, gpt2_vocab, groups))
     # previous-answer scores exist where rows have previous objects
     assert ("updated", "em_previous") in values and ("new", "em_previous") not in values
 
 
+def test_per_probe_scores_give_the_numbers_exactly(probe_data, random_gpt2, gpt2_vocab):
+    """Each perplexity's per-probe log-likelihoods and token counts, keyed by probe, average to
+    the category's number bit for bit; a key names the probe, whichever category holds it."""
+    model, params = random_gpt2
+    found = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809",
+                           EvalSettings(groups=("ppl", "ppl_object", "qa"), batch_size=4))
+    assert set(found.probes) == {(c, g) for c in CATEGORIES for g in ("ppl", "ppl_object")}
+    for (category, metric), scores in found.probes.items():
+        assert scores.mean() == found.values[(category, metric)]
+        assert len(scores) == len(_rows(category)) == found.counts[category]
+        assert list(scores.key) == list(probe_keys(_rows(category)))
+        assert np.all(scores.tokens >= 1) and np.all(scores.log_likelihood < 0)
+    changed, parts = found.probes[("changed", "ppl")], [found.probes[(c, "ppl")]
+                                                       for c in ("updated", "new")]
+    assert list(changed.key) == [k for p in parts for k in p.key]
+    assert list(changed.log_likelihood) == pytest.approx(
+        [v for p in parts for v in p.log_likelihood], rel=1e-6)
+    assert found.probe_counts() == {("unchanged", "n_probes"): 3.0, ("updated", "n_probes"): 2.0,
+                                    ("new", "n_probes"): 2.0, ("changed", "n_probes"): 4.0}
+    assert len(set(probe_keys(_rows("unchanged")))) == 3
+
+
 def test_t5_through_the_mixtures_equals_row_by_row(probe_data, random_t5, t5_vocab):
     model, params = random_t5
-    values, _ = evaluate_month(model, params, t5_vocab, str(probe_data), "0809",
-                               EvalSettings(groups=("ppl", "ppl_cloze", "qa"), batch_size=4,
-                                            max_new_tokens=4))
+    values = evaluate_month(model, params, t5_vocab, str(probe_data), "0809",
+                            EvalSettings(groups=("ppl", "ppl_cloze", "qa"), batch_size=4,
+                                         max_new_tokens=4)).values
     expected = _expected(model, params, t5_vocab, ("ppl", "ppl_cloze"))
     for category in CATEGORIES:  # decoding: the same greedy answers, four new tokens
         rows = _rows(category)
@@ -103,26 +128,30 @@ def test_t5_through_the_mixtures_equals_row_by_row(probe_data, random_t5, t5_voc
 
 def test_max_probes_takes_the_first_rows_of_every_task(probe_data, random_gpt2, gpt2_vocab):
     model, params = random_gpt2
-    values, _ = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809",
-                               EvalSettings(groups=("ppl",), batch_size=4, max_probes=1))
+    found = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809",
+                           EvalSettings(groups=("ppl",), batch_size=4, max_probes=1))
+    values = found.values
     for category in ("unchanged", "updated", "new"):
         first = _rows(category)[:1]
         assert values[(category, "ppl")] == pytest.approx(
             mean_perplexity(probe_perplexities(model, params, gpt2_vocab, first)), rel=2e-5)
     # CHANGED is its own task, UPDATED then NEW: its first row is UPDATED's first
     assert values[("changed", "ppl")] == pytest.approx(values[("updated", "ppl")], rel=1e-6)
+    # n: the examples each task held, CHANGED's too (1, not UPDATED's 1 + NEW's 1)
+    assert found.probe_counts() == {(c, "n_probes"): 1.0 for c in CATEGORIES}
+    assert len(found.probes[("changed", "ppl")]) == 1
 
 
 def test_evaluators_are_built_once_per_mixture(probe_data, random_gpt2, gpt2_vocab):
     model, params = random_gpt2
     evaluators = MixtureEvaluators()
     settings = EvalSettings(groups=("ppl", "qa"), batch_size=4)
-    first, _ = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809", settings,
-                              evaluators=evaluators)
+    first = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809", settings,
+                           evaluators=evaluators).values
     built = dict(evaluators._built)
     assert sorted(key[0] for key in built) == ["twiki_probes_0809", "twiki_probes_0809_object"]
-    second, _ = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809", settings,
-                               evaluators=evaluators)
+    second = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809", settings,
+                            evaluators=evaluators).values
     assert evaluators._built == built and second == first
     assert evaluators.examples(built[next(iter(built))]) == 3 + 2 + 2 + 4
 
@@ -139,8 +168,8 @@ def test_another_folders_tasks_are_replaced_by_this_ones(probe_data, random_gpt2
             ",".join(FIELDS) + "\nX,occupation,Y,,\n")
     register_probes(other)
     model, params = random_gpt2
-    values, _ = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809",
-                               EvalSettings(groups=("ppl",), batch_size=4))
+    values = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809",
+                            EvalSettings(groups=("ppl",), batch_size=4)).values
     assert values[("unchanged", "ppl")] == pytest.approx(mean_perplexity(
         probe_perplexities(model, params, gpt2_vocab, _rows("unchanged"))), rel=2e-5)
     assert ("deleted", "ppl") not in values

@@ -24,13 +24,8 @@ from tw_jax.evaluate.results import BASE, Result, append_results
 from tw_jax.evaluate.runs import ModelSource
 from tw_jax.evaluate.set_scores import SetScores
 from tw_jax.io import paths
-from tw_jax.lifelong.runner import (
-    INITIAL,
-    default_initial_gin_files,
-    method_name,
-    read_state,
-    state_file,
-)
+from tw_jax.lifelong.runner import INITIAL, default_initial_gin_files, method_name
+from tw_jax.lifelong.state import read_state, state_file
 from tw_jax.tasks.ckl import register_ckl
 from tw_jax.tasks.vocab import t5_path
 

@@ -41,6 +41,8 @@ from tw_jax.io import paths
 from tw_jax.models import model_for
 
 Values = dict[tuple[str, str], float]
+# (category, metric) -> an (examples, 2) array: each example's [log-likelihood, scored tokens]
+Scores = dict[tuple[str, str], np.ndarray]
 
 # objective -> metric group -> the probe format (task-name suffix) whose metrics give it
 PROBE_FORMS: dict[str, dict[str, str]] = {
@@ -214,20 +216,27 @@ def plan_forms(
 
 
 def run_forms(fns: SeqioModel, month: str, plan: Sequence[FormRun],
-              source: str | None = None) -> Values:
+              source: str | None = None) -> tuple[Values, Scores]:
     """``{(category, metric): value}`` of a plan: a ``ppl*`` group is its tasks'
     ``perplexity``, ``qa`` their ``em``/``f1`` (and ``em_previous``/``f1_previous`` where a
-    category has previous objects)."""
+    category has previous objects); and ``{(category, ppl group): [log-likelihood, tokens] per
+    example}``, the per-probe scores seqio's evaluator computed them from (in example order), so
+    a report can test a difference probe by probe."""
     values: Values = {}
+    scores: Scores = {}
     for form in plan:
-        future, _ = form.evaluator.evaluate(
+        future, outputs = form.evaluator.evaluate(
             compute_metrics=True,
             score_fn=fns.score_fn if form.asks_perplexity else _unscored,
             predict_fn=fns.predict_fn if form.asks_qa else _unasked)
         for task, metrics in future.result().items():
             category = task_category(task, month, form.suffix, source)
             values.update(_group_values(category, metrics, form.groups))
-    return values
+            if form.asks_perplexity:
+                pairs = np.asarray(outputs[task][seqio.metrics.ModelOutputType.SCORE],
+                                   np.float64).reshape(-1, 2)
+                scores.update({(category, g): pairs for g in form.groups if g in PPL_VARIANTS})
+    return values, scores
 
 
 def _group_values(category: str, metrics: Mapping[str, Any], groups: Sequence[str]) -> Values:

@@ -37,7 +37,7 @@ import hashlib
 import io
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,7 @@ from tw_jax.evaluate.mixture_eval import (
     run_forms,
     task_category,
 )
+from tw_jax.evaluate.per_probe import PerProbe, ProbeScores, probe_keys
 from tw_jax.evaluate.probe_contexts import output_dir as contexts_dir
 from tw_jax.evaluate.propn import propn_perplexity
 from tw_jax.evaluate.qa import PROTOCOLS
@@ -205,13 +206,31 @@ def _propn(module: Any, params: Any, vocabulary: Any, data_dir: str, month: str,
     return values
 
 
+@dataclass(frozen=True)
+class MonthScores:
+    """What :func:`evaluate_month` measured: ``values`` (``{(category, metric): value}``), what
+    was ``skipped`` (``{category: reason}``), the probes behind each probe category
+    (``counts``: the rows evaluation read, after ``max_probes``) and the per-probe perplexity
+    scores (``probes``, :mod:`tw_jax.evaluate.per_probe`)."""
+
+    values: Values
+    skipped: dict[str, str]
+    counts: dict[str, int] = field(default_factory=dict)
+    probes: PerProbe = field(default_factory=dict)
+
+    def probe_counts(self) -> Values:
+        """``n_probes`` of every probe category ``values`` scored (CHANGED: the UPDATED then NEW
+        rows its task held), so the report can say how many probes stand behind a number."""
+        scored = {c for c, _ in self.values if c in self.counts}
+        return {(c, "n_probes"): float(self.counts[c]) for c in sorted(scored)}
+
+
 def evaluate_month(
     model: Any, params: Any, vocabulary: Any, data_dir: str, month: str,
     settings: EvalSettings, cache: BlockCache | None = None, *, mesh: Any = None,
     evaluators: MixtureEvaluators | None = None, source: str | None = None,
-) -> tuple[Values, dict[str, str]]:
-    """``{(category, metric): value}`` of one checkpoint on ``month``, and what was skipped
-    (``{category: reason}``).
+) -> MonthScores:
+    """Every measurement of one checkpoint on ``month`` (:class:`MonthScores`).
 
     ``model`` (a model object, config or module) with ``params`` on ``mesh`` (None: one
     device). The probe groups go through the month's probe mixtures (registered for
@@ -235,7 +254,8 @@ def evaluate_month(
     with _month_progress(month, settings, rows, plan) as bar:
         fns.on_examples = bar.update
         try:
-            values.update(run_forms(fns, month, plan, source))
+            scored, per_example = run_forms(fns, month, plan, source)
+            values.update(scored)
         except ValueError as error:
             raise ValueError(f"{data_dir}/{month}: {error}") from None
         for group in settings.groups:
@@ -248,18 +268,24 @@ def evaluate_month(
     for (category, metric), value in values.items():
         if not np.isfinite(value):
             raise ValueError(f"{data_dir}/{month} {category} {metric}: not finite ({value})")
-    return values, skipped
+    if rows:  # CHANGED is its own task: the first max_probes of UPDATED then NEW
+        rows[CHANGED] = [r for c in CHANGED_PARTS for r in rows[c]][: settings.max_probes]
+    return MonthScores(values, skipped, {c: len(r) for c, r in rows.items()},
+                       _per_probe(per_example, rows, f"{data_dir}/{month}"))
 
 
-def probe_counts(data_dir: str, month: str, values: Values, limit: int | None = None) -> Values:
-    """``n_probes`` of every probe category ``values`` scored (CHANGED: UPDATED and NEW
-    together; the first ``limit`` rows of each, as :func:`evaluate_month` reads them), so the
-    report can say how many probes stand behind a number."""
-    scored = {c for c, metric in values if c in (*CATEGORIES, CHANGED)}
-    rows = {c: len(read_probes(data_dir, month, c, limit)) for c in CATEGORIES
-            if c in scored or (CHANGED in scored and c in CHANGED_PARTS)}
-    rows[CHANGED] = sum(rows.get(c, 0) for c in CHANGED_PARTS)
-    return {(c, "n_probes"): float(rows[c]) for c in sorted(scored)}
+def _per_probe(per_example: Mapping[tuple[str, str], np.ndarray],
+               rows: Mapping[str, list], where: str) -> PerProbe:
+    """Each category's per-example scores with the keys of the probe rows they score (example
+    ``i`` is row ``i``: a probe task has one example per row, in row order)."""
+    scores: PerProbe = {}
+    for (category, metric), pairs in per_example.items():
+        probes = rows.get(category, [])
+        if len(probes) != len(pairs):
+            raise ValueError(f"{where} {category}: {len(pairs)} {metric} scores for "
+                             f"{len(probes)} probe rows (re-register the probe tasks)")
+        scores[(category, metric)] = ProbeScores(probe_keys(probes), pairs[:, 0], pairs[:, 1])
+    return scores
 
 
 def _plan(model: Any, data_dir: str, month: str, groups: Sequence[str], settings: EvalSettings,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,14 @@ from tw_jax.evaluate.fuar import (
     stability_plasticity_preprint,
 )
 from tw_jax.evaluate.groups import OPEN_BOOK
-from tw_jax.evaluate.noise import MARK, can_test, noise_note, within_noise
+from tw_jax.evaluate.noise import (
+    MARK,
+    bootstrap_within_noise,
+    can_test,
+    noise_note,
+    within_noise,
+)
+from tw_jax.evaluate.per_probe import PERPLEXITY_METRICS, ProbeIndex, ProbeScores
 from tw_jax.evaluate.results import BASE, METHODS, METRICS, NO_MONTH, TWIKI_PROBES, Result
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
@@ -54,8 +62,9 @@ NOT_SCORES: tuple[str, ...] = ("train_seconds", "train_steps", "compile_seconds"
 class ResultIndex:
     """Results looked up by (method, trained_through, eval_month, category, metric)."""
 
-    def __init__(self, results: Iterable[Result]) -> None:
+    def __init__(self, results: Iterable[Result], probes: ProbeIndex | None = None) -> None:
         self.values = {r.key: r.value for r in results}
+        self.per_probe = dict(probes or {})  # per-probe perplexity scores, where runs kept them
 
     def get(self, method: str, trained: str, month: str, category: str, metric: str) -> float | None:
         return self.values.get((method, trained, month, category, metric))
@@ -81,10 +90,16 @@ class ResultIndex:
 
     def aligned(self, method: str, month: str, category: str, metric: str) -> float | None:
         """The method's model trained through ``month`` on ``month``'s set, else its base model."""
-        value = self.get(method, month, month, category, metric)
-        if value is None and not self.trained_months(method):
-            value = self.get(method, BASE, month, category, metric)
-        return value
+        key = self.aligned_key(method, month, category, metric)
+        return None if key is None else self.values[key]
+
+    def aligned_key(self, method: str, month: str, category: str,
+                    metric: str) -> tuple[str, str, str, str, str] | None:
+        """The key of :meth:`aligned`'s number (None: there is none)."""
+        key = (method, month, month, category, metric)
+        if key not in self.values and not self.trained_months(method):
+            key = (method, BASE, month, category, metric)
+        return key if key in self.values else None
 
     def train_hours(self, method: str) -> float | None:
         """Mean wall-clock hours of one update (0 for a method never trained)."""
@@ -124,7 +139,11 @@ class ResultIndex:
     def noisy(self, method: str, month: str, category: str, metric: str) -> bool:
         """Whether the method's aligned score differs from INITIAL's by no more than sampling
         noise (:mod:`tw_jax.evaluate.noise`); False when it cannot be told."""
-        if method == "initial" or not can_test(metric):
+        if method == "initial":
+            return False
+        if metric in PERPLEXITY_METRICS:
+            return self._paired_noise(method, month, category, metric)
+        if not can_test(metric):
             return False
         pairs = [(self.aligned(m, month, category, metric),
                   self.aligned(m, month, category, "n_probes")) for m in (method, "initial")]
@@ -132,6 +151,27 @@ class ResultIndex:
             return False
         (value, n), (base, base_n) = pairs
         return within_noise(value, n, base, base_n)
+
+    def _paired_noise(self, method: str, month: str, category: str, metric: str) -> bool:
+        """The paired bootstrap over probes of a perplexity, where both models kept per-probe
+        scores of the same probes that give the numbers shown."""
+        scores = [self._shown_scores(self.aligned_key(m, month, category, metric))
+                  for m in (method, "initial")]
+        if scores[0] is None or scores[1] is None or not scores[0].pairs_with(scores[1]):
+            return False
+        return bootstrap_within_noise(scores[0].perplexities(), scores[1].perplexities())
+
+    def _shown_scores(self, key: tuple[str, str, str, str, str] | None) -> ProbeScores | None:
+        """Per-probe scores whose mean is the number shown for ``key`` (a per-probe file left
+        by another evaluation than the results line's is not used)."""
+        scores = self.per_probe.get(key) if key is not None else None
+        if scores is None or not math.isclose(scores.mean(), self.values[key], rel_tol=1e-9):
+            return None
+        return scores
+
+    def has_probes(self, metric: str) -> bool:
+        """Whether any per-probe scores of ``metric`` were kept."""
+        return any(key[4] == metric for key in self.per_probe)
 
 
 @dataclass
@@ -227,7 +267,7 @@ def probe_table(index: ResultIndex, metric: str, probe_set: str = TWIKI_PROBES) 
              "Time is the mean wall-clock time of one update; where recorded, split into "
              "training and the first step (which compiles the training step), with the steps "
              "trained: compare methods by training time and steps, not by the total.",
-             noise_note(metric, "n_probes" in index.metrics())]
+             noise_note(metric, "n_probes" in index.metrics(), index.has_probes(metric))]
     if with_avg:
         notes.append("Avg = mean of Un and Chg when CHANGED was scored (final TemporalWiki), "
                      "else 0.5 Un + 0.25 Up + 0.25 New (preprint).")

@@ -27,6 +27,7 @@ def build_report(
     """Read the runs, write tables, figures and ``report.md`` into ``out`` (a local folder or a
     bucket; ``report.md`` last, so its presence means the report is complete); returns the
     paths."""
+    from tw_jax.evaluate.per_probe import read_runs
     from tw_jax.evaluate.plots import CAPTIONS, write_plots
     from tw_jax.evaluate.report import ResultIndex, all_tables, write_tables
     from tw_jax.evaluate.summary import summary_table, without_signal
@@ -34,7 +35,7 @@ def build_report(
     results = read_results(run_dirs)
     out = os.fspath(out)
     paths.makedirs(out)
-    index = ResultIndex(results)
+    index = ResultIndex(results, read_runs(run_dirs, results))
     sets = sorted({read_benchmark(d) for d in run_dirs})
     tables = all_tables(index, " and ".join(sets))
     summary = summary_table(index)

@@ -84,8 +84,10 @@ def summary_table(index: ResultIndex, metric: str = "ppl") -> Table | None:
         gained = index.aligned(method, month, learned, metric)
         if kept is None and gained is None:
             continue
+        marks = [MARK if index.noisy(method, month, c, metric) else ""
+                 for c in ("unchanged", learned)]
         rows.append([
-            method.upper(), index.time_cell(method), fmt(kept), fmt(gained),
+            method.upper(), index.time_cell(method), fmt(kept) + marks[0], fmt(gained) + marks[1],
             fmt(probe_average(index, method, month, metric)),
             MISSING if method == _BASELINE else _relative(kept, baseline["unchanged"]),
             MISSING if method == _BASELINE else _relative(gained, baseline[learned]),
@@ -101,7 +103,7 @@ def summary_table(index: ResultIndex, metric: str = "ppl") -> Table | None:
         f"{label}: {'updated and new' if learned == 'changed' else 'new'} facts, where "
         "learning shows; Avg as in the tables below.",
         "vs INITIAL: the change from the model every update starts from.",
-        noise_note(metric, "n_probes" in index.metrics()),
+        noise_note(metric, "n_probes" in index.metrics(), index.has_probes(metric)),
     ]
     return Table(f"summary_{metric}", f"Summary: what each update learned and kept ({month})",
                  headers, rows, notes)

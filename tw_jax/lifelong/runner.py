@@ -49,19 +49,15 @@ against the previous object too), ``rank`` (previous vs new object), ``propn`` (
 perplexity of DiffSet and NON-DiffSet blocks), and ``lighttune``: a copy of the checkpoint is
 light-tuned on the evaluated month's light-tuning sets into ``OUT/lighttuned/`` and scored as
 ``lt_ppl``, ``lt_em``, ``lt_f1`` (TemporalWiki Tables 4 and 6). A category whose CSV has no
-rows is skipped and reported in the summary.
+rows is skipped and reported in the summary. Beside the results, each probe perplexity's
+per-probe scores go to ``OUT/per_probe/`` (:mod:`tw_jax.evaluate.per_probe`), written first,
+for the report's test of a difference to INITIAL.
 
-Resuming. ``OUT/state/<method>/<trained_through>.json`` records that an update finished training
-(with its wall-clock seconds) and which months' results were appended; it is rewritten
-atomically after the results. A rerun skips what it records, so it trains and appends nothing
-for finished months; an interrupted training resumes from its latest checkpoint (the trainer
-does that). SIGTERM or SIGINT during a training (a preempted TPU VM) saves a checkpoint there and
-stops the whole run with :class:`TrainingPreempted` before anything of that month is recorded,
-so the same command resumes inside the month; an interrupted evaluation is redone (a repeated line replaces the earlier one when
-read). The state records the metric groups scored per month, so a rerun asking for more groups
-(``--metrics ppl,qa`` after ``ppl``) scores only the new ones. ``train_seconds`` counts the training of the invocation that finished the update (time
-spent before an interruption is not included). A rerun with ``eval_matrix`` only adds the
-missing (checkpoint, month) scores.
+Resuming (:mod:`tw_jax.lifelong.state`). A rerun trains and appends nothing for finished
+months and scores only the metric groups a month lacks; an interrupted training resumes from its
+latest checkpoint, and SIGTERM or SIGINT during a training (a preempted TPU VM) saves a
+checkpoint and stops the run with :class:`TrainingPreempted` before anything of that month is
+recorded; an interrupted evaluation is redone (a repeated line replaces the earlier one).
 
 Places. ``OUT`` and the data folder may be local or in a bucket (``--out gs://…``, ``--data
 gs://…``): every path is kept as a string (a URL stays a URL; a local path is made absolute),
@@ -84,7 +80,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import tw_jax.tasks
-from tw_jax.errors import DumpError
 from tw_jax.evaluate.groups import (
     DIFFSET,
     FULL,
@@ -98,12 +93,14 @@ from tw_jax.evaluate.groups import (
     OPEN_BOOK_GROUPS,
     TRAINS_ON,
 )
-from tw_jax.evaluate.month_eval import BlockCache, EvalSettings, evaluate_month, probe_counts
+from tw_jax.evaluate.month_eval import BlockCache, EvalSettings, evaluate_month
+from tw_jax.evaluate.per_probe import PerProbe, per_probe_path, write_file
 from tw_jax.evaluate.probe_contexts import output_dir as contexts_dir
 from tw_jax.evaluate.results import BASE, NO_MONTH, Result, append_results, results_path
 from tw_jax.evaluate.runs import ModelSource, loaded_run
 from tw_jax.io import paths
 from tw_jax.io.atomic import write_json
+from tw_jax.lifelong.state import mark_scored, missing_groups, read_state, state_file
 from tw_jax.lifelong.updates import TwJaxTrainer, UpdateTrainer, trained_by
 from tw_jax.models import model_for
 from tw_jax.preprocess.probes.probe_csv import read_probe_csv
@@ -122,6 +119,8 @@ log = logging.getLogger(__name__)
 
 _PAIR = re.compile(r"^\d{4}$")
 _NAME = re.compile(r"^[a-z][a-z0-9_\-]*$")
+# what one checkpoint scored on one month: (category, metric, value) and per-probe scores
+Scored = tuple[list[tuple[str, str, float]], PerProbe]
 
 
 class LifelongError(ValueError):
@@ -268,27 +267,6 @@ def default_initial_gin_files(gin_files: Sequence[str]) -> list[str]:
     return ["initial.gin", *gin_files[1:]]
 
 
-# --- state --------------------------------------------------------------------------------
-
-
-def state_file(out_dir: str, method: str, trained_through: str) -> str:
-    """Where a run in ``out_dir`` records one update (``OUT/state/<method>/<trained>.json``)."""
-    return paths.join(out_dir, "state", method, f"{trained_through}.json")
-
-
-def read_state(path: str) -> dict[str, Any] | None:
-    """An update's recorded state (its ``model_dir`` among them), None before it finished."""
-    if not paths.exists(path):
-        return None
-    try:
-        state = json.loads(paths.read_text(path))
-    except json.JSONDecodeError as error:
-        raise DumpError(path, None, f"not JSON ({error.msg}); delete it to redo") from None
-    if not isinstance(state, dict) or not isinstance(state.get("evaluated"), list):
-        raise DumpError(path, None, "not a lifelong state (no 'evaluated' list)")
-    return state
-
-
 # --- gin ----------------------------------------------------------------------------------
 
 
@@ -358,29 +336,28 @@ def _score(
     groups: Mapping[str, Sequence[str]], data_dir: str, vocabulary_task: str,
     summary: LifelongSummary, rename: Mapping[str, str] | None = None,
     source: str | None = None,
-) -> dict[str, list[tuple[str, str, float]]]:
-    """``{month: [(category, metric, value)]}`` of one checkpoint for each month's groups."""
+) -> dict[str, Scored]:
+    """``{month: ([(category, metric, value)], per-probe scores)}`` of one checkpoint for each
+    month's groups (``rename``: result metric names, light-tuning's ``lt_*``)."""
 
     config = run.model_config
     vocabulary = _plain_vocabulary(task_data.vocabulary(task_data.task_name(vocabulary_task, config)))
-    scored: dict[str, list[tuple[str, str, float]]] = {}
+    scored: dict[str, Scored] = {}
     with loaded_run(ModelSource(model_dir=model_dir), config, run.mesh_shape) as loaded:
         for month in months:
             settings = _settings(options, groups[month])
             if not settings.groups:
                 continue
-            values, skipped = evaluate_month(
+            found = evaluate_month(
                 loaded.model, loaded.params, vocabulary, data_dir, month, settings,
                 summary.block_cache(options, settings), mesh=loaded.run.mesh, source=source)
-            for category, reason in skipped.items():
+            for category, reason in found.skipped.items():
                 summary.skipped[f"{month}/{category}"] = reason
-            if rename is None:
-                values.update(probe_counts(data_dir, month, values, settings.max_probes))
-            scored[month] = [
-                (category, (rename or {}).get(metric, metric), value)
-                for (category, metric), value in sorted(values.items())
-                if rename is None or metric in rename
-            ]
+            values = found.values if rename else {**found.values, **found.probe_counts()}
+            keep = rename or {m: m for _, m in values}
+            scored[month] = (
+                [(c, keep[m], v) for (c, m), v in sorted(values.items()) if m in keep],
+                {(c, keep[m]): s for (c, m), s in found.probes.items() if m in keep})
     return scored
 
 
@@ -427,13 +404,13 @@ def _record(
     method: str, trained_through: str, months: Sequence[str], data_dir: str,
     vocabulary_task: str, summary: LifelongSummary, source: str | None = None,
 ) -> None:
-    """Append the missing scores (and the training time) of one update, then its state;
-    ``source``: the retriever of an open-book method (its probe groups only)."""
+    """Append the missing scores (and the training time) of one update, after their per-probe
+    scores, then its state; ``source``: the retriever of an open-book method (its probe groups
+    only)."""
     requested = list(options.metrics)
     if source is not None:
         requested = [g for g in requested if g in OPEN_BOOK_GROUPS]
-    done = state.setdefault("groups", {})
-    missing = {m: [g for g in requested if g not in _done_groups(state, m)] for m in months}
+    missing = missing_groups(state, months, requested)
     pending = [m for m in months if missing[m]]
     results: list[Result] = []
     if pending:
@@ -447,9 +424,16 @@ def _record(
             if tuned is not None:
                 lt = _score(options, run, tuned, [month], {month: LIGHTTUNED_GROUPS},
                             data_dir, vocabulary_task, summary, rename=LIGHTTUNED_METRICS)
-                scored.setdefault(month, []).extend(lt.get(month, []))
-        results += [Result(method, trained_through, month, category, metric, value)
-                    for month, triples in scored.items() for category, metric, value in triples]
+                tuned_triples, tuned_probes = lt.get(month, ([], {}))
+                triples, probes = scored.setdefault(month, ([], {}))
+                triples += tuned_triples
+                probes.update(tuned_probes)
+        for month, (triples, probes) in scored.items():
+            if probes:
+                write_file(per_probe_path(options.out_dir, method, trained_through, month),
+                           probes)
+            results += [Result(method, trained_through, month, category, metric, value)
+                        for category, metric, value in triples]
         summary.evaluated += [(trained_through, m) for m in pending]
     if not state.get("seconds_recorded", True):
         results += _time_results(method, trained_through, state)
@@ -457,11 +441,7 @@ def _record(
         return
     append_results(options.out_dir, results)
     summary.appended += len(results)
-    for month in pending:
-        done[month] = sorted(set(_done_groups(state, month)) | set(missing[month]))
-    state["evaluated"] = sorted(set(state["evaluated"]) | set(pending))
-    state["seconds_recorded"] = True
-    write_json(state_path, state)
+    mark_scored(state_path, state, {m: missing[m] for m in pending})
 
 
 def _time_results(method: str, trained_through: str, state: Mapping[str, Any]) -> list[Result]:
@@ -475,14 +455,6 @@ def _time_results(method: str, trained_through: str, state: Mapping[str, Any]) -
         times["compile_seconds"] = state["compile_seconds"]
     return [Result(method, trained_through, NO_MONTH, "all", metric, float(value))
             for metric, value in times.items()]
-
-
-def _done_groups(state: Mapping[str, Any], month: str) -> list[str]:
-    """Metric groups already scored for ``month`` (a month evaluated before groups were
-    recorded had its probe perplexity scored)."""
-    if month in state.get("groups", {}):
-        return list(state["groups"][month])
-    return ["ppl"] if month in state["evaluated"] else []
 
 
 # --- the run ------------------------------------------------------------------------------
