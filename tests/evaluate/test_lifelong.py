@@ -261,6 +261,9 @@ def test_per_probe_scores_give_the_results_and_the_reports_marks(first_run, tmp_
         if label == "Avg":
             continue
         key = ("diff", month, month, labels[label], "ppl")
+        if key not in value:  # 0809 has no DELETED probes
+            assert cell == "-"
+            continue
         assert cell == f"{value[key]:.2f}" + ("~" if marks[(month, labels[label])] else "")
     assert "paired bootstrap over the n probes" in "\n".join(table)
 
