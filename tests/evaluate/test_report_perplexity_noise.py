@@ -36,8 +36,10 @@ def test_a_shift_beyond_any_resampling_spread_is_not_noise():
 
 
 def test_hand_made_intervals():
-    # one probe: every draw is that probe, so the interval is its difference
+    # one probe: every draw is that probe, so the interval is its difference; which is no
+    # evidence, so the cell counts as noise
     assert paired_bootstrap(np.array([5.0]), np.array([2.0])) == (3.0, 3.0)
+    assert bootstrap_within_noise(np.array([5.0]), np.array([2.0]))
     # two probes, differences -1 and +1: a draw's mean difference is -1, 0 or +1 with
     # probabilities 1/4, 1/2, 1/4, so the 2.5th and 97.5th percentiles are -1 and +1
     assert paired_bootstrap(np.array([1.0, 3.0]), np.array([2.0, 2.0])) == (-1.0, 1.0)

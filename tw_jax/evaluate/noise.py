@@ -14,7 +14,8 @@ its spread; the lifelong runner keeps each probe's score (:mod:`tw_jax.evaluate.
 the test is a paired bootstrap over probes: draw ``n`` probe indices with replacement
 (:data:`RESAMPLES` times, seed :data:`SEED`), recompute both models' mean perplexity on the same
 draw, and take the 2.5th and 97.5th percentiles of the differences (method − INITIAL). A cell
-whose interval holds 0 is within noise. Runs written before per-probe scores were kept have no
+whose interval holds 0 is within noise; so is a set of one probe, which has no spread to
+resample. Runs written before per-probe scores were kept have no
 such test, and the report says so.
 """
 
@@ -67,7 +68,11 @@ def paired_bootstrap(values: np.ndarray, baseline: np.ndarray, *, resamples: int
 
 
 def bootstrap_within_noise(values: np.ndarray, baseline: np.ndarray) -> bool:
-    """Whether the paired bootstrap interval of the difference holds 0 (module docstring)."""
+    """Whether the paired bootstrap interval of the difference holds 0 (module docstring). One
+    probe has no spread to resample (every draw is that probe): its difference is no evidence,
+    so it counts as noise."""
+    if len(values) < 2:
+        return True
     low, high = paired_bootstrap(values, baseline)
     return low <= 0.0 <= high
 
@@ -92,8 +97,8 @@ def noise_note(metric: str, counted: bool, per_probe: bool = False) -> str:
         return (f"n = probes behind each column. {MARK} marks a perplexity whose difference to "
                 "INITIAL's is within sampling noise: a paired bootstrap over the n probes "
                 f"({RESAMPLES} resamples with replacement, seed {SEED}; both means recomputed on "
-                "each) gives a 95% percentile interval of the difference that holds 0. A cell "
-                "without per-probe scores of both models on the same probes is not tested.")
+                "each) gives a 95% percentile interval of the difference that holds 0, or n is 1. "
+                "A cell without per-probe scores of both models on the same probes is not tested.")
     return ("n = probes behind each column. Perplexity cells are not tested against sampling "
             "noise: these results come without per-probe scores (runs written before "
             "per_probe/ files were kept), which the test needs; with n this small, read "
