@@ -18,6 +18,7 @@ import pytest
 from gcs_upload import upload_tree
 
 from tw_jax.cli import main
+from tw_jax.evaluate.per_probe import read_file
 from tw_jax.io import paths
 
 MONTHS = "0809,0910"
@@ -92,7 +93,14 @@ def test_lifelong_reads_and_writes_a_bucket(local_setup, gcs_bucket, gcs_server,
     assert state["model_dir"] == f"{gcs_bucket}/initial_hf"
     local_state = json.loads((tmp_path / "out" / "state" / "initial" / "base.json").read_text())
     assert {**local_state, "model_dir": state["model_dir"]} == state
-    for name in (n for n in remote_files if n.endswith(".npz")):
+    per_probe = [n for n in remote_files if n.startswith("per_probe/")]
+    assert len(per_probe) == 2  # INITIAL's scores of each month
+    for name in per_probe:
+        remote, local = read_file(f"{remote_out}/{name}"), read_file(str(tmp_path / "out" / name))
+        assert remote.keys() == local.keys() and ("unchanged", "ppl") in local
+        for key, scores in local.items():
+            assert remote[key].mean() == scores.mean() and remote[key].pairs_with(scores)
+    for name in (n for n in remote_files if n.startswith("propn_blocks/")):
         remote = _blocks(paths.read_bytes(f"{remote_out}/{name}"))
         local = _blocks((tmp_path / "out" / name).read_bytes())
         assert remote.keys() == local.keys() == {"index", "ids", "propn"}
