@@ -180,7 +180,9 @@ def load_setup(args: argparse.Namespace, platform_name: str) -> BenchSetup:
     files += list(args.gin_file)
     bindings = [f"MODEL_DIR={UNUSED_MODEL_DIR}", *args.gin]
     try:
-        gin_setup.parse(files, bindings)
+        # The compiled step alone: no input pipeline, so seqio and TensorFlow need not be
+        # installed (an accelerator image has JAX, not TensorFlow).
+        gin_setup.parse(files, bindings, input_pipeline=False)
         train_args = gin.get_bindings("tw_jax.train.train")
         optimizer = train_config().optimizer
         schedule = gin.get_bindings("tw_jax.train.make_schedule")

@@ -67,7 +67,17 @@ CONFIGURABLE_MODULES = (
     "tw_jax.evaluate.task_eval",  # evaluate, infer
 )
 
-_REGISTERED = False
+# What only the input pipeline and evaluation read (seqio on TensorFlow). A compiled training
+# step alone (tools/bench_train.py, tools/bench_gpu.py on an accelerator image that has JAX but
+# not TensorFlow) parses the same gin files with these bindings skipped: ``parse(...,
+# input_pipeline=False)``.
+PIPELINE_MODULES = ("tw_jax.tasks", "tw_jax.evaluate.task_eval")
+PIPELINE_CONFIGURABLES = (
+    "tw_jax.tasks.register_all", "tw_jax.tasks.MixReviewSchedule",
+    "tw_jax.evaluate.evaluate", "tw_jax.evaluate.infer",
+)
+
+_REGISTERED: set[str] = set()
 
 
 def _package_configs() -> list[type]:
@@ -78,16 +88,17 @@ def _package_configs() -> list[type]:
             if family.config_class.__module__.startswith("tw_jax.models.")]
 
 
-def register_configurables() -> None:
-    """Make every command's configurables known to gin (idempotent)."""
-    global _REGISTERED
-    if _REGISTERED:
-        return
-    for cls in (*_package_configs(), LoRAConfig, KAdapterConfig, ModularConfig):
-        gin.external_configurable(cls, module="tw_jax.models")
+def register_configurables(input_pipeline: bool = True) -> None:
+    """Make every command's configurables known to gin (idempotent); without
+    ``input_pipeline``, all but :data:`PIPELINE_MODULES`'."""
+    if "models" not in _REGISTERED:
+        for cls in (*_package_configs(), LoRAConfig, KAdapterConfig, ModularConfig):
+            gin.external_configurable(cls, module="tw_jax.models")
+        _REGISTERED.add("models")
     for module in CONFIGURABLE_MODULES:
-        importlib.import_module(module)
-    _REGISTERED = True
+        if module not in _REGISTERED and (input_pipeline or module not in PIPELINE_MODULES):
+            importlib.import_module(module)
+            _REGISTERED.add(module)
 
 
 def search_paths(extra: Sequence[str] = ()) -> list[Path]:
@@ -149,15 +160,20 @@ def parse(
     required_macros: Sequence[str] = (),
     strict_macros: bool = True,
     runner_macros: Sequence[str] = (),
+    input_pipeline: bool = True,
 ) -> None:
     """Clear gin, then parse the files (in order) and the bindings (``KEY=VALUE``) after them.
+
+    Without ``input_pipeline`` the bindings of :data:`PIPELINE_CONFIGURABLES` (and a gin
+    ``import`` of a module that cannot be imported) are skipped, so the model, method and
+    training settings parse where seqio and TensorFlow are not installed.
 
     With ``strict_macros``, a binding of a macro that nothing in the parsed configuration uses
     (``TRAIN_STEP=3`` for ``TRAIN_STEPS``: gin would define a new macro and the run would keep
     the default) is a :class:`GinConfigError` naming the closest macros that are used;
     ``runner_macros`` are read by the caller itself (the lifelong runner's ``TRAIN_EPOCHS``),
     so no binding needs to use them."""
-    register_configurables()
+    register_configurables(input_pipeline)
     gin.clear_config()
     _reset_search_paths()
     for folder in search_paths(gin_search_paths):
@@ -168,7 +184,7 @@ def parse(
     try:
         gin.parse_config_files_and_bindings(
             files, [binding_text(b) for b in bindings], finalize_config=False,
-            skip_unknown=False,
+            skip_unknown=False if input_pipeline else list(PIPELINE_CONFIGURABLES),
         )
     except (ValueError, SyntaxError, OSError) as error:
         raise GinConfigError(_one_line(error)) from error

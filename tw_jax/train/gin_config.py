@@ -34,7 +34,7 @@ def train_config() -> TrainConfig:
     (``functools.partial``), the optimizer is its config (an old-style name becomes one, see
     :func:`tw_jax.train.optimizers.resolve`), the sharding table is resolved, and the parsed gin
     is recorded (:class:`~tw_jax.train.config.GinRecord`) for the run's MODEL_DIR."""
-    register_configurables()
+    register_configurables(input_pipeline=False)  # gin_setup.parse registered what it parsed
     try:
         config = gin.get_configurable("tw_jax.train.train")()
         optimizer = (optimizers.from_legacy(config.optimizer_fn)  # recorded before the configs
