@@ -239,14 +239,15 @@ def _refuse_duplicates(files: list[PublishedFile]) -> None:
                             f"is {file.path} again (also {other.name}); keep one of the two")
 
 
-def csv_texts(file: PublishedFile) -> Iterator[str]:
-    """The ``text`` column of a CSV; a malformed row raises :class:`DumpError`."""
+def text_csv_rows(file: PublishedFile) -> Iterator[tuple[int, dict[str, int], list[str]]]:
+    """(line, column → index, fields) of each non-empty row of a CSV with a ``text`` column;
+    a missing column or a row of the wrong width raises :class:`DumpError`."""
     with file.open_text() as handle:
         rows = csv_rows(handle, file.name)
         header = next(rows, (1, None))[1]
         if header is None or "text" not in header:
             raise DumpError(file.name, "line 1", f"no 'text' column in header {header}")
-        column = header.index("text")
+        columns = {name: i for i, name in enumerate(header)}
         for line, fields in rows:
             if not fields:
                 continue
@@ -254,5 +255,11 @@ def csv_texts(file: PublishedFile) -> Iterator[str]:
                 raise DumpError(
                     file.name, f"line {line}", f"{len(fields)} fields, header has {len(header)}"
                 )
-            if fields[column]:
-                yield fields[column]
+            yield line, columns, fields
+
+
+def csv_texts(file: PublishedFile) -> Iterator[str]:
+    """The ``text`` column of a CSV; a malformed row raises :class:`DumpError`."""
+    for _, columns, fields in text_csv_rows(file):
+        if fields[columns["text"]]:
+            yield fields[columns["text"]]

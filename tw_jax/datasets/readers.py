@@ -16,9 +16,8 @@ from typing import Any
 
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
-from tw_jax.io.csv_reader import csv_rows
 from tw_jax.io.tfrecord import read_records
-from tw_jax.preprocess.dumps.released import PublishedFile
+from tw_jax.preprocess.dumps.released import PublishedFile, text_csv_rows
 from tw_jax.preprocess.probes.probe_csv import PROBE_FIELDS, read_probe_csv, read_probe_rows
 
 # The probe columns a builder keeps: the tasks' fields plus the Wikidata ids tw-jax writes.
@@ -105,29 +104,17 @@ def published_text_examples(shard: int, file: PublishedFile) -> Iterator[KeyedEx
     """``id``/``title``/``text`` of a released CSV (``wikipedia_MMMM_subset.csv`` has all
     three, a ``_gpt2.csv`` and a ``Wikipedia_Full`` part only ``text``: id -1, title empty);
     rows with an empty text are skipped, as the release's task reader skips them."""
-    with file.open_text() as handle:
-        rows = csv_rows(handle, file.name)
-        header = next(rows, (1, None))[1]
-        if header is None or "text" not in header:
-            raise DumpError(file.name, "line 1", f"no 'text' column in header {header}")
-        columns = {name: i for i, name in enumerate(header)}
-        index = 0
-        for line, fields in rows:
-            if not fields:
-                continue
-            if len(fields) != len(header):
-                raise DumpError(
-                    file.name, f"line {line}", f"{len(fields)} fields, header has {len(header)}"
-                )
-            text = fields[columns["text"]]
-            if not text:
-                continue
-            yield key(shard, index), {
-                "id": _article_id(fields, columns, file.name, line),
-                "title": fields[columns["title"]] if "title" in columns else "",
-                "text": text,
-            }
-            index += 1
+    index = 0
+    for line, columns, fields in text_csv_rows(file):
+        text = fields[columns["text"]]
+        if not text:
+            continue
+        yield key(shard, index), {
+            "id": _article_id(fields, columns, file.name, line),
+            "title": fields[columns["title"]] if "title" in columns else "",
+            "text": text,
+        }
+        index += 1
 
 
 def _article_id(fields: Sequence[str], columns: Mapping[str, int], name: str, line: int) -> int:
