@@ -60,12 +60,29 @@ def _session_compile_cache() -> None:
                 # write the same folder, and one must never read an entry half written
                 "JAX_COMPILATION_CACHE_MAX_SIZE": str(CACHE_BYTES)}
     os.environ.update(settings)
+    _fast_compiles()
     if "jax" in sys.modules:  # a plugin imported it first: its flags read the environment then
         import jax
 
         for key, value in settings.items():
             jax.config.update(key.lower(), int(value) if key.endswith(("BYTES", "SIZE")) else
                               float(value) if key.endswith("SECS") else value)
+
+
+# XLA's CPU compiler with LLVM's optimisation off: the tests' tiny models spend most of their
+# time compiling, not running (a K-Adapter T5 train step: 23 s to compile at the default level,
+# 10 s at 0; its steps run 4x slower, in milliseconds). Set before any backend starts, so the
+# workers and every subprocess a test starts inherit it; a subprocess that sets XLA_FLAGS itself
+# (a forced device count) appends to it. Not for TPU compiles (tests/train/test_aot.py drops it:
+# its memory figures are the real compiler's).
+FAST_COMPILE_FLAGS = ("--xla_backend_optimization_level=0",
+                      "--xla_llvm_disable_expensive_passes=true")
+
+
+def _fast_compiles() -> None:
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    os.environ["XLA_FLAGS"] = " ".join([*flags, *(f for f in FAST_COMPILE_FLAGS
+                                                   if f not in flags)])
 
 
 def pytest_unconfigure(config):
@@ -142,35 +159,42 @@ def data_bindings(train_data, compile_cache) -> list[str]:
     ]
 
 
-# The slowest modules of a full run (seconds of test time, -n 2), slowest first. They run first,
-# each module's tests together (its module fixtures are built once), so under xdist the run ends
-# on short tests and both workers finish together instead of one waiting on a long test.
+# The slowest modules of a full run (seconds of test time, -n 2, measured 2026-11-28 before this
+# round of trimming), slowest first. They run first, each file on one worker (pyproject.toml's
+# --dist loadfile: its module fixtures are built once), so the run ends on short files and both
+# workers finish together instead of one waiting on a long file.
 SLOW_MODULES = {
-    "tests/t5x/test_t5x_trainers.py": 580,
-    "tests/evaluate/test_lifelong.py": 400,
-    "tests/test_demo.py": 325,
-    "tests/train/test_mesh_equality.py": 310,
-    "tests/t5x/test_t5x_models.py": 255,
-    "tests/train/test_train_smoke.py": 230,
-    "tests/t5x/test_t5x_lifelong.py": 190,
-    "tests/train/test_multihost.py": 165,
-    "tests/evaluate/test_lifelong_preemption.py": 155,
-    "tests/train/test_preemption.py": 140,
-    "tests/evaluate/test_one_perplexity.py": 120,
-    "tests/train/test_aot.py": 110,
-    "tests/models/test_packing.py": 110,
-    "tests/test_relative_paths.py": 105,
-    "tests/train/test_resume_sigkill.py": 105,
-    "tests/train/test_checkpoint_layouts.py": 85,
-    "tests/evaluate/test_evolvingqa.py": 75,
-    "tests/train/test_gcs_pipeline.py": 70,
-    "tests/preprocess/test_beam_cluster.py": 70,
-    "tests/faults/test_disk_full.py": 70,
-    # added since that run, measured alone: the cache job and training from the cache, TFDS
-    # builds in subprocesses, the GPU suite's dry run
-    "tests/tasks/test_task_cache.py": 600,
-    "tests/datasets/test_temporal_wiki.py": 200,
-    "tests/tools/test_bench_gpu.py": 110,
+    "tests/train/test_train_smoke.py": 400,
+    "tests/t5x/test_t5x_trainers.py": 320,
+    "tests/evaluate/test_lifelong.py": 310,
+    "tests/test_demo.py": 220,
+    "tests/train/test_aot.py": 175,
+    "tests/tasks/test_task_cache.py": 155,
+    "tests/train/test_mesh_equality.py": 130,
+    "tests/models/test_variants.py": 130,
+    "tests/train/test_preemption.py": 120,
+    "tests/t5x/test_t5x_models.py": 110,
+    "tests/train/test_multihost.py": 95,
+    "tests/evaluate/test_one_perplexity.py": 90,
+    "tests/t5x/test_t5x_lifelong.py": 85,
+    "tests/evaluate/test_evolvingqa.py": 85,
+    "tests/models/test_t5.py": 80,
+    "tests/evaluate/test_lifelong_preemption.py": 80,
+    "tests/models/test_packing.py": 75,
+    "tests/models/test_bart.py": 70,
+    "tests/train/test_resume_sigkill.py": 65,
+    "tests/faults/test_disk_full.py": 65,
+    "tests/preprocess/test_beam_cluster.py": 65,
+    "tests/evaluate/test_lifelong_gcs.py": 65,
+    "tests/faults/test_resume_mismatch.py": 60,
+    "tests/evaluate/test_task_eval.py": 60,
+    "tests/test_relative_paths.py": 55,
+    "tests/train/test_gcs_pipeline.py": 50,
+    "tests/evaluate/test_mixture_eval.py": 50,
+    "tests/train/test_third_family.py": 45,
+    "tests/train/test_checkpoint_layouts.py": 40,
+    "tests/tools/test_bench_gpu.py": 35,
+    "tests/datasets/test_temporal_wiki.py": 25,
 }
 
 

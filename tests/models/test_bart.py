@@ -5,6 +5,7 @@ protocol (examples, labels, FLOPs) and clear errors. Parity with Hugging Face's 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 
@@ -42,6 +43,14 @@ SCALED = dataclasses.replace(TINY, scale_embedding=True, activation_function="re
 
 
 def _init(config: BARTConfig, seed: int = 0) -> tuple[BART, dict]:
+    """The model and its parameters: initialised once per config and seed for the whole file;
+    each call gets its own copy of the tree's dicts, so a test may edit its copy in place."""
+    model, params = _init_once(config, seed)
+    return model, jax.tree.map(lambda x: x, params)
+
+
+@functools.cache
+def _init_once(config: BARTConfig, seed: int) -> tuple[BART, dict]:
     model = BART(config)
     dummy = jnp.zeros((1, 8), jnp.int32)
     params = nn.unbox(jax.jit(model.init)(jax.random.key(seed), dummy, dummy)["params"])

@@ -81,8 +81,8 @@ def test_logits_match_hugging_face(reference):
     mask, dec_mask = np.ones_like(ids), np.ones_like(dec)
     mask[1, 17:] = 0  # encoder padding
     dec_mask[2, 20:] = 0  # decoder padding (right): real positions never see it
-    ours = np.asarray(model.apply({"params": params}, ids, dec, attention_mask=mask,
-                                  decoder_attention_mask=dec_mask))
+    ours = np.asarray(jax.jit(model.apply)({"params": params}, ids, dec, attention_mask=mask,
+                                           decoder_attention_mask=dec_mask))
     theirs = _hf_logits(hf, ids, dec, mask, dec_mask)
     real = dec_mask.astype(bool)
     padded = np.max(np.abs(ours[real] - theirs[real]))

@@ -65,9 +65,8 @@ def _dataset(examples):
     return tf.data.Dataset.from_generator(generate, output_signature=spec)
 
 
-def _per_token(model, params, batch):
-    logits = model.logits(params, batch, deterministic=True, rng=None)
-    logp = jax.nn.log_softmax(logits)
+def _per_token(logits_fn, params, batch):
+    logp = jax.nn.log_softmax(logits_fn(params, batch))
     nll = -np.take_along_axis(np.asarray(logp), batch["decoder_target_tokens"][..., None],
                               -1)[..., 0]
     return nll * batch["decoder_loss_weights"]
@@ -80,20 +79,22 @@ def test_each_example_of_a_packed_row_scores_as_alone(name):
     encoder_decoder = hasattr(model, "decoder_start_id")
     examples = _examples(encoder_decoder)
     lengths = dict(LENGTHS) if encoder_decoder else {"inputs": 8, "targets": 16}
-    params = nn.unbox(model.module.init(jax.random.key(1), *model.dummy_inputs(1, 8))["params"])
+    params = nn.unbox(jax.jit(model.module.init)(jax.random.key(1), *model.dummy_inputs(1, 8))["params"])
     if name.endswith("lora"):  # B = 0 at initialisation would hide LoRA
         params = jax.tree_util.tree_map_with_path(
             lambda p, x: x + 0.1 if "lora_b" in str(p) else x, params)
 
+    # jitted once: op by op, a K-Adapter T5 takes minutes on a CPU; a compile per batch shape
+    logits_fn = jax.jit(lambda p, b: model.logits(p, b, deterministic=True, rng=None))
     alone = []
     for batch in model.convert_features(_dataset(examples), lengths).batch(1).as_numpy_iterator():
-        losses = _per_token(model, params, batch)
+        losses = _per_token(logits_fn, params, batch)
         alone.append((float(losses.sum()), int(batch["decoder_loss_weights"].sum())))
 
     packed, rows = [], 0
     stream = model.convert_features(_dataset(examples), lengths, pack=True).batch(2)
     for batch in stream.as_numpy_iterator():
-        losses = _per_token(model, params, batch)
+        losses = _per_token(logits_fn, params, batch)
         segments = batch["decoder_segment_ids"]
         for row in range(len(segments)):
             rows += 1

@@ -93,7 +93,8 @@ _EIGHT_DEVICES = textwrap.dedent(
 
 
 def test_sharded_init_and_forward_on_eight_devices_match_one_device():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
+    env = dict(os.environ, XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} "
+               "--xla_force_host_platform_device_count=8",
                JAX_PLATFORMS="cpu")
     result = subprocess.run([sys.executable, "-c", _EIGHT_DEVICES], env=env, capture_output=True,
                             text=True, timeout=300)

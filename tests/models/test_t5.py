@@ -41,6 +41,14 @@ V1_1 = T5Config(**TINY, feed_forward_proj="gated-gelu", tie_word_embeddings=Fals
 
 
 def _init(config: T5Config) -> tuple[T5, dict]:
+    """The model and its parameters: initialised once per config for the whole file; each call
+    gets its own copy of the tree's dicts, so a test may edit its copy in place."""
+    model, params = _init_once(config)
+    return model, jax.tree.map(lambda x: x, params)
+
+
+@functools.cache
+def _init_once(config: T5Config) -> tuple[T5, dict]:
     model = T5(config)
     dummy = jnp.zeros((1, 8), jnp.int32)
     variables = jax.jit(model.init)(jax.random.key(0), dummy, dummy)
@@ -118,7 +126,7 @@ def test_scoring_is_the_teacher_forced_log_softmax_and_beams_score_what_they_ret
     mask[2, 6:] = 0
     scores = np.asarray(scoring.seq2seq_log_likelihoods(model, params, ids, targets, mask))
     dec = np.concatenate([np.zeros((3, 1), int), targets[:, :-1]], axis=1)
-    logits = model.apply({"params": params}, ids, dec, attention_mask=mask)
+    logits = jax.jit(lambda p: model.apply({"params": p}, ids, dec, attention_mask=mask))(params)
     expected = np.take_along_axis(np.asarray(jax.nn.log_softmax(logits)), targets[..., None], -1)
     np.testing.assert_allclose(scores, expected[..., 0], atol=1e-5)
 
@@ -271,7 +279,8 @@ _EIGHT_DEVICES = textwrap.dedent(
 
 
 def test_sharded_init_and_forward_on_eight_devices_match_one_device():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
+    env = dict(os.environ, XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} "
+               "--xla_force_host_platform_device_count=8",
                JAX_PLATFORMS="cpu")
     result = subprocess.run([sys.executable, "-c", _EIGHT_DEVICES], env=env, capture_output=True,
                             text=True, timeout=300)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+import jax
 import numpy as np
 import pytest
 
@@ -91,7 +92,7 @@ def test_logits_match_hugging_face(reference):
     assert diff <= 1e-4, diff
     mask = np.ones_like(ids)
     mask[1, 17:] = 0  # encoder padding
-    ours = np.asarray(model.apply({"params": params}, ids, dec, attention_mask=mask))
+    ours = np.asarray(jax.jit(model.apply)({"params": params}, ids, dec, attention_mask=mask))
     assert np.max(np.abs(ours - _hf_logits(hf, ids, dec, mask))) <= 1e-4
 
 

@@ -21,6 +21,7 @@ from tw_jax.models import (
     build_model,
     count_params,
     decoding,
+    forward_logits,
     layers,
     param_labels,
 )
@@ -42,8 +43,10 @@ def _inputs(config) -> tuple[jax.Array, ...]:
 
 
 def _init(config, seed: int = 0) -> dict:
+    """Eager on purpose: compiling a whole init graph costs seconds for each of the many configs
+    here, while eager init compiles each random draw once per shape, which the configs share."""
     model = build_model(config)
-    return nn.unbox(jax.jit(model.init)(jax.random.key(seed), *_inputs(config))["params"])
+    return nn.unbox(model.init(jax.random.key(seed), *_inputs(config))["params"])
 
 
 def _ids(seed: int, shape: tuple[int, int]) -> jax.Array:
@@ -51,9 +54,8 @@ def _ids(seed: int, shape: tuple[int, int]) -> jax.Array:
 
 
 def _logits(config, params, ids, dec=None) -> np.ndarray:
-    model = build_model(config)
-    args = (ids,) if dec is None else (ids, dec)
-    return np.asarray(model.apply({"params": params}, *args))
+    """The full forward pass, jitted (``forward_logits``: one compile per model and shape)."""
+    return forward_logits(build_model(config), params, ids, dec)
 
 
 def _paths(tree) -> set[str]:
@@ -77,10 +79,11 @@ def _perturb_new(params: dict, seed: int = 3, scale: float = 0.5) -> dict:
     """Move every variant weight (LoRA B included) away from its initial value."""
     rng = np.random.RandomState(seed)
 
-    def move(path, x):
+    def move(path, x):  # in numpy: the same float32 products and sums, no eager op per shape
         names = path_names(path)
         if any(n in ("lora_a", "lora_b", "kadapter", "modular") for n in names):
-            return x + scale * jnp.asarray(rng.standard_normal(x.shape), x.dtype)
+            x = np.asarray(x)
+            return jnp.asarray(x + x.dtype.type(scale) * rng.standard_normal(x.shape).astype(x.dtype))
         return x
 
     return jax.tree_util.tree_map_with_path(move, params)
@@ -210,20 +213,26 @@ def test_gpt2_kadapter_wiring_reads_taps_chains_and_adds_a_tenth_of_its_layer_no
     params = _perturb_new(params)
     ids = _ids(4, (2, 7))
     model = build_model(config)
-    logits, state = model.apply({"params": params}, ids, capture_intermediates=True,
-                                mutable=["intermediates"])
-    inter = state["intermediates"]
-    h1, h2 = inter["h_1"]["__call__"][0], inter["h_2"]["__call__"][0]
-    mask = jnp.tril(jnp.ones((7, 7), bool))[None, None]
-    block = gpt2_lib.Block(config)
-    adapters = params["kadapter"]
-    out0 = block.apply({"params": adapters["adapter_0"]}, h1, mask, None, False, True)
-    out1 = block.apply({"params": adapters["adapter_1"]}, h2 + out0, mask, None, False, True)
-    base = inter["ln_f"]["__call__"][0]
-    expected = base + 0.1 * _layer_norm(adapters["output_norm"], out1)
-    np.testing.assert_allclose(inter["kadapter"]["__call__"][0], expected, atol=1e-5)
-    tied = np.asarray(expected @ params["wte"]["embedding"].T)
-    np.testing.assert_allclose(np.asarray(logits), tied, atol=1e-4)
+
+    @jax.jit  # the model and the reference wiring, both compiled
+    def run(params):
+        logits, state = model.apply({"params": params}, ids, capture_intermediates=True,
+                                    mutable=["intermediates"])
+        inter = state["intermediates"]
+        h1, h2 = inter["h_1"]["__call__"][0], inter["h_2"]["__call__"][0]
+        mask = jnp.tril(jnp.ones((7, 7), bool))[None, None]
+        block = gpt2_lib.Block(config)
+        adapters = params["kadapter"]
+        out0 = block.apply({"params": adapters["adapter_0"]}, h1, mask, None, False, True)
+        out1 = block.apply({"params": adapters["adapter_1"]}, h2 + out0, mask, None, False, True)
+        base = inter["ln_f"]["__call__"][0]
+        expected = base + 0.1 * _layer_norm(adapters["output_norm"], out1)
+        tied = expected @ params["wte"]["embedding"].T
+        return logits, inter["kadapter"]["__call__"][0], expected, tied
+
+    logits, kadapter, expected, tied = run(params)
+    np.testing.assert_allclose(kadapter, expected, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(logits), np.asarray(tied), atol=1e-4)
 
 
 def test_t5_kadapter_wiring_sits_on_the_encoder(base_params):
@@ -232,21 +241,26 @@ def test_t5_kadapter_wiring_sits_on_the_encoder(base_params):
     params = _perturb_new(params)
     ids = _ids(5, (2, 7))
     model = build_model(config)
-    encoded, state = model.apply({"params": params}, ids, method=t5_lib.T5.encode,
-                                 capture_intermediates=True, mutable=["intermediates"])
-    enc = state["intermediates"]["encoder"]
-    h1, h2 = enc["block_1"]["__call__"][0], enc["block_2"]["__call__"][0]
-    positions = jnp.arange(7)
-    bias = t5_lib.RelativePositionBias(config, bidirectional=True).apply(
-        {"params": params["encoder"]["relative_attention_bias"]}, positions, positions
-    )
-    mask = jnp.ones((2, 1, 7, 7), bool)
-    block = t5_lib.EncoderBlock(config)
-    adapters = params["encoder"]["kadapter"]
-    out0 = block.apply({"params": adapters["adapter_0"]}, h1, mask, bias, True)
-    out1 = block.apply({"params": adapters["adapter_1"]}, h2 + out0, mask, bias, True)
-    base = build_model(T5).apply({"params": base_params["t5"]}, ids, method=t5_lib.T5.encode)
-    expected = base + 0.1 * _layer_norm(adapters["output_norm"], out1)
+
+    @jax.jit  # the model and the reference wiring, both compiled
+    def run(params, base_params):
+        encoded, state = model.apply({"params": params}, ids, method=t5_lib.T5.encode,
+                                     capture_intermediates=True, mutable=["intermediates"])
+        enc = state["intermediates"]["encoder"]
+        h1, h2 = enc["block_1"]["__call__"][0], enc["block_2"]["__call__"][0]
+        positions = jnp.arange(7)
+        bias = t5_lib.RelativePositionBias(config, bidirectional=True).apply(
+            {"params": params["encoder"]["relative_attention_bias"]}, positions, positions
+        )
+        mask = jnp.ones((2, 1, 7, 7), bool)
+        block = t5_lib.EncoderBlock(config)
+        adapters = params["encoder"]["kadapter"]
+        out0 = block.apply({"params": adapters["adapter_0"]}, h1, mask, bias, True)
+        out1 = block.apply({"params": adapters["adapter_1"]}, h2 + out0, mask, bias, True)
+        base = build_model(T5).apply({"params": base_params}, ids, method=t5_lib.T5.encode)
+        return encoded, base + 0.1 * _layer_norm(adapters["output_norm"], out1)
+
+    encoded, expected = run(params, base_params["t5"])
     np.testing.assert_allclose(np.asarray(encoded), np.asarray(expected), atol=1e-5)
 
 
@@ -261,14 +275,21 @@ def test_modular_adds_a_twentieth_of_the_projected_small_encoder(base_params):
     assert small["projection"]["kernel"].shape == (16, 32)
     assert small["encoder"]["block_0"]["self_attn"]["query"]["kernel"].shape == (16, 4, 4)
     ids = _ids(6, (2, 7))
-    mask = jnp.ones((2, 7), bool)
-    encoded = build_model(config).apply({"params": params}, ids, method=t5_lib.T5.encode)
-    base = build_model(T5).apply({"params": base_params["t5"]}, ids, method=t5_lib.T5.encode)
-    small_config = config.modular_encoder_config
-    embedded = jnp.take(small["shared"]["embedding"], ids, axis=0)
-    small_out = t5_lib.Encoder(small_config).apply({"params": small["encoder"]}, embedded, mask, True)
-    projected = small_out @ small["projection"]["kernel"] + small["projection"]["bias"]
-    np.testing.assert_allclose(np.asarray(encoded), np.asarray(base + 0.05 * projected), atol=1e-5)
+
+    @jax.jit  # the model and the reference wiring, both compiled
+    def run(params, base_params):
+        mask = jnp.ones((2, 7), bool)
+        encoded = build_model(config).apply({"params": params}, ids, method=t5_lib.T5.encode)
+        base = build_model(T5).apply({"params": base_params}, ids, method=t5_lib.T5.encode)
+        small = params["modular"]
+        embedded = jnp.take(small["shared"]["embedding"], ids, axis=0)
+        small_out = t5_lib.Encoder(config.modular_encoder_config).apply(
+            {"params": small["encoder"]}, embedded, mask, True)
+        projected = small_out @ small["projection"]["kernel"] + small["projection"]["bias"]
+        return encoded, base + 0.05 * projected
+
+    encoded, expected = run(params, base_params["t5"])
+    np.testing.assert_allclose(np.asarray(encoded), np.asarray(expected), atol=1e-5)
 
 
 # --- Decoding -------------------------------------------------------------------------------------

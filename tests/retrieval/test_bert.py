@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 
@@ -32,8 +33,15 @@ TINY = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2,
 
 
 def _forward(config: BertConfig, params, ids, mask=None, types=None, sequence=False) -> np.ndarray:
-    apply = jax.jit(BertEncoder(config).apply, static_argnames="sequence")
+    apply = _jitted_apply(config)
     return np.asarray(apply({"params": params}, jnp.asarray(ids), mask, types, sequence=sequence))
+
+
+@functools.cache
+def _jitted_apply(config: BertConfig):
+    """One jitted forward pass per configuration: a new ``jax.jit`` per call misses jit's cache
+    and traces and compiles again."""
+    return jax.jit(BertEncoder(config).apply, static_argnames="sequence")
 
 
 def test_config_reads_dpr_and_bert_configs_and_refuses_other_models():

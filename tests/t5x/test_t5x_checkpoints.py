@@ -3,6 +3,7 @@ trips, the starting points each side reads, and clear errors."""
 
 from __future__ import annotations
 
+import functools
 import json
 
 import flax.linen as nn
@@ -29,9 +30,18 @@ T5 = T5Config(vocab_size=64, d_model=16, d_kv=8, d_ff=32, num_layers=2, num_head
 
 
 def _params(config, seed=0):
-    model = model_for(config)
-    boxed = model.module.init(jax.random.key(seed), *model.dummy_inputs(1, 8))
-    return jax.device_get(nn.unbox(boxed["params"]))
+    # a fresh copy of the (cached) parameters: each test may write them where it likes
+    return jax.tree.map(np.copy, _random_params(config, seed))
+
+
+@functools.cache
+def _random_params(config, seed):
+    """Random values in the model's parameter tree (its shapes and dtypes, from an abstract
+    initialisation), drawn by NumPy: the conversions must carry any values bit for bit, and
+    the model's own initialisation costs seconds of XLA compilation (one threefry per tensor)."""
+    shapes = nn.unbox(model_for(config).abstract_variables(1, 8)["params"])
+    rng = np.random.default_rng(seed)
+    return jax.tree.map(lambda x: rng.standard_normal(x.shape).astype(x.dtype), shapes)
 
 
 def _flat(tree):

@@ -8,10 +8,10 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def task_data(tmp_path_factory, demo_data) -> dict:
-    from twiki_data import build_task_data
-
-    return build_task_data(tmp_path_factory.mktemp("twiki"), demo=demo_data)
+def task_data(train_data) -> dict:
+    """The session's data folder (tests/conftest.py's ``train_data``): one build per worker
+    serves the task, training and evaluation tests; the task tests only read it."""
+    return train_data
 
 
 @pytest.fixture()

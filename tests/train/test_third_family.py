@@ -59,6 +59,8 @@ def trained(tmp_path_factory, train_data, compile_cache):
     return {"summary": summary, "model_dir": model_dir, "files": files, "bindings": bindings,
             "vocabulary": gpt2_vocabulary(str(train_data["gpt2"]))}
 
+WIDTH = 32  # the test's own forward passes: every row fits
+
 
 def test_the_trainer_trains_it(trained):
     summary = trained["summary"]
@@ -106,12 +108,21 @@ def test_the_evaluators_score_decode_and_rank_it(trained):
     params = trained["summary"].params
     vocabulary = trained["vocabulary"]
     model = model_for(rope_family.RopeConfig(d_model=64, n_layer=2, n_head=4, mlp_dim=128))
-    module = model.module
+    @jax.jit  # built once: eager, every operation of the model compiles on its own
+    def forward(params, row):
+        logits = model.module.apply({"params": params}, row)[0]
+        return logits, jax.nn.log_softmax(logits, -1)
+
+    def full_pass(ids):  # (logits, log-softmax) of ids from one forward pass; every row is
+        # right-padded to one width, so one compiled graph serves them all (causal: a position
+        # never sees the padding after it)
+        assert len(ids) <= WIDTH
+        row = np.zeros((1, WIDTH), np.int32)
+        row[0, : len(ids)] = ids
+        return tuple(np.asarray(x)[: len(ids)] for x in forward(params, jnp.asarray(row)))
 
     def log_probs(ids):  # of ids[1:], each given those before it, from one forward pass
-        logits = module.apply({"params": params}, jnp.asarray([ids]))
-        return jax.nn.log_softmax(logits[0, :-1], -1)[jnp.arange(len(ids) - 1),
-                                                       jnp.asarray(ids[1:])]
+        return full_pass(ids)[1][np.arange(len(ids) - 1), np.asarray(ids[1:])]
 
     # Probe perplexity: EOS as BOS, every token of "subject relation object" scored.
     scores = model.score(params, [model.probe_example(vocabulary, row, "text") for row in ROWS])
@@ -119,7 +130,7 @@ def test_the_evaluators_score_decode_and_rank_it(trained):
     for row, value in zip(ROWS, got, strict=True):
         ids = [vocabulary.eos_id, *vocabulary.encode(
             f"{row['subject']} {row['relation']} {row['object']}")]
-        assert value == pytest.approx(float(jnp.exp(-jnp.mean(log_probs(ids)))), rel=1e-4)
+        assert value == pytest.approx(float(np.exp(-np.mean(log_probs(ids)))), rel=1e-4)
 
     # ECBD: the span's tokens given the left context, as any decoder-only model reads a blank;
     # no fillers of its own, so recall@k is skipped, not failed.
@@ -129,7 +140,7 @@ def test_the_evaluators_score_decode_and_rank_it(trained):
     ids = [vocabulary.eos_id, *vocabulary.encode("Paris is the capital")]
     span = len(vocabulary.encode(" capital"))
     assert tokens[0] == span
-    assert nll[0] == pytest.approx(-float(jnp.mean(log_probs(ids)[-span:])), rel=1e-4)
+    assert nll[0] == pytest.approx(-float(np.mean(log_probs(ids)[-span:])), rel=1e-4)
     run = ecbd.evaluate_ecbd(model, params, vocabulary, {("2019", "test"): [example]}, "rope",
                              ecbd.EcbdOptions(input_types=("original",), recall_k=2))
     assert run.notes == {ecbd.RECALL_SKIPPED: 1}
@@ -145,8 +156,7 @@ def test_the_evaluators_score_decode_and_rank_it(trained):
                                batch_size=2)
     ids = list(vocabulary.encode(prompt))
     for _ in range(5):
-        logits = module.apply({"params": params}, jnp.asarray([ids]))
-        ids.append(int(jnp.argmax(logits[0, -1])))
+        ids.append(int(np.argmax(full_pass(ids)[0][-1])))
         if ids[-1] == vocabulary.eos_id:
             break
     new = ids[len(vocabulary.encode(prompt)):]

@@ -20,7 +20,8 @@ def subprocess_env(train_data: dict, compile_cache: Path, devices: int | None = 
         TF_CPP_MIN_LOG_LEVEL="2",
     )
     if devices:
-        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+        env["XLA_FLAGS"] = (f"{os.environ.get('XLA_FLAGS', '')} "
+                            f"--xla_force_host_platform_device_count={devices}").strip()
     return env
 
 
