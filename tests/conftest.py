@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from xla_flags import FAST_COMPILE_FLAGS, with_flags
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "tasks"))
 
@@ -60,29 +61,13 @@ def _session_compile_cache() -> None:
                 # write the same folder, and one must never read an entry half written
                 "JAX_COMPILATION_CACHE_MAX_SIZE": str(CACHE_BYTES)}
     os.environ.update(settings)
-    _fast_compiles()
+    os.environ["XLA_FLAGS"] = with_flags(*FAST_COMPILE_FLAGS)  # see tests/xla_flags.py
     if "jax" in sys.modules:  # a plugin imported it first: its flags read the environment then
         import jax
 
         for key, value in settings.items():
             jax.config.update(key.lower(), int(value) if key.endswith(("BYTES", "SIZE")) else
                               float(value) if key.endswith("SECS") else value)
-
-
-# XLA's CPU compiler with LLVM's optimisation off: the tests' tiny models spend most of their
-# time compiling, not running (a K-Adapter T5 train step: 23 s to compile at the default level,
-# 10 s at 0; its steps run 4x slower, in milliseconds). Set before any backend starts, so the
-# workers and every subprocess a test starts inherit it; a subprocess that sets XLA_FLAGS itself
-# (a forced device count) appends to it. Not for TPU compiles (tests/train/test_aot.py drops it:
-# its memory figures are the real compiler's).
-FAST_COMPILE_FLAGS = ("--xla_backend_optimization_level=0",
-                      "--xla_llvm_disable_expensive_passes=true")
-
-
-def _fast_compiles() -> None:
-    flags = os.environ.get("XLA_FLAGS", "").split()
-    os.environ["XLA_FLAGS"] = " ".join([*flags, *(f for f in FAST_COMPILE_FLAGS
-                                                   if f not in flags)])
 
 
 def pytest_unconfigure(config):

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from jax.sharding import PartitionSpec
 from safetensors.numpy import load_file, save_file
+from xla_flags import forced_devices
 
 from tw_jax.models import (
     T5,
@@ -279,9 +280,7 @@ _EIGHT_DEVICES = textwrap.dedent(
 
 
 def test_sharded_init_and_forward_on_eight_devices_match_one_device():
-    env = dict(os.environ, XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} "
-               "--xla_force_host_platform_device_count=8",
-               JAX_PLATFORMS="cpu")
+    env = dict(os.environ, XLA_FLAGS=forced_devices(8), JAX_PLATFORMS="cpu")
     result = subprocess.run([sys.executable, "-c", _EIGHT_DEVICES], env=env, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -14,6 +14,7 @@ import textwrap
 import jax
 import numpy as np
 import pytest
+from xla_flags import forced_devices
 
 from tw_jax.errors import DumpError, UsageError
 from tw_jax.retrieval.base import Passage, retriever_class
@@ -234,9 +235,7 @@ _EIGHT_DEVICES = textwrap.dedent(
 def test_eight_device_mesh_gives_the_one_device_answers():
     script = (f"VOCAB = {VOCAB!r}\nPASSAGES = {[(p.title, p.text) for p in PASSAGES]!r}\n"
               f"QUESTIONS = {QUESTIONS!r}\n" + _EIGHT_DEVICES)
-    # appended to the session's XLA flags (tests/conftest.py's fast CPU compiles), not instead
-    flags = " ".join([os.environ.get("XLA_FLAGS", ""), "--xla_force_host_platform_device_count=8"])
-    env = dict(os.environ, XLA_FLAGS=flags.strip(), JAX_PLATFORMS="cpu")
+    env = dict(os.environ, XLA_FLAGS=forced_devices(8), JAX_PLATFORMS="cpu")
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                             text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -31,7 +31,7 @@ MIB = 1024**2
 def _env() -> dict[str, str]:
     env = dict(os.environ, JAX_PLATFORMS="cpu", TPU_SKIP_MDS_QUERY="1", TF_CPP_MIN_LOG_LEVEL="2")
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
-    env.pop("XLA_FLAGS", None)  # the tests' fast CPU compiles (conftest.py): not for TPU figures
+    env.pop("XLA_FLAGS", None)  # the tests' fast CPU compiles (xla_flags.py): not for TPU
     env.pop("TPU_LIBRARY_PATH", None)  # jax in this process may have set it from libtpu
     return env
 

@@ -6,6 +6,8 @@ import json
 import os
 from pathlib import Path
 
+from xla_flags import forced_devices
+
 
 def subprocess_env(train_data: dict, compile_cache: Path, devices: int | None = None) -> dict:
     """Environment of a ``tw-jax`` subprocess: data folder, vocabularies, the shared cache."""
@@ -20,8 +22,7 @@ def subprocess_env(train_data: dict, compile_cache: Path, devices: int | None = 
         TF_CPP_MIN_LOG_LEVEL="2",
     )
     if devices:
-        env["XLA_FLAGS"] = (f"{os.environ.get('XLA_FLAGS', '')} "
-                            f"--xla_force_host_platform_device_count={devices}").strip()
+        env["XLA_FLAGS"] = forced_devices(devices)
     return env
 
 
