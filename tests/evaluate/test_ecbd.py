@@ -89,6 +89,92 @@ def test_micro_and_entity_averaged_perplexity():
     assert results[("2019", "original", "all", "ppl")].entities == 2
 
 
+# --- results.jsonl rows, and the ecbd_results.jsonl of earlier versions ------------------------
+
+RECORDS = [
+    {"subset": "2019", "split": "test", "input": "original", "entity": "a", "span_group": "NP",
+     "nll": 1.0, "hit": 1},
+    {"subset": "2019", "split": "test", "input": "no_ent", "entity": "a", "span_group": "NP",
+     "nll": 2.0, "hit": 0},
+    {"subset": "2020", "split": "test", "input": "original", "entity": "b",
+     "span_group": "RANDOM", "nll": 4.0, "hit": 0},
+    {"subset": "2020", "split": "test", "input": "original", "entity": "c",
+     "span_group": "RANDOM", "nll": None, "hit": 1},  # a span with no token: recall only
+]
+
+
+def test_cells_become_results_rows_and_back():
+    from tw_jax.evaluate.results import BASE, NO_MONTH, Result
+
+    cells = ecbd.aggregate("T5-Small", RECORDS, recall_k=10)
+    rows = ecbd.to_results(cells)
+    cell = {"input": "original", "span_type": "RANDOM", "split": "test"}
+    # 2020 RANDOM: perplexities of entity b's one scored example, recall over both examples.
+    assert [r for r in rows if r.category == "2020" and r.slice == cell] == [
+        Result("t5-small", BASE, NO_MONTH, "2020", "ecbd_ppl", math.exp(4.0), cell),
+        Result("t5-small", BASE, NO_MONTH, "2020", "ecbd_examples", 1, cell),
+        Result("t5-small", BASE, NO_MONTH, "2020", "ecbd_entities", 2, cell),
+        Result("t5-small", BASE, NO_MONTH, "2020", "ecbd_ppl_entity", math.exp(4.0), cell),
+        Result("t5-small", BASE, NO_MONTH, "2020", "ecbd_recall_at_10", 50.0, cell),
+        Result("t5-small", BASE, NO_MONTH, "2020", "ecbd_recall_examples", 2, cell),
+    ]
+    for row in rows:
+        row.validate()
+    assert len(rows) == len({r.key for r in rows}) == 12 * 6  # cells × (3 numbers, 3 counts)
+    lowered = [replace(c, model="t5-small") for c in cells]
+    assert ecbd.from_results(rows) == lowered
+    # Other benchmarks' rows in the same file are passed over.
+    assert ecbd.from_results([Result("diff", "0910", "0910", "new", "ppl", 3.0), *rows]) == lowered
+    with pytest.raises(ValueError, match=r"^'t5\.small' is not a method name"):
+        ecbd.to_results([replace(cells[0], model="t5.small")])
+
+
+def test_an_out_dir_of_an_earlier_version_still_reports_the_same_tables(tmp_path):
+    """The same numbers give the same tables from results.jsonl, from the ecbd_results.jsonl
+    that earlier versions wrote, and from both in one folder."""
+    from tw_jax.benchmarks.ecbd_eval import render
+    from tw_jax.evaluate.results import iter_results
+
+    cells = ecbd.aggregate("m", RECORDS, recall_k=10)
+    legacy = tmp_path / "old" / "ecbd_results.jsonl"
+    legacy.parent.mkdir()
+    legacy.write_text("".join(json.dumps(c.__dict__) + "\n" for c in cells), encoding="utf-8")
+    assert legacy.read_text().splitlines()[0] == (
+        '{"model": "m", "subset": "2017-2019", "split": "test", "input": "no_ent", '
+        '"span_type": "NP", "metric": "ppl", "value": 7.38905609893065, "examples": 1, '
+        '"entities": 1}')
+    written = ecbd.append_results(tmp_path / "new", cells)
+    assert written == str(tmp_path / "new" / "results.jsonl")
+    assert [r.metric for r in iter_results(written)][:4] == [
+        "ecbd_ppl", "ecbd_examples", "ecbd_entities", "ecbd_ppl_entity"]
+    expected = render(cells)
+    assert "### entity-averaged perplexity by group (ECBD Table 3), test" in expected
+    for source in (tmp_path / "old", legacy, tmp_path / "new", written):
+        assert ecbd.read_results(source) == cells, source
+        code, printed = _cli(["ecbd", "report", str(source)])
+        assert code == 0 and printed == expected, source
+    # Both files in one folder: the legacy model's rows and the new ones, newer lines winning.
+    both = tmp_path / "both"
+    both.mkdir()
+    (both / "ecbd_results.jsonl").write_text(
+        "".join(json.dumps({**c.__dict__, "model": "old", "value": c.value + 1}) + "\n"
+                for c in cells) + json.dumps({**cells[0].__dict__, "value": 99.0}) + "\n",
+        encoding="utf-8")
+    ecbd.append_results(both, cells)
+    found = ecbd.read_results(both)
+    assert sorted(found, key=lambda c: c.key) == sorted(
+        [replace(c, model="old", value=c.value + 1) for c in cells] + cells, key=lambda c: c.key)
+    assert "| old | ORIGINAL |" in render(found) and "| m | ORIGINAL |" in render(found)
+    (tmp_path / "empty").mkdir()
+    from tw_jax.errors import DumpError
+
+    with pytest.raises(DumpError, match="no results.jsonl .* or ecbd_results.jsonl"):
+        ecbd.read_results(tmp_path / "empty")
+    legacy.write_text('{"model": "m"}\n', encoding="utf-8")
+    with pytest.raises(DumpError, match=r"ecbd_results.jsonl, line 1: not an ECBD result"):
+        ecbd.read_results(legacy)
+
+
 def test_gpt2_span_perplexity_in_closed_form(folder, unigram_gpt2, gpt2_vocab):
     """Every position of the unigram GPT-2 predicts the same distribution, so a span's NLL is
     the mean of -log p over the span's own tokens (" span" alone: BPE splits at spaces), whatever
@@ -211,6 +297,13 @@ def test_cli_eval_and_report(folder, random_t5, t5_vocab, tmp_path):
     results = ecbd.read_results(out)
     assert {r.model for r in results} == {"tiny-t5"} and len(results) == len(set(
         r.key for r in results))
+    from tw_jax.evaluate.results import iter_results
+
+    rows = list(iter_results(out))  # the one results file, as every benchmark's
+    assert {r.metric for r in rows} == {"ecbd_ppl", "ecbd_ppl_entity", "ecbd_recall_at_2",
+                                        "ecbd_examples", "ecbd_recall_examples", "ecbd_entities"}
+    assert {tuple(r.slice) for r in rows} == {("input", "span_type", "split")}
+    assert ecbd.from_results(rows) == results and not (out / "ecbd_results.jsonl").exists()
     examples = (out / "ecbd_examples.tiny-t5.jsonl").read_text().splitlines()
     assert len(examples) == 10 and "predictions" in json.loads(examples[0])
     tables = sorted(p.name for p in (out / "ecbd_tables").iterdir())
@@ -245,7 +338,7 @@ def test_eval_is_a_python_function_the_command_calls(folder, random_t5, t5_vocab
     outcome = evaluate(EcbdEvalConfig(data=str(folder), out=str(tmp_path / "py"), model=str(hf),
                                       options=options))
     assert outcome.name == "tiny-t5" and len(outcome.run.records) == 10
-    assert outcome.results_file == str(tmp_path / "py" / "ecbd_results.jsonl")
+    assert outcome.results_file == str(tmp_path / "py" / "results.jsonl")
     code, _ = _cli(["ecbd", "eval", "--data", str(folder), "--out", str(tmp_path / "cli"),
                     "--model", str(hf), "--inputs", "original,no_ent", "--batch-size", "8"])
     assert code == 0
@@ -256,6 +349,23 @@ def test_eval_is_a_python_function_the_command_calls(folder, random_t5, t5_vocab
         evaluate(EcbdEvalConfig(data=str(folder), out=str(tmp_path / "x"), model=str(hf),
                                 options=ecbd.EcbdOptions(input_types=("nonsense",))))
     assert not (tmp_path / "x").exists()
+    # Names results.jsonl cannot hold are refused before the model is loaded.
+    with pytest.raises(UsageError, match=r"--name, default the model's folder name\): "
+                                         r"'t5\.tiny' is not a method name"):
+        evaluate(EcbdEvalConfig(data=str(folder), out=str(tmp_path / "x"), model=str(hf),
+                                name="T5.tiny", options=options))
+    (folder / "2019").rename(folder / "19 (old)")
+    with pytest.raises(UsageError, match=r"ECBD subset '19 \(old\)': metric 'ecbd_ppl' takes "
+                                         r"a category matching"):
+        evaluate(EcbdEvalConfig(data=str(folder), out=str(tmp_path / "x"), model=str(hf),
+                                options=options))
+    assert not (tmp_path / "x").exists()
+    (folder / "19 (old)").rename(folder / "2019")
+    outcome = evaluate(EcbdEvalConfig(data=str(folder), out=str(tmp_path / "py"), model=str(hf),
+                                      name="Tiny-T5_B", subsets=("2019",), options=options))
+    assert outcome.name == "tiny-t5_b"
+    assert (tmp_path / "py" / "ecbd_examples.tiny-t5_b.jsonl").exists()
+    assert {r.model for r in ecbd.read_results(tmp_path / "py")} == {"tiny-t5", "tiny-t5_b"}
 
 
 def test_cli_eval_orbax_style_gin_model(folder, random_t5, t5_vocab, tmp_path):

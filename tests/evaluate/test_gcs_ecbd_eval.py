@@ -74,11 +74,13 @@ def test_ecbd_eval_and_report_into_a_bucket_equal_the_local_run(model_and_data, 
     renamed = examples.replace(f"{gcs_bucket}/ecbd/".encode(), f"{data}/".encode())
     assert {**written, "ecbd_examples.tiny-t5.jsonl": renamed} == _files(local)
     assert sorted(written) == sorted([
-        "ecbd_examples.tiny-t5.jsonl", "ecbd_report.md", "ecbd_results.jsonl",
+        "ecbd_examples.tiny-t5.jsonl", "ecbd_report.md", "results.jsonl",
         *(f"ecbd_tables/ecbd_table{n}_test.csv" for n in ("3", "5", "5_micro", "6"))])
-    lines = [json.loads(line) for line in written["ecbd_results.jsonl"].splitlines()]
-    assert {r["input"] for r in lines[: len(lines) // 3]} == {"original"}  # the first run's
-    assert {r["input"] for r in lines} == {"original", "no_ent"}
+    lines = [json.loads(line) for line in written["results.jsonl"].splitlines()]
+    inputs = [r["slice"]["input"] for r in lines]
+    assert set(inputs[: len(lines) // 3]) == {"original"}  # the first run's
+    assert set(inputs) == {"original", "no_ent"}
+    assert {r["method"] for r in lines} == {"tiny-t5"}
 
     capsys.readouterr()
     assert main(["ecbd", "report", remote, "--out", f"{gcs_bucket}/report"]) == 0

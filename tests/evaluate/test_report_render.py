@@ -147,3 +147,34 @@ def test_training_time_reads_in_the_unit_that_fits():
 
     assert [fmt_hours(h) for h in (None, 0.0, 1.5, 0.1, 0.05, 37 / 3600)] == [
         "-", "0 h", "1.50 h", "0.10 h", "3.0 min", "37 s"]
+
+
+def test_ecbd_lines_in_the_same_results_file_change_no_table(runs, tmp_path, capsys):
+    """ECBD's cells share results.jsonl; tw-jax report leaves them to tw-jax ecbd report and
+    says so: every table it writes is byte for byte what it was without them."""
+    from tw_jax.evaluate import ecbd
+    from tw_jax.evaluate.report import tabulated, tabulated_elsewhere
+
+    assert main(["report", str(runs[0]), str(runs[1]), "--out", str(tmp_path / "before")]) == 0
+    cells = [ecbd.EcbdResult("t5", "2019", "test", "original", span_type, metric, 12.5, 3, 2)
+             for span_type in ("all", "NP") for metric in ("ppl", "ppl_entity")]
+    ecbd.append_results(runs[0], cells)
+    rows = read_results(runs)
+    assert tabulated_elsewhere(rows) == {"tw-jax ecbd report": 8}  # 4 values, 2 cells × 2 counts
+    assert len([r for r in rows if tabulated(r)]) == len(_results())
+    assert ResultIndex(rows).values == ResultIndex(_results()).values
+    assert main(["report", str(runs[0]), str(runs[1]), "--out", str(tmp_path / "after")]) == 0
+    capsys.readouterr()
+    before = {p.name: p.read_bytes() for p in (tmp_path / "before").iterdir()
+              if p.suffix in (".md", ".csv") and p.name != "report.md"}
+    after = {p.name: p.read_bytes() for p in (tmp_path / "after").iterdir()
+             if p.suffix in (".md", ".csv") and p.name != "report.md"}
+    assert after == before and "table_ppl.csv" in after
+    first, *rest = (tmp_path / "after" / "report.md").read_text().split("\n\n")
+    old_first, *old_rest = (tmp_path / "before" / "report.md").read_text().split("\n\n")
+    assert first == old_first == "# Evaluation report" and rest[1:] == old_rest[1:]
+    sources = f"`{runs[0] / 'results.jsonl'}`, `{runs[1] / 'results.jsonl'}`"
+    assert old_rest[0] == f"{len(_results())} results from {sources}."
+    assert rest[0] == f"{old_rest[0]} 8 more are tabulated by `tw-jax ecbd report`."
+    assert main(["ecbd", "report", str(runs[0])]) == 0
+    assert "| t5 | ORIGINAL | 12.50 |" in capsys.readouterr().out

@@ -80,12 +80,19 @@ def test_results_appended_after_a_crash_are_all_readable(tmp_path):
 
 
 def test_ecbd_results_go_through_the_same_appender(tmp_path):
-    path = tmp_path / ecbd.RESULTS_FILE
+    path = tmp_path / "results.jsonl"
     path.write_bytes(b'{"cut')
     ecbd.append_results(tmp_path, [])
     assert path.read_bytes() == b'{"cut'  # nothing to append: nothing touched
-    jsonl.append_lines(path, ROWS)
-    assert path.read_bytes() == b'{"n": 1}\n{"n": 2}\n'
+    cell = ecbd.EcbdResult("t5", "2019", "test", "original", "all", "ppl", 9.5, 3, 2)
+    ecbd.append_results(tmp_path, [cell])  # the torn fragment cut back, as for any results
+    slice_ = '"slice": {"input": "original", "span_type": "all", "split": "test"}}'
+    start = '{"method": "t5", "trained_through": "base", "eval_month": "-", "category": "2019", '
+    assert path.read_text().splitlines() == [
+        f'{start}"metric": "ecbd_ppl", "value": 9.5, {slice_}',
+        f'{start}"metric": "ecbd_examples", "value": 3, {slice_}',
+        f'{start}"metric": "ecbd_entities", "value": 2, {slice_}']
+    assert ecbd.read_results(tmp_path) == [cell]
 
 
 def test_in_a_bucket_a_torn_line_is_repaired_too(gcs_bucket):

@@ -8,10 +8,13 @@
     tw-jax ecbd report OUT_DIR [OUT_DIR ...]
 
 ``eval`` reads a built or a released ECBD folder, scores the model (a Hugging Face folder, or an
-orbax MODEL_DIR with the gin files it was trained with), appends ``OUT_DIR/ecbd_results.jsonl``,
-writes per-example scores (``ecbd_examples.NAME.jsonl``), ``ecbd_report.md`` and one CSV per table
-(``ecbd_tables/``), and prints the tables: ECBD Table 3 (groups), 5 (per subset), 6 (per span
-type), and with ``--recall-k`` Tables 7 and 8 (T5 only).
+orbax MODEL_DIR with the gin files it was trained with), appends its cells to
+``OUT_DIR/results.jsonl`` (the results file of every benchmark; ``tw-jax report`` leaves ECBD's
+lines to ``ecbd report``), writes per-example scores (``ecbd_examples.NAME.jsonl``),
+``ecbd_report.md`` and one CSV per table (``ecbd_tables/``), and prints the tables: ECBD Table 3 (groups), 5 (per subset), 6 (per span
+type), and with ``--recall-k`` Tables 7 and 8 (T5 only). ``report`` prints the same tables from
+OUT_DIRs; an OUT_DIR of an earlier version, whose ECBD numbers are in ``ecbd_results.jsonl``,
+still reports.
 
 There is no ``train``: ECBD is an evaluation benchmark of frozen models (the paper fine-tunes
 nothing), and continuing to train on the entities' articles would train on the very sentences
@@ -84,7 +87,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--vocab", default=None, type=input_path,
                           help="vocabulary (default: the --model folder): spiece.model, or a "
                                "GPT-2 or BART folder (vocab.json + merges.txt)")
-    evaluate.add_argument("--name", default=None, help="model name in results (default: folder)")
+    evaluate.add_argument("--name", default=None,
+                          help="model name in results, lower-cased (default: the folder's)")
     evaluate.add_argument("--subsets", type=_csv, default=None, metavar="S,S")
     evaluate.add_argument("--splits", type=_csv, default=["test"], metavar="dev,test",
                           help="splits to score (default test)")
@@ -100,9 +104,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     evaluate.add_argument("--seed", type=int, default=0, help="seed of RANDOM DEF. draws")
     evaluate.set_defaults(func=run_eval)
 
-    report = commands.add_parser("report", help="tables from ecbd_results.jsonl files")
+    report = commands.add_parser("report", help="ECBD's tables from results.jsonl files")
     report.add_argument("results", nargs="+", type=input_path,
-                        help="OUT_DIRs or ecbd_results.jsonl files")
+                        help="OUT_DIRs, or their results.jsonl (or an earlier version's "
+                             "ecbd_results.jsonl)")
     report.add_argument("--out", default=None, type=output_path,
                         help="write ecbd_report.md and CSVs here")
     report.set_defaults(func=run_report)
@@ -172,7 +177,7 @@ def run_eval(args: argparse.Namespace) -> int:
           f"{len(outcome.run.results)} results appended to {outcome.results_file}")
     for what, count in sorted(outcome.run.notes.items()):
         print(f"  note: {what}: {count}")
-    print(render(ecbd.read_results(outcome.results_file), args.out), end="")
+    print(render(ecbd.read_results(args.out), args.out), end="")
     return 0
 
 

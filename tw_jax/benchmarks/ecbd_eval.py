@@ -5,9 +5,13 @@ parse their arguments into them, so a notebook or a sweep runs the same code.
 One :func:`evaluate` call reads the ECBD folder (built or released), loads the model once (a
 Hugging Face folder, or an orbax MODEL_DIR with the gin files it was trained with), scores span
 perplexity (and recall@k) under each input type (:func:`tw_jax.evaluate.ecbd.evaluate_ecbd`),
-appends ``OUT/ecbd_results.jsonl`` and writes the per-example scores
-(``OUT/ecbd_examples.NAME.jsonl``). A request that cannot work raises
-:class:`~tw_jax.errors.UsageError` before the model is loaded.
+appends its cells to ``OUT/results.jsonl`` as every benchmark's (rows of
+:class:`~tw_jax.evaluate.results.Result`, the mapping in that module's docstring) and writes the
+per-example scores (``OUT/ecbd_examples.NAME.jsonl``, NAME the model's name lower-cased, as in
+the results). A request that cannot work raises :class:`~tw_jax.errors.UsageError` before the
+model is loaded: a model name or a subset that results.jsonl cannot hold included. The tables
+read ``results.jsonl``, and the ``ecbd_results.jsonl`` earlier versions wrote
+(:func:`tw_jax.evaluate.ecbd.read_results`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from tw_jax.evaluate.ecbd import (
     EcbdRun,
 )
 from tw_jax.evaluate.report import Table, fmt
+from tw_jax.evaluate.results import method_name
 from tw_jax.evaluate.runs import ModelSource, loaded_run
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
@@ -56,7 +61,9 @@ class EcbdEvalConfig:
 
     @property
     def run_name(self) -> str:
-        return self.name or posixpath.basename(self.model or self.model_dir or "")
+        """The model's name in the results: ``name``, else its folder's, lower-cased (results'
+        method names are; :meth:`check` refuses one that is no name)."""
+        return (self.name or posixpath.basename(self.model or self.model_dir or "")).lower()
 
     def model_source(self) -> ModelSource:
         """The checkpoint to score, loaded like every evaluator's (``evaluate.runs``)."""
@@ -72,6 +79,11 @@ class EcbdEvalConfig:
         """Every request that cannot work, in one line, before anything is read."""
         if bool(self.model) == bool(self.model_dir):
             raise UsageError("give one of --model (a Hugging Face folder) and --model-dir")
+        try:
+            method_name(self.run_name)
+        except ValueError as error:
+            raise UsageError(f"model name (--name, default the model's folder name): {error}"
+                             ) from None
         unknown = [t for t in self.options.input_types if t not in INPUTS]
         if unknown:
             raise UsageError(f"unknown --inputs {unknown}; known: {', '.join(INPUTS)}")
@@ -83,7 +95,7 @@ class EcbdEvalConfig:
 class EcbdOutcome:
     name: str
     run: EcbdRun  # results, per-example records, notes
-    results_file: str
+    results_file: str  # OUT/results.jsonl, the cells appended
 
 
 def evaluate(config: EcbdEvalConfig) -> EcbdOutcome:
@@ -94,6 +106,10 @@ def evaluate(config: EcbdEvalConfig) -> EcbdOutcome:
     if not any(data.values()):
         raise UsageError(f"{config.data}: no examples for splits {list(config.splits)}"
                          + (f" and subsets {list(config.subsets)}" if config.subsets else ""))
+    try:
+        ecbd.check_names(config.run_name, {subset for subset, _ in data})
+    except ValueError as error:
+        raise UsageError(f"{config.data}: {error}") from None
     source = config.model_source()
     with loaded_run(source) as loaded:
         vocabulary = loaded.model.load_vocabulary(config.vocab or config.model)

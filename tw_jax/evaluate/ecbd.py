@@ -37,16 +37,26 @@ from __future__ import annotations
 import json
 import math
 import os
+import posixpath
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from tw_jax.errors import DumpError
+from tw_jax.evaluate import results as results_module
+from tw_jax.evaluate.results import (
+    BASE,
+    ECBD_REPORT,
+    NO_MONTH,
+    Result,
+    iter_results,
+    method_name,
+    metric_spec,
+)
 from tw_jax.io import paths
-from tw_jax.io.jsonl import append_lines
 from tw_jax.models import model_for
 from tw_jax.tasks.ecbd import INPUTS, SENTINEL_0, EcbdExample, input_sentence, random_definitions
 
@@ -78,7 +88,8 @@ class EcbdOptions:
 
 @dataclass(frozen=True)
 class EcbdResult:
-    """One number of one table cell: ``ecbd_results.jsonl`` holds one per line."""
+    """One number of one table cell, with the examples and entities behind it; written to
+    ``results.jsonl`` as rows of :class:`~tw_jax.evaluate.results.Result` (:func:`to_results`)."""
 
     model: str
     subset: str
@@ -262,30 +273,98 @@ def latest(results: Iterable[EcbdResult]) -> list[EcbdResult]:
     return list(found.values())
 
 
-# --- ecbd_results.jsonl --------------------------------------------------------------------
+# --- results.jsonl ---------------------------------------------------------------------------
+# ECBD's cells are results.jsonl lines like every benchmark's (the mapping is in
+# tw_jax.evaluate.results' docstring): the value under ``ecbd_<metric>``, and beside it the
+# counts of examples and entities behind it. Earlier versions wrote ``ecbd_results.jsonl``, one
+# EcbdResult per line; it is still read, into the same rows.
 
-RESULTS_FILE = "ecbd_results.jsonl"
+LEGACY_RESULTS_FILE = "ecbd_results.jsonl"
+PREFIX = "ecbd_"
+EXAMPLES, RECALL_EXAMPLES, ENTITIES = "ecbd_examples", "ecbd_recall_examples", "ecbd_entities"
+COUNTS = (EXAMPLES, RECALL_EXAMPLES, ENTITIES)
 _FIELDS = tuple(EcbdResult.__dataclass_fields__)
 
 
+def _examples_metric(metric: str) -> str:
+    """The count behind a value: perplexities count the examples with a span token scored,
+    recall the examples the model wrote fillers for (they differ when a span has no token)."""
+    return RECALL_EXAMPLES if metric.startswith("recall_at_") else EXAMPLES
+
+
+def to_results(results: Iterable[EcbdResult]) -> list[Result]:
+    """The results.jsonl rows of ECBD cells: each value, then its cell's example and entity
+    counts (once per cell). The model's name is lower-cased; ``ValueError`` names it when it is
+    no method name."""
+    rows: dict[tuple, Result] = {}
+    for cell in results:
+        method = method_name(cell.model)
+        slice_ = {"input": cell.input, "span_type": cell.span_type, "split": cell.split}
+        for metric, value in ((PREFIX + cell.metric, float(cell.value)),
+                              (_examples_metric(cell.metric), int(cell.examples)),
+                              (ENTITIES, int(cell.entities))):
+            row = Result(method, BASE, NO_MONTH, cell.subset, metric, value, dict(slice_))
+            rows[row.key] = row
+    return list(rows.values())
+
+
+def is_ecbd(result: Result) -> bool:
+    """Whether a results.jsonl row is one of ECBD's (``tw-jax ecbd report`` tabulates it)."""
+    spec = metric_spec(result.metric)
+    return spec is not None and spec.tables == ECBD_REPORT
+
+
+def _cell(row: Result) -> tuple:
+    """A row's key without its metric: the cell its value and counts share."""
+    return row.key[:4] + row.key[5:]
+
+
+def from_results(results: Iterable[Result]) -> list[EcbdResult]:
+    """The ECBD cells of results.jsonl rows (other benchmarks' rows are passed over), each
+    value with its cell's counts; the inverse of :func:`to_results` for lower-case names."""
+    rows = [r for r in results if is_ecbd(r)]
+    counts = {(_cell(r), r.metric): r.value for r in rows if r.metric in COUNTS}
+    cells = []
+    for row in rows:
+        if row.metric in COUNTS:
+            continue
+        metric = row.metric.removeprefix(PREFIX)
+
+        def count(name: str, row: Result = row) -> int:
+            # Written in the same append as the value; 0 only for a value written alone.
+            return int(counts.get((_cell(row), name), 0))
+
+        cells.append(EcbdResult(row.method, row.category, row.slice["split"],
+                                row.slice["input"], row.slice["span_type"], metric, row.value,
+                                count(_examples_metric(metric)), count(ENTITIES)))
+    return cells
+
+
+def check_names(model_name: str, subsets: Iterable[str]) -> None:
+    """``ValueError`` when the results could not be written (checked before anything is
+    scored): the model's name is no method name, or a subset's no category."""
+    for subset in subsets:
+        cell = EcbdResult(model_name, subset, "test", "original", "all", PPL, 1.0, 1, 1)
+        for row in to_results([cell]):
+            try:
+                row.validate()
+            except ValueError as error:
+                raise ValueError(f"ECBD subset {subset!r}: {error}") from None
+
+
 def append_results(out_dir: str | os.PathLike[str], results: Sequence[EcbdResult]) -> str:
-    """Append results to ``OUT_DIR/ecbd_results.jsonl`` in one write, as results.jsonl is
-    (:func:`tw_jax.io.jsonl.append_lines`: a torn last line repaired first; in a bucket the old
-    bytes plus the new lines are uploaded under a temporary name and moved into place). Two runs
-    appending to one bucket file at once may lose one run's lines (the later upload wins): give
-    concurrent runs their own ``OUT_DIR`` (``tw-jax ecbd report`` reads many)."""
+    """Append the cells to ``OUT_DIR/results.jsonl`` in one write, validated first, as every
+    benchmark's (:func:`tw_jax.evaluate.results.append_results`: a torn last line repaired
+    first; in a bucket the old bytes plus the new lines are uploaded under a temporary name and
+    moved into place). Two runs appending to one bucket file at once may lose one run's lines
+    (the later upload wins): give concurrent runs their own ``OUT_DIR`` (``tw-jax ecbd report``
+    reads many). Returns the file."""
+    return str(results_module.append_results(out_dir, to_results(results)))
 
-    path = paths.join(out_dir, RESULTS_FILE)
-    return append_lines(path, (json.dumps(asdict(r), allow_nan=False) for r in results))
 
-
-def read_results(path: str | os.PathLike[str]) -> list[EcbdResult]:
-    """The results of a file (or ``OUT_DIR``), local or ``gs://``, latest per key; bad lines
-    name file and line."""
-    path = os.fspath(path)
-    path = paths.join(path, RESULTS_FILE) if paths.isdir(path) else path
-    if not paths.isfile(path):
-        raise DumpError(path, None, f"no {RESULTS_FILE} (tw-jax ecbd eval writes it)")
+def read_legacy(path: str) -> list[EcbdResult]:
+    """The rows of an ``ecbd_results.jsonl`` of an earlier version, one EcbdResult a line; bad
+    lines name file and line."""
     results = []
     with paths.open_file(path, "r", encoding="utf-8") as handle:
         for number, line in enumerate(handle, 1):
@@ -297,4 +376,27 @@ def read_results(path: str | os.PathLike[str]) -> list[EcbdResult]:
             except (json.JSONDecodeError, KeyError, TypeError) as error:
                 raise DumpError(path, f"line {number}",
                                 f"not an ECBD result ({type(error).__name__}: {error})") from None
-    return latest(results)
+    return results
+
+
+def read_results(path: str | os.PathLike[str]) -> list[EcbdResult]:
+    """ECBD's cells of an ``OUT_DIR`` (its ``results.jsonl``, after the ``ecbd_results.jsonl``
+    of an earlier version where there is one, so the newer lines win) or of one such file,
+    local or ``gs://``; latest per key; bad lines name file and line."""
+    path = os.fspath(path)
+    if paths.isdir(path):
+        files = [f for f in (paths.join(path, LEGACY_RESULTS_FILE),
+                             paths.join(path, results_module.RESULTS_FILE)) if paths.isfile(f)]
+        if not files:
+            raise DumpError(path, None, f"no {results_module.RESULTS_FILE} (tw-jax ecbd eval "
+                                        f"writes it) or {LEGACY_RESULTS_FILE}")
+    elif paths.isfile(path):
+        files = [path]
+    else:
+        raise DumpError(path, None, "no such results file (tw-jax ecbd eval writes "
+                                    f"{results_module.RESULTS_FILE})")
+    found: list[EcbdResult] = []
+    for file in files:
+        legacy = posixpath.basename(file) == LEGACY_RESULTS_FILE
+        found += read_legacy(file) if legacy else from_results(iter_results(file))
+    return latest(found)

@@ -42,7 +42,16 @@ from tw_jax.evaluate.noise import (
     within_noise,
 )
 from tw_jax.evaluate.per_probe import PERPLEXITY_METRICS, ProbeIndex, ProbeScores
-from tw_jax.evaluate.results import BASE, METHODS, METRICS, NO_MONTH, TWIKI_PROBES, Result
+from tw_jax.evaluate.results import (
+    BASE,
+    METHODS,
+    METRICS,
+    NO_MONTH,
+    REPORT,
+    TWIKI_PROBES,
+    Result,
+    metric_spec,
+)
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 
@@ -59,11 +68,30 @@ MISSING = "-"
 NOT_SCORES: tuple[str, ...] = ("train_seconds", "train_steps", "compile_seconds", "n_probes")
 
 
+def tabulated(result: Result) -> bool:
+    """Whether these tables show a result: another benchmark's lines in the same results.jsonl
+    (ECBD's, whose cells have a slice and no month) are left to its own report."""
+    spec = metric_spec(result.metric)
+    return spec is not None and spec.tables == REPORT and not result.slice
+
+
+def tabulated_elsewhere(results: Iterable[Result]) -> dict[str, int]:
+    """How many results each other command tabulates (``{"tw-jax ecbd report": 24}``)."""
+    counts: dict[str, int] = {}
+    for result in results:
+        if not tabulated(result):
+            spec = metric_spec(result.metric)
+            command = spec.tables if spec is not None else "no command"
+            counts[command] = counts.get(command, 0) + 1
+    return counts
+
+
 class ResultIndex:
-    """Results looked up by (method, trained_through, eval_month, category, metric)."""
+    """Results looked up by (method, trained_through, eval_month, category, metric); those
+    another command tabulates (:func:`tabulated`) are left out."""
 
     def __init__(self, results: Iterable[Result], probes: ProbeIndex | None = None) -> None:
-        self.values = {r.key: r.value for r in results}
+        self.values = {r.key: r.value for r in results if tabulated(r)}
         self.per_probe = dict(probes or {})  # per-probe perplexity scores, where runs kept them
 
     def get(self, method: str, trained: str, month: str, category: str, metric: str) -> float | None:
@@ -362,7 +390,8 @@ def all_tables(index: ResultIndex, probe_set: str = TWIKI_PROBES) -> list[Table]
     present = index.metrics()
     tables = []
     for metric in METRICS:
-        if metric in present and not metric.startswith("propn") and metric not in NOT_SCORES:
+        if (metric in present and not metric.startswith("propn") and metric not in NOT_SCORES
+                and METRICS[metric].tables == REPORT):
             tables.append(probe_table(index, metric, probe_set))
     if "em" in present:
         tables.append(ckl_table(index, "em"))

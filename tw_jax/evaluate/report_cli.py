@@ -7,7 +7,9 @@ OUT_DIR's ``report/``): ``report.md`` (every table, figures linked), ``table_*.m
 the report's first figure), ``fig3_relative_propn.png``, ``fig4_probe_average.png``,
 ``fig5_misalignment.png`` where the results have their numbers, each introduced in report.md by
 a sentence saying what to read from it. Run folders and ``--out`` may be
-local or in a bucket (``gs://``).
+local or in a bucket (``gs://``). Lines of another benchmark in the same ``results.jsonl``
+(Entity Cloze By Date's) are not tabulated here; report.md says how many there are and which
+command tabulates them (``tw-jax ecbd report``).
 """
 
 from __future__ import annotations
@@ -29,10 +31,17 @@ def build_report(
     paths."""
     from tw_jax.evaluate.per_probe import read_runs
     from tw_jax.evaluate.plots import CAPTIONS, write_plots
-    from tw_jax.evaluate.report import ResultIndex, all_tables, write_tables
+    from tw_jax.evaluate.report import (
+        ResultIndex,
+        all_tables,
+        tabulated,
+        tabulated_elsewhere,
+        write_tables,
+    )
     from tw_jax.evaluate.summary import summary_table, without_signal
 
-    results = read_results(run_dirs)
+    everything = read_results(run_dirs)
+    results = [r for r in everything if tabulated(r)]
     out = os.fspath(out)
     paths.makedirs(out)
     index = ResultIndex(results, read_runs(run_dirs, results))
@@ -48,7 +57,9 @@ def build_report(
         path = by_stem.pop(stem, None)
         return [] if path is None else [f"{CAPTIONS[stem]}\n\n![{stem}]({path.name})\n"]
 
-    parts = [f"# Evaluation report\n\n{len(results)} results from {sources}.\n"]
+    elsewhere = "".join(f" {count} more are tabulated by `{command}`."
+                        for command, count in sorted(tabulated_elsewhere(everything).items()))
+    parts = [f"# Evaluation report\n\n{len(results)} results from {sources}.{elsewhere}\n"]
     parts += figure("fig1_learned_kept")
     if summary:
         parts.append(summary.markdown())

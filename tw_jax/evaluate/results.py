@@ -18,10 +18,33 @@ One JSON object per line, one measured number each::
 - ``value``: a finite number. ``n_probes`` is a count, not a score: how many probes stand
   behind a category's numbers, which the report needs to tell a difference from noise (files
   written before it existed simply lack it).
+- ``slice`` (only where the metric has one): the further dimensions a benchmark's cells need
+  beyond the five, a JSON object of lower-case names to values, keys sorted::
 
-A later line with the same key (method, trained_through, eval_month, category, metric) replaces
-an earlier one, so re-running an evaluation just appends. Month ids are ``MMMM`` strings and sort
-as strings (``0809 < 0910 < 1011 < 1112``), which is the benchmark's order.
+      {"method": "t5-small", "trained_through": "base", "eval_month": "-",
+       "category": "2017-2019", "metric": "ecbd_ppl_entity", "value": 40.1,
+       "slice": {"input": "no_ent", "span_type": "all", "split": "test"}}
+
+  Which names a metric takes is :attr:`MetricSpec.slice_keys`; every other metric takes none
+  and its lines carry no ``slice``, so TemporalWiki, CKL and EvolvingQA lines are as before and
+  files written before ``slice`` existed read unchanged.
+
+Entity Cloze By Date (``tw-jax ecbd eval``, :mod:`tw_jax.evaluate.ecbd`) writes its table cells
+here too: ``method`` is the model's name, lower-cased; ``trained_through`` is :data:`BASE` and
+``eval_month`` :data:`NO_MONTH` (ECBD scores a frozen model on one dated set, no month pair);
+``category`` is the subset (``popular``, ``2017`` … ``2021``, or a built folder's name) or a
+pooled group of ECBD Table 3 (``2017-2019``, ``2020-2021``); ``slice`` is ``{"input",
+"span_type", "split"}`` (input type ``original`` / ``no_ent`` / ``random_def`` / ``definition``,
+span type ``all`` / ``NP`` / ``RANDOM``, split ``dev`` / ``test``); the metrics are
+``ecbd_ppl``, ``ecbd_ppl_entity``, ``ecbd_recall_at_<k>`` (ECBD §3 and Appendix D) and the
+counts ``ecbd_examples``, ``ecbd_recall_examples`` and ``ecbd_entities`` behind them.
+:attr:`MetricSpec.tables` names the command whose tables show a metric: ``tw-jax report``
+leaves ECBD's lines to ``tw-jax ecbd report``.
+
+A later line with the same key (method, trained_through, eval_month, category, metric, and the
+slice's items where it has one) replaces an earlier one, so re-running an evaluation just
+appends. Month ids are ``MMMM`` strings and sort as strings (``0809 < 0910 < 1011 < 1112``),
+which is the benchmark's order.
 
 The file may be local or in a bucket (``OUT_DIR`` a ``gs://`` URL). Locally, lines are appended
 whole with one ``write`` on a file opened in append mode and flushed to disk: concurrent writers
@@ -41,7 +64,7 @@ import math
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from tw_jax.errors import DumpError
@@ -64,13 +87,35 @@ CORPUS_CATEGORIES: tuple[str, ...] = ("diffset", "nondiff")
 CATEGORIES: tuple[str, ...] = QA_CATEGORIES + CORPUS_CATEGORIES + ("all",)
 
 
+REPORT = "tw-jax report"
+
+
 @dataclass(frozen=True)
 class MetricSpec:
-    """What a metric name means and which categories it may carry."""
+    """What a metric name means, which categories and slice names it takes, and which command
+    tabulates it (the other benchmarks' lines share the file but not ``tw-jax report``'s
+    tables)."""
 
     description: str
     categories: tuple[str, ...]
     lower_is_better: bool
+    # The slice names every result of the metric carries (none: the five key fields suffice).
+    slice_keys: tuple[str, ...] = ()
+    # Where the categories are a benchmark's own folder names, a pattern they match instead.
+    category_pattern: str = ""
+    tables: str = REPORT
+
+    def takes_category(self, category: object) -> bool:
+        if self.category_pattern:
+            return isinstance(category, str) and re.fullmatch(self.category_pattern,
+                                                              category) is not None
+        return category in self.categories
+
+    def categories_text(self) -> str:
+        """What :meth:`takes_category` accepts, for error messages."""
+        if self.category_pattern:
+            return f"a category matching {self.category_pattern}"
+        return f"category {' / '.join(self.categories)}"
 
 
 # The vocabulary of metric names. Perplexities are per-instance perplexities averaged over
@@ -122,9 +167,66 @@ METRICS: dict[str, MetricSpec] = {
                            "max_probes limit)", QA_CATEGORIES, False),
 }
 
+# Entity Cloze By Date (Onoe et al. 2022), tw_jax/evaluate/ecbd.py: one cell per model, subset or
+# Table 3 group (the category), split, input type and span type (the slice). A subset is an
+# ECBD folder's name (the released ``popular`` and years, or whatever ``tw-jax ecbd build``
+# wrote), so its categories are a pattern, not a list.
+ECBD_REPORT = "tw-jax ecbd report"
+ECBD_SLICE: tuple[str, ...] = ("input", "span_type", "split")
+_ECBD_CELL = dict(categories=(), slice_keys=ECBD_SLICE,
+                  category_pattern=r"[0-9A-Za-z][0-9A-Za-z_.\-]*", tables=ECBD_REPORT)
+_SPAN_NLL = "mean NLL over the masked span's tokens only (ECBD §3, Figure 3)"
+METRICS.update({
+    "ecbd_ppl": MetricSpec(f"ECBD micro span perplexity: exp of the mean over examples of each "
+                           f"example's {_SPAN_NLL}", lower_is_better=True, **_ECBD_CELL),
+    "ecbd_ppl_entity": MetricSpec(f"ECBD entity-averaged span perplexity, the paper's headline "
+                                  f"(ECBD Tables 3, 5, 6): exp of the mean over entities of each "
+                                  f"entity's mean {_SPAN_NLL}", lower_is_better=True,
+                                  **_ECBD_CELL),
+    "ecbd_examples": MetricSpec("number of examples behind the cell's ecbd_ppl and "
+                                "ecbd_ppl_entity (those with a span token scored)",
+                                lower_is_better=False, **_ECBD_CELL),
+    "ecbd_recall_examples": MetricSpec("number of examples behind the cell's "
+                                       "ecbd_recall_at_<k> (those the model wrote fillers for)",
+                                       lower_is_better=False, **_ECBD_CELL),
+    "ecbd_entities": MetricSpec("number of entities of the cell's examples",
+                                lower_is_better=False, **_ECBD_CELL),
+})
+# Metric names with a number in them: display name -> (pattern, spec).
+METRIC_PATTERNS: dict[str, tuple[str, MetricSpec]] = {
+    "ecbd_recall_at_<k>": (r"ecbd_recall_at_[1-9][0-9]*", MetricSpec(
+        "ECBD recall@k (%), micro over examples: the gold span is among the top k distinct "
+        "fillers of T5's beam search (ECBD Appendix D, Tables 7 and 8)", lower_is_better=False,
+        **_ECBD_CELL)),
+}
+
+
+def metric_spec(metric: object) -> MetricSpec | None:
+    """The spec of a metric name, listed in :data:`METRICS` or matching :data:`METRIC_PATTERNS`
+    (None: unknown)."""
+    if not isinstance(metric, str):
+        return None
+    if metric in METRICS:
+        return METRICS[metric]
+    return next((spec for pattern, spec in METRIC_PATTERNS.values()
+                 if re.fullmatch(pattern, metric)), None)
+
+
 _NAME = re.compile(r"^[a-z][a-z0-9_\-]*$")
 _MONTH = re.compile(r"^[0-9]{4}$")
+_SLICE_VALUE = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.\-]*$")
 FIELDS: tuple[str, ...] = ("method", "trained_through", "eval_month", "category", "metric", "value")
+SLICE = "slice"
+
+
+def method_name(name: str) -> str:
+    """``name`` lower-cased as a results ``method``; ``ValueError`` naming it when it is not a
+    name (a benchmark that takes a model's name from its folder checks it before scoring)."""
+    method = name.lower() if isinstance(name, str) else name
+    if not isinstance(method, str) or not _NAME.match(method):
+        raise ValueError(f"{name!r} is not a method name: a letter, then letters, digits, "
+                         "'_' or '-'")
+    return method
 
 
 @dataclass(frozen=True)
@@ -137,10 +239,15 @@ class Result:
     category: str
     metric: str
     value: float
+    # Left out of the hash (a dict has none); equal results still hash alike.
+    slice: dict[str, str] = field(default_factory=dict, hash=False)
 
     @property
-    def key(self) -> tuple[str, str, str, str, str]:
-        return (self.method, self.trained_through, self.eval_month, self.category, self.metric)
+    def key(self) -> tuple[Any, ...]:
+        """The five fields, then the slice's (name, value) items sorted: a result without a
+        slice keeps the five-part key the report indexes by."""
+        return (self.method, self.trained_through, self.eval_month, self.category, self.metric,
+                *sorted(self.slice.items()))
 
     def validate(self) -> None:
         """Raise ``ValueError`` saying what is wrong with this result."""
@@ -154,14 +261,15 @@ class Result:
             raise ValueError(
                 f"eval_month {self.eval_month!r} is neither a MMMM month nor {NO_MONTH!r}"
             )
-        spec = METRICS.get(self.metric)
+        spec = metric_spec(self.metric)
         if spec is None:
-            raise ValueError(f"unknown metric {self.metric!r} (known: {', '.join(METRICS)})")
-        if self.category not in spec.categories:
+            known = ", ".join([*METRICS, *METRIC_PATTERNS])
+            raise ValueError(f"unknown metric {self.metric!r} (known: {known})")
+        if not spec.takes_category(self.category):
             raise ValueError(
-                f"metric {self.metric!r} takes category {' / '.join(spec.categories)}, "
-                f"not {self.category!r}"
+                f"metric {self.metric!r} takes {spec.categories_text()}, not {self.category!r}"
             )
+        _check_slice(self.metric, spec, self.slice)
         value = self.value
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
             value
@@ -169,7 +277,30 @@ class Result:
             raise ValueError(f"value {value!r} is not a finite number")
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False, allow_nan=False)
+        """The JSON line; ``slice`` (sorted) only when there is one, so a line without one is
+        exactly what was written before it existed."""
+        record = asdict(self)
+        if self.slice:
+            record[SLICE] = dict(sorted(self.slice.items()))
+        else:
+            del record[SLICE]
+        return json.dumps(record, ensure_ascii=False, allow_nan=False)
+
+
+def _check_slice(metric: str, spec: MetricSpec, slice_: object) -> None:
+    """The slice is a mapping of lower-case names to values, with exactly the metric's names."""
+    if not isinstance(slice_, Mapping):
+        raise ValueError(f"slice {slice_!r} is not a mapping of names to values")
+    for name, value in slice_.items():
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise ValueError(f"slice name {name!r} is not a lower-case name")
+        if not isinstance(value, str) or not _SLICE_VALUE.match(value):
+            raise ValueError(f"slice {name} value {value!r} is not a name (letters, digits, "
+                             "'_', '.' or '-')")
+    if sorted(slice_) != sorted(spec.slice_keys):
+        takes = f"slice {', '.join(sorted(spec.slice_keys))}" if spec.slice_keys else "no slice"
+        has = f"slice {', '.join(sorted(slice_))}" if slice_ else "none"
+        raise ValueError(f"metric {metric!r} takes {takes}, not {has}")
 
 
 def results_path(out_dir: str | os.PathLike[str]) -> paths.Path:
@@ -214,7 +345,7 @@ def append_results(out_dir: str | os.PathLike[str], results: Iterable[Result]) -
     path = results_path(out_dir)
     if not paths.is_url(path):
         path.parent.mkdir(parents=True, exist_ok=True)
-    append_lines(path, (r.to_json() for r in results))
+    append_lines(path, [r.to_json() for r in results])
     return path
 
 
@@ -234,7 +365,7 @@ def parse_line(line: str, path: str, number: int) -> Result:
     where = f"line {number}"
     record = parse_record(line, path, number, hint="; a torn last line?")
     missing = [f for f in FIELDS if f not in record]
-    extra = sorted(set(record) - set(FIELDS))
+    extra = sorted(set(record) - {*FIELDS, SLICE})
     if missing or extra:
         problems = ([f"missing {', '.join(missing)}"] if missing else []) + (
             [f"unexpected {', '.join(extra)}"] if extra else []
@@ -243,7 +374,10 @@ def parse_line(line: str, path: str, number: int) -> Result:
     texts = [f for f in FIELDS[:-1] if not isinstance(record[f], str)]
     if texts:
         raise DumpError(path, where, f"{', '.join(texts)} must be strings")
-    result = Result(**{f: record[f] for f in FIELDS})
+    slice_ = record.get(SLICE, {})
+    if not isinstance(slice_, dict):
+        raise DumpError(path, where, f"slice must be a JSON object, not {slice_!r}")
+    result = Result(**{f: record[f] for f in FIELDS}, slice=slice_)
     try:
         result.validate()
     except ValueError as error:
@@ -265,7 +399,7 @@ def iter_results(path: str | os.PathLike[str]) -> Iterator[Result]:
 
 def read_results(paths: Iterable[str | os.PathLike[str]]) -> list[Result]:
     """Results of several runs; a later line with the same key replaces an earlier one."""
-    latest: dict[tuple[str, ...], Result] = {}
+    latest: dict[tuple[Any, ...], Result] = {}
     for path in paths:
         for result in iter_results(path):
             latest.pop(result.key, None)
