@@ -38,7 +38,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def measure(config: Any, task: str, pack: bool, steps: int, warmup: int) -> dict[str, Any]:
     import jax
-    import jax.numpy as jnp
 
     from tw_jax.models.sharding import activate, global_batch
     from tw_jax.runtime import task_data
@@ -62,7 +61,7 @@ def measure(config: Any, task: str, pack: bool, steps: int, warmup: int) -> dict
                 started = time.perf_counter()
             host = next(stream)
             batch = global_batch(host, run.mesh)
-            params, opt_state, out = step_fn.jitted(params, opt_state, jnp.int32(step), batch)
+            params, opt_state, out = step_fn(params, opt_state, step, batch)
             jax.device_get(out["loss"])
             if step >= warmup:
                 real += int(np.sum(host["decoder_mask"])) + int(np.sum(host.get("encoder_mask", 0)))

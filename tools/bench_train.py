@@ -129,7 +129,7 @@ def _run(
             for b in bench_common.synthetic_batches(setup, seed=setup.seed)
         ]
         started = time.perf_counter()
-        compiled = step.jitted.lower(params, opt_state, jnp.int32(0), batches[0]).compile()
+        compiled = step.lower(params, opt_state, batches[0]).compile()
         compile_s = time.perf_counter() - started
         xla_flops = _xla_flops(compiled)
 
@@ -141,7 +141,8 @@ def _run(
             batch = batches[index % len(batches)]
             cpu_started = bench_common.process_cpu_seconds()
             started = time.perf_counter()
-            params, opt_state, out = compiled(params, opt_state, jnp.int32(index), batch)
+            params, opt_state, out = compiled(params, opt_state, jnp.int32(index),
+                                              step.learning_rate(index), batch)
             jax.block_until_ready((params, opt_state, out))
             elapsed = time.perf_counter() - started
             cpu_used = bench_common.process_cpu_seconds() - cpu_started

@@ -63,9 +63,9 @@ def test_the_step_flags_non_finite_gradients_behind_a_finite_loss():
     params = {"w": jnp.ones(()), "z": jnp.zeros(())}
     batch = {"decoder_target_tokens": jnp.zeros((1, 3), jnp.int32),
              "decoder_loss_weights": jnp.ones((1, 3)), "decoder_mask": jnp.ones((1, 3))}
-    tx = optax.sgd(0.1)
-    step = make_train_step(SqrtModel(), tx, {"w": True, "z": True}, seed=0)
-    _, _, out = step(params, tx.init(params), jnp.int32(0), batch)
+    step = make_train_step(SqrtModel(), optax.sgd, {"w": True, "z": True}, seed=0)
+    opt_state = optax.sgd(optax.constant_schedule(0.1)).init(params)
+    _, _, out = step(params, opt_state, jnp.int32(0), jnp.float32(0.1), batch)
     assert float(out["loss"]) == pytest.approx(jnp.log(4.0))
     assert (bool(out["grads_finite"]), bool(out["params_finite"])) == (False, False)
     assert trainer._non_finite(float(out["loss"]), False, False, float(out["grad_norm"])) == (

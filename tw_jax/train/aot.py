@@ -175,9 +175,10 @@ def _lower_train(run: RunModel, rows: int, lengths: Mapping[str, int], **step_ar
     step = build_train_step(run, run.config, **step_args)
     opt_state = with_shardings(step.abstract_opt_state, step.opt_shardings)
     index = jax.ShapeDtypeStruct((), jnp.int32, sharding=replicated(run.mesh))
+    rate = jax.ShapeDtypeStruct((), jnp.float32, sharding=replicated(run.mesh))
     with activate(run.mesh):
         return step.jitted.lower(
-            run.abstract_params, opt_state, index, _abstract_batch(run, rows, lengths)
+            run.abstract_params, opt_state, index, rate, _abstract_batch(run, rows, lengths)
         )
 
 

@@ -1,5 +1,13 @@
 """One train step (not jitted: the trainer jits it with its shardings).
 
+The learning rate is an argument of the step, not a constant in it: the step builds its
+optimizer at the rate it is given (``optimizer_at``), and the trainer evaluates the schedule
+(:class:`~tw_jax.train.trainer.TrainStep`). A run's schedule, length or peak rate then leaves
+the compiled program unchanged, so the next month's update, another method with the same
+parameter layout, or a resume at another rate reuses the compilation (in memory or from a
+persistent XLA cache) instead of compiling the step again. The optimizer's state is the same as
+with the schedule inside (optax keeps its update count either way).
+
 The loss is :func:`tw_jax.runtime.score_step.token_losses` averaged over the loss tokens.
 Frozen parameters enter the forward pass through ``jax.lax.stop_gradient``, so XLA drops their
 weight gradients (the optimizer would zero them anyway; here the backward pass does not compute
@@ -28,19 +36,27 @@ def all_finite(tree: Any) -> jax.Array:
 
 
 def make_train_step(
-    model: BaseModel, tx: optax.GradientTransformation, trainable: Any, seed: int
+    model: BaseModel,
+    optimizer_at: Callable[[optax.Schedule], optax.GradientTransformation],
+    trainable: Any,
+    seed: int,
 ) -> Callable[..., tuple[Any, Any, dict[str, jax.Array]]]:
-    """``step_fn(params, opt_state, step, batch) -> (params, opt_state, metrics)`` (not jitted).
+    """``step_fn(params, opt_state, step, learning_rate, batch) -> (params, opt_state, metrics)``
+    (not jitted).
 
-    ``trainable`` is a tree of booleans like the params. Metrics: loss, accuracy, tokens (loss
+    ``optimizer_at(schedule)`` is the run's optimizer at a schedule; the step calls it with the
+    constant schedule of its ``learning_rate`` argument (the rate of the update this step may
+    apply). ``trainable`` is a tree of booleans like the params. Metrics: loss, accuracy, tokens (loss
     tokens), real_tokens (all unmasked input and target tokens), grad_norm (of the trainable
     gradient, before clipping), grads_finite and params_finite (whether every gradient and every
     updated parameter is finite: the trainer accepts no step without both).
     """
     base_key = jax.random.key(seed)
 
-    def step_fn(params: Any, opt_state: Any, step: jax.Array, batch: Batch) -> tuple:
+    def step_fn(params: Any, opt_state: Any, step: jax.Array, learning_rate: jax.Array,
+                batch: Batch) -> tuple:
         rng = jax.random.fold_in(base_key, step)
+        tx = optimizer_at(lambda count: learning_rate)
 
         def loss_fn(p: Any) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
             p = jax.tree.map(lambda x, t: x if t else jax.lax.stop_gradient(x), p, trainable)

@@ -147,7 +147,7 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
         run, model_config, optimizer=config.optimizer, schedule_fn=config.schedule_fn,
         train_steps=train_steps, accumulate_steps=accumulate_steps, seed=seed, pack=config.pack,
     )
-    tx, schedule = train_step.tx, train_step.schedule
+    tx = train_step.tx
     abstract_opt, opt_shardings = train_step.abstract_opt_state, train_step.opt_shardings
 
     flops = train_step_flops(model_config, batch_size, task_feature_lengths).total  # outside the mesh
@@ -209,9 +209,7 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
                 for step in range(start_step, train_steps):
                     started = time.perf_counter()
                     batch = global_batch(next(stream), run.mesh)
-                    params, opt_state, out = train_step.jitted(
-                        params, opt_state, jnp.int32(step), batch
-                    )
+                    params, opt_state, out = train_step(params, opt_state, step, batch)
                     loss, grads_ok, params_ok = jax.device_get(
                         (out["loss"], out["grads_finite"], out["params_finite"])
                     )
@@ -232,7 +230,7 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
                     if step == start_step:
                         write_gin_config(model_dir, "operative_config.gin", config)
                     if done % log_period == 0 or done == train_steps or step == start_step:
-                        metrics = _host_metrics(out, elapsed, schedule, step, accumulate_steps,
+                        metrics = _host_metrics(out, elapsed, train_step.learning_rate(step),
                                                 flops, peak)
                         logger.log(done, metrics)
                     logger.advance(done, metrics)
@@ -279,15 +277,15 @@ def _non_finite(loss: float, grads_finite: bool, params_finite: bool, grad_norm:
 
 
 def _host_metrics(
-    out: Mapping[str, jax.Array], elapsed: float, schedule: optax.Schedule, step: int,
-    accumulate_steps: int, flops: float, peak: float | None,
+    out: Mapping[str, jax.Array], elapsed: float, learning_rate: jax.Array, flops: float,
+    peak: float | None,
 ) -> dict[str, float]:
     values = {k: float(v) for k, v in jax.device_get(dict(out)).items()}
     elapsed = max(elapsed, 1e-9)
     metrics = {
         "loss": values["loss"],
         "accuracy": values["accuracy"],
-        "learning_rate": float(schedule(step // accumulate_steps)),
+        "learning_rate": float(learning_rate),
         "grad_norm": values["grad_norm"],
         "loss_tokens": values["tokens"],
         "tokens_per_second": values["real_tokens"] / elapsed,
@@ -300,14 +298,34 @@ def _host_metrics(
 
 @dataclasses.dataclass(frozen=True)
 class TrainStep:
-    """The jitted train step and what it was built from (optimizer, its state's shardings)."""
+    """The jitted train step and what it was built from (optimizer, its state's shardings).
+
+    ``jitted(params, opt_state, step, learning_rate, batch)`` takes the learning rate as an
+    argument (:mod:`tw_jax.train.steps`): calling the object, ``train_step(params, opt_state,
+    step, batch)``, evaluates the schedule for ``step`` and passes it."""
 
     tx: optax.GradientTransformation
     schedule: optax.Schedule
+    accumulate_steps: int
     abstract_opt_state: Any
     opt_shardings: Any
     batch_shardings: dict[str, Any]
     jitted: Callable[..., tuple[Any, Any, dict[str, jax.Array]]]
+    schedule_at: Callable[[jax.Array], jax.Array]  # the schedule, jitted: float32 as in optax
+
+    def learning_rate(self, step: int) -> jax.Array:
+        """The rate of the update that microbatch ``step`` (0-based) belongs to: the schedule
+        at ``step // accumulate_steps`` updates already applied, computed as optax would inside
+        the step (float32, the same operations), so training is the same bit for bit."""
+        return jnp.float32(jax.device_get(self.schedule_at(jnp.int32(step // self.accumulate_steps))))
+
+    def __call__(self, params: Any, opt_state: Any, step: int,
+                 batch: Mapping[str, jax.Array]) -> tuple[Any, Any, dict[str, jax.Array]]:
+        return self.jitted(params, opt_state, jnp.int32(step), self.learning_rate(step), batch)
+
+    def lower(self, params: Any, opt_state: Any, batch: Mapping[str, Any]) -> Any:
+        """``jitted.lower`` at step 0 (the program does not depend on the step's values)."""
+        return self.jitted.lower(params, opt_state, jnp.int32(0), self.learning_rate(0), batch)
 
 
 def build_train_step(
@@ -334,18 +352,24 @@ def build_train_step(
     frozen_any = not all(jax.tree.leaves(trainable))
     tx = optimizer(
         schedule=schedule, labels=labels if frozen_any else None, accumulate_steps=accumulate_steps
-    )
+    )  # the run's optimizer as configured: its state is the step's (optimizer_at below)
     abstract_opt = jax.eval_shape(tx.init, run.abstract_params)
     opt_shardings = opt_state_shardings(abstract_opt, run)
     batch_shardings = {k: batch_sharding(run.mesh, 2, run.rules)
                        for k in run.model.batch_features(pack)}
+    def optimizer_at(rate: optax.Schedule) -> optax.GradientTransformation:
+        return optimizer(schedule=rate, labels=labels if frozen_any else None,
+                         accumulate_steps=accumulate_steps)
+
+    scalar = replicated(run.mesh)
     jitted = jax.jit(
-        make_train_step(run.model, tx, trainable, seed),
-        in_shardings=(run.param_shardings, opt_shardings, replicated(run.mesh), batch_shardings),
-        out_shardings=(run.param_shardings, opt_shardings, replicated(run.mesh)),
+        make_train_step(run.model, optimizer_at, trainable, seed),
+        in_shardings=(run.param_shardings, opt_shardings, scalar, scalar, batch_shardings),
+        out_shardings=(run.param_shardings, opt_shardings, scalar),
         donate_argnums=(0, 1),
     )
-    return TrainStep(tx, schedule, abstract_opt, opt_shardings, batch_shardings, jitted)
+    return TrainStep(tx, schedule, accumulate_steps, abstract_opt, opt_shardings,
+                     batch_shardings, jitted, jax.jit(schedule))
 
 
 def _check_arguments(
