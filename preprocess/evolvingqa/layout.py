@@ -28,6 +28,9 @@ from tw_jax.io import paths
 from tw_jax.io.paths import PathLike
 
 EXTRACTION = "evolvingqa"
+# The gin file each training stage starts from (the paper's settings): "qa" built the reader
+# that `tw-jax evolvingqa eval` scores, so evaluation parses it first too.
+STAGE_GIN = {"continual": "evolvingqa.gin", "qa": "evolvingqa_qa.gin"}
 QA = "qa"
 BUILD_FILE = "build.json"
 STATS_FILE = "stats.json"

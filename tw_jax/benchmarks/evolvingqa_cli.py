@@ -54,10 +54,10 @@ from tw_jax.cli_parser import (
 )
 from tw_jax.io import paths
 from tw_jax.io.cli_paths import input_path, output_path
+from tw_jax.preprocess.evolvingqa import layout
 from tw_jax.retrieval.options import add_retriever_options, settings_from_args
 
 PREFIX = "tw-jax evolvingqa"
-STAGE_GIN = {"continual": "evolvingqa.gin", "qa": "evolvingqa_qa.gin"}
 
 
 def _error(command: str, message: Any) -> int:
@@ -156,7 +156,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "train", help="continual SSM pretraining on a Changed set, or QA fine-tuning",
         description="Runs the trainer with the stage's gin file first, then --gin_file files.")
     _gin_arguments(train)
-    train.add_argument("--stage", choices=sorted(STAGE_GIN), required=True)
+    train.add_argument("--stage", choices=sorted(layout.STAGE_GIN), required=True)
     train.add_argument("--data", required=True, type=input_path,
                        help="the build folder (DATA_DIR)")
     train.add_argument("--model-dir", required=True, type=output_path,
@@ -246,7 +246,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from tw_jax.preprocess.evolvingqa import layout
     from tw_jax.preprocess.evolvingqa.extract import BuildOptions, build_evolvingqa
     from tw_jax.preprocess.evolvingqa.layout import LayoutError
     from tw_jax.text.spacy_pipeline import SpacyModelError
@@ -280,7 +279,6 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_generate(args: argparse.Namespace) -> int:
-    from tw_jax.preprocess.evolvingqa import layout
     from tw_jax.preprocess.evolvingqa.client import ChatClient, ChatError
     from tw_jax.preprocess.evolvingqa.generate import generate_with_llm, pairs_with_passages
 
@@ -345,7 +343,6 @@ def _explicit(bindings: list[str], macro: str) -> bool:
 
 def _training_data(args: argparse.Namespace) -> tuple[str, int]:
     """(task, examples in one epoch), registering the task."""
-    from tw_jax.preprocess.evolvingqa import layout
     from tw_jax.tasks.evolvingqa import FINETUNE, read_qa_csv, register_evolvingqa, task_name
 
     if args.stage == "qa":
@@ -371,7 +368,7 @@ def run_train(args: argparse.Namespace) -> int:
     from tw_jax.train.gin_config import train_config
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    files = [STAGE_GIN[args.stage], *args.gin_file]
+    files = [layout.STAGE_GIN[args.stage], *args.gin_file]
     search = gin_search_paths(args)
     try:
         task, examples = _training_data(args)

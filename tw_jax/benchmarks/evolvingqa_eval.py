@@ -32,8 +32,6 @@ from tw_jax.retrieval.run import SCORED
 from tw_jax.tasks.evolvingqa import EDITED, NEW, UNCHANGED, find_qa_files, task_name
 from tw_jax.tasks.vocab import t5_path
 
-QA_GIN = "evolvingqa_qa.gin"  # the paper's QA fine-tuning settings: what built the reader
-
 
 def qa_sets(qa: str, month: str, wanted: Sequence[str], *, label: str | None = None,
             max_questions: int | None = None) -> dict[str, list[dict[str, str]]]:
@@ -195,7 +193,7 @@ def evaluate(config: EvalConfig, echo: Callable[[str], None] = print) -> EvalOut
         retrieved = open_book.retrieve(month, rows, book.k)
     source = ModelSource(model_dir=None if config.checkpoint is None
                          else paths.resolve(config.checkpoint),
-                         gin_files=[QA_GIN, *config.gin_files],
+                         gin_files=[layout.STAGE_GIN["qa"], *config.gin_files],
                          gin_bindings=list(config.gin_bindings),
                          gin_search_paths=list(config.gin_search_paths))
     inputs: dict[str, list[open_book.ReaderInput]] = {}
