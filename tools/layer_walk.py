@@ -28,7 +28,9 @@ call into another file is a step, the return to the caller's file is a step. Fig
 going down and coming back is the "back and forth" the issue counts), returns to a file
 already left, visits per top-level package, and separately the upward calls: calls from a
 lower layer's function to a higher layer's (callbacks), which break "runs down the layers" in
-the code itself, not only in the reading. In a depth-first walk every call into a file of a
+the code itself, not only in the reading. The same figures are printed a second time for the
+options object alone, as the issue followed it: the walk of the calls that are given the
+runner's ``LifelongOptions`` as an argument. In a depth-first walk every call into a file of a
 lower layer comes back with a return that climbs, so the climbs on returns count those calls.
 """
 
@@ -78,10 +80,12 @@ class Fn:
 
 @dataclass(frozen=True)
 class Call:
-    """``caller`` (None: called from outside the package's source) called ``callee``."""
+    """``caller`` (None: called from outside the package's source) called ``callee``;
+    ``carries``: one of the call's arguments was the followed object (the runner's options)."""
 
     caller: Fn | None
     callee: Fn
+    carries: bool = False
 
 
 @dataclass(frozen=True)
@@ -204,6 +208,15 @@ def walk(calls: Iterable[Call]) -> list[Step]:
     return steps
 
 
+def followed(calls: Iterable[Call]) -> list[Call]:
+    """The calls that carry the followed object; one whose caller did not receive it starts
+    the walk afresh (its caller becomes None), as the object entered there."""
+    carried = [call for call in calls if call.carries]
+    reached = {call.callee for call in carried}
+    return [call if call.caller in reached else Call(None, call.callee, True)
+            for call in carried]
+
+
 def climbs(steps: Sequence[Step], layout: Layout) -> list[tuple[Step, Step]]:
     """The steps (before, after) into a file of a higher layer than the one left."""
     found = []
@@ -246,6 +259,9 @@ def figures(calls: Sequence[Call], layout: Layout, top: int = 15) -> dict[str, A
         "visits_per_package": dict(sorted(visits.items(), key=lambda kv: (-kv[1], kv[0]))),
         "climbs_per_package_pair": [[a, b, n] for (a, b), n in packages.most_common()],
         "top_climbs": [[a, b, n] for (a, b), n in pairs.most_common(top)],
+        # The issue's "gin is parsed 11 times": calls of the gin parsing entry point.
+        "gin_parses": sum(call.callee.name == "parse" and call.callee.file.endswith(
+            "/gin_setup.py") for call in calls),
         "upward_calls": len(upward),
         "upward_call_events": sum(upward.values()),
         "upward": [[f"{a.file}:{a.name}", f"{b.file}:{b.name}", n]
@@ -292,6 +308,7 @@ def render(result: Mapping[str, Any], layout: Layout) -> str:
         f"climbs back up: {result['climbs']} ({result['climbs_on_return']} on returns, "
         f"{result['climbs_on_call']} on calls)",
         f"returns to a file already left: {result['returns_to_left_file']}",
+        f"gin parses: {result['gin_parses']}",
         "visits per package: " + ", ".join(f"{package or layout.root_package} {count}"
                                            for package, count in
                                            result["visits_per_package"].items()),
@@ -323,9 +340,10 @@ class Recorder:
 
     _IMPORT = Fn("", "<import>", 0)  # a module or class body: what runs under it is dropped
 
-    def __init__(self, repo: Path, layout: Layout) -> None:
+    def __init__(self, repo: Path, layout: Layout, follow: type | None = None) -> None:
         self.repo = repo.resolve()
         self.layout = layout
+        self.follow = follow  # calls given an instance of it are marked ``carries``
         self.calls: list[Call] = []
         self._functions: dict[CodeType, Fn | None] = {}
 
@@ -356,7 +374,9 @@ class Recorder:
             caller = self._function(outer.f_code)
             outer = outer.f_back
         if caller is not self._IMPORT:
-            self.calls.append(Call(caller, callee))
+            carries = self.follow is not None and any(
+                isinstance(value, self.follow) for value in frame.f_locals.values())
+            self.calls.append(Call(caller, callee, carries))
 
     def run(self, target: Callable[[], T]) -> T:
         """``target()``, its calls appended to :attr:`calls`."""
@@ -383,15 +403,17 @@ def read_calls(path: Path) -> list[Call]:
             try:
                 item = json.loads(line)
                 caller = None if item["caller"] is None else Fn(**item["caller"])
-                calls.append(Call(caller, Fn(**item["callee"])))
+                calls.append(Call(caller, Fn(**item["callee"]), bool(item.get("carries"))))
             except (ValueError, KeyError, TypeError) as error:
                 raise LayerWalkError(f"{path}:{number}: not a recorded call ({error})") from None
     return calls
 
 
-def tiny_run(data_dir: str, out_dir: str, runner: str, months: Sequence[str]) -> Callable[[], Any]:
+def tiny_run(data_dir: str, out_dir: str, runner: str,
+             months: Sequence[str]) -> tuple[Callable[[], Any], type]:
     """``run_lifelong`` of DIFF on the demo data with the tiny GPT-2 (tests/evaluate's
-    test_lifelong recipe: two training steps, 16 probes a category), ready to call."""
+    test_lifelong recipe: two training steps, 16 probes a category), ready to call, and the
+    runner's options class (the object the issue followed)."""
     import importlib
 
     module = importlib.import_module(runner)
@@ -399,7 +421,7 @@ def tiny_run(data_dir: str, out_dir: str, runner: str, months: Sequence[str]) ->
         gin_files=list(GIN_FILES), months=list(months), out_dir=out_dir, data_dir=data_dir,
         gin_bindings=list(GIN_BINDINGS), max_probes=16, eval_batch_size=16,
     )
-    return lambda: module.run_lifelong(options)
+    return (lambda: module.run_lifelong(options)), module.LifelongOptions
 
 
 def record_tiny_run(args: argparse.Namespace, repo: Path, layout: Layout) -> list[Call]:
@@ -413,8 +435,9 @@ def record_tiny_run(args: argparse.Namespace, repo: Path, layout: Layout) -> lis
 
             run_demo(Path(work) / "demo")
             data = str(Path(work) / "demo" / "data")
-        run = tiny_run(data, str(Path(work) / "out"), args.runner, args.months.split(","))
-        recorder = Recorder(repo, layout)
+        run, options = tiny_run(data, str(Path(work) / "out"), args.runner,
+                                args.months.split(","))
+        recorder = Recorder(repo, layout, follow=options)
         recorder.run(run)
         return recorder.calls
 
@@ -444,7 +467,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.save_calls:
         write_calls(calls, args.save_calls)
     result = figures(calls, layout, args.top)
-    print(json.dumps(result) if args.json else render(result, layout))
+    options = figures(followed(calls), layout, args.top)
+    if args.json:
+        print(json.dumps({**result, "options": options}))
+    else:
+        print(render(result, layout))
+        print("\nThe options object alone (calls given the runner's LifelongOptions, as the "
+              "issue followed it):")
+        print(render(options, layout))
     return 0
 
 

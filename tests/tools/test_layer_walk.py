@@ -91,11 +91,12 @@ def test_figures_of_the_hand_made_record():
 def test_render_prints_the_figures_and_the_indented_sequence():
     text = lw.render(lw.figures(CALLS, LAYOUT, top=1), LAYOUT)
     lines = text.splitlines()
-    assert lines[:9] == [
+    assert lines[:10] == [
         "files visited: 4",
         "steps: 12",
         "climbs back up: 6 (5 on returns, 1 on calls)",
         "returns to a file already left: 9",
+        "gin parses: 0",
         "visits per package: lifelong 6, io 3, evaluate 2, train 2",
         "upward calls (a lower layer calling a higher one): 1 (2 calls)",
         f"  {T}:train -> {R}:_on_step  x2",
@@ -103,9 +104,16 @@ def test_render_prints_the_figures_and_the_indented_sequence():
         "io -> evaluate 1, evaluate -> lifelong 1",
         "most frequent climbs (from -> to, count):",
     ]
-    assert lines[9] == f"  {P} -> {R}  x2"
-    assert lines[11:15] == [f"   0 {R}", f"   2     {P}", f"^  0 {R}", f"   1   {E}"]
-    assert len(lines) == 11 + len(WALK)
+    assert lines[10] == f"  {P} -> {R}  x2"
+    assert lines[12:16] == [f"   0 {R}", f"   2     {P}", f"^  0 {R}", f"   1   {E}"]
+    assert len(lines) == 12 + len(WALK)
+
+
+def test_gin_parses_count_every_call_of_the_parsing_entry_point():
+    parse = Fn("tw_jax/runtime/gin_setup.py", "parse", 10)
+    other = Fn("tw_jax/runtime/gin_setup.py", "parse_bindings", 40)
+    calls = [Call(None, RUN), Call(RUN, parse), Call(RUN, parse), Call(parse, other)]
+    assert lw.figures(calls, LAYOUT)["gin_parses"] == 2
 
 
 def test_back_and_forth_runs_are_folded():
@@ -255,13 +263,23 @@ def test_recorder_attributes_calls_through_other_code_and_skips_imports(tmp_path
     assert (result["steps"], result["climbs"], result["upward"]) == (
         4, 2, [[f"{low}:work", f"{t}:Box.__deepcopy__", 1]])
 
+    # Following an object: the calls given a Box (work's argument, __deepcopy__'s self).
+    following = lw.Recorder(tmp_path, layout, follow=top.Box)
+    assert following.run(top.run) == 7
+    assert [call.carries for call in following.calls] == [False, True, True, False]
+    assert lw.followed(following.calls) == [Call(None, work, True), Call(work, deepcopy, True)]
+    followed = lw.figures(lw.followed(following.calls), layout)
+    assert followed["sequence"] == [[low, "start", 1], [t, "call", 0], [low, "return", 1]]
+    assert (followed["climbs"], followed["upward_calls"]) == (1, 1)
+
 
 def test_main_recomputes_the_figures_from_saved_calls(tmp_path, capsys):
     record = tmp_path / "calls.jsonl"
     lw.write_calls(CALLS, record)
     assert lw.main(["--from-calls", str(record), "--json"]) == 0
     layout = lw.read_layout(REPO / "pyproject.toml")
-    assert json.loads(capsys.readouterr().out) == lw.figures(CALLS, layout)
+    assert json.loads(capsys.readouterr().out) == {
+        **lw.figures(CALLS, layout), "options": lw.figures(lw.followed(CALLS), layout)}
     record.write_text("not json\n")
     assert lw.main(["--from-calls", str(record)]) == 2
     assert capsys.readouterr().err.startswith(f"layer_walk: error: {record}:1: not a recorded call")
