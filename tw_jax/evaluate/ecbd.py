@@ -328,15 +328,13 @@ def from_results(results: Iterable[Result]) -> list[EcbdResult]:
     for row in rows:
         if row.metric in COUNTS:
             continue
-        metric = row.metric.removeprefix(PREFIX)
-
-        def count(name: str, row: Result = row) -> int:
-            # Written in the same append as the value; 0 only for a value written alone.
-            return int(counts.get((_cell(row), name), 0))
-
+        metric, cell = row.metric.removeprefix(PREFIX), _cell(row)
+        # The counts are written in the same append as the value; 0 only for a value alone.
+        examples = int(counts.get((cell, _examples_metric(metric)), 0))
+        entities = int(counts.get((cell, ENTITIES), 0))
         cells.append(EcbdResult(row.method, row.category, row.slice["split"],
                                 row.slice["input"], row.slice["span_type"], metric, row.value,
-                                count(_examples_metric(metric)), count(ENTITIES)))
+                                examples, entities))
     return cells
 
 

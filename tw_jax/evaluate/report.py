@@ -390,8 +390,7 @@ def all_tables(index: ResultIndex, probe_set: str = TWIKI_PROBES) -> list[Table]
     present = index.metrics()
     tables = []
     for metric in METRICS:
-        if (metric in present and not metric.startswith("propn") and metric not in NOT_SCORES
-                and METRICS[metric].tables == REPORT):
+        if metric in present and not metric.startswith("propn") and metric not in NOT_SCORES:
             tables.append(probe_table(index, metric, probe_set))
     if "em" in present:
         tables.append(ckl_table(index, "em"))
