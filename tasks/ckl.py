@@ -29,6 +29,10 @@ JSON beside the CSV (``<stem>_answers.json`` or the release's names, :data:`ANSW
 from the CSV. SSM examples: ``input`` → ``inputs``, ``output`` → ``targets``; splits ``train``
 and ``validation``.
 
+With the TFDS switch on (:func:`tw_jax.tasks.sources.use_tfds`, ``$TW_JAX_TFDS_DIR``) the LAMA
+sets are read from the ``ckl_lama`` datasets prepared from the same folder (docs/tfds.md): the
+same examples in the same order; the training corpora stay on their files.
+
 seqio takes feature lengths per call, not per task: CKL's evaluation lengths (Appendix C) are
 :func:`eval_lengths` of the task, which ``tw-jax ckl eval`` passes as the task feature lengths
 (inputs are trimmed to fit, EOS kept, and at most ``targets`` tokens are decoded).
@@ -60,7 +64,7 @@ from tw_jax.tasks import metrics
 from tw_jax.tasks.mixreview import MixReviewMixture
 from tw_jax.tasks.preprocessors import cache_point, tokenize_keep_text, tokenize_only
 from tw_jax.tasks.registration import Registrar
-from tw_jax.tasks.sources import RowsSource
+from tw_jax.tasks.sources import RowsSource, tfds_active, tfds_rows
 from tw_jax.tasks.twiki import CORPUS_SPLITS, ssm_features
 from tw_jax.tasks.vocab import LazyVocabulary, load_vocabularies, t5_path
 
@@ -124,8 +128,17 @@ def _ssm_dataset_fn(file: PublishedFile) -> Callable[..., tf.data.Dataset]:
 # --- registration ---------------------------------------------------------------------------
 
 
-def _loader(files: Mapping[str, PublishedFile], name: str, spec: LamaSet
+def _loader(files: Mapping[str, PublishedFile], name: str, spec: LamaSet, task: str
             ) -> Callable[[], list[dict[str, str]]]:
+    """The set's rows: its file, or (after :func:`tw_jax.tasks.sources.use_tfds`) the
+    ``ckl_lama`` split prepared from it (``ckl_lama/updated_lama``, split ``test``; a file with
+    a suffix, ``newLAMA_easy_small_split1.csv``, is the split ``small_split1``)."""
+    if tfds_active():
+        config, split = spec.task.removeprefix("ckl_"), task[len(spec.task) + 1:] or "test"
+        return lambda: [
+            lama_example(release.LamaRow(row["id"], row["statement"], tuple(row["answers"]),
+                                         tuple(row["previous_answers"])))
+            for row in tfds_rows("ckl_lama", config, split)]
     return lambda: [lama_example(row) for row in read_lama_set(files, name, spec)]
 
 
@@ -147,7 +160,7 @@ def register_ckl(
     for task, (name, spec) in lama_files(files).items():
         registrar.task(
             task,
-            source=RowsSource(_loader(files, name, spec), _as_example, LAMA_SPLITS),
+            source=RowsSource(_loader(files, name, spec, task), _as_example, LAMA_SPLITS),
             output_features=lama_features,
             preprocessors=[load_vocabularies, tokenize_keep_text, cache_point(),
                            seqio.preprocessors.append_eos_after_trim],

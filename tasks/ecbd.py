@@ -18,9 +18,9 @@ Input types (ECBD §3):
 - ``definition``: the entity's first ``n_definition`` definition sentences (1: "the first
   sentence of the entity's Wikipedia article"), a space, the masked sentence;
 - ``random_def``: the same with the definition of another entity, drawn uniformly (from a
-  generator seeded by the seed and the example's file and line) among all other entities of the
-  examples given -- every subset and split read together, so even a subset with one entity gets
-  one.
+  generator seeded by the seed and the example's subset, split and content, not its file's
+  location) among all other entities of the examples given -- every subset and split read
+  together, so even a subset with one entity gets one.
 
 Tasks: :func:`register_ecbd` registers ``ecbd_{subset}_{split}`` (T5, inputs the masked sentence,
 targets ``answer_str``) and ``ecbd_{subset}_{split}_{no_ent,definition,random_def}``, one example
@@ -36,6 +36,7 @@ import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
@@ -44,11 +45,14 @@ from tw_jax.tasks import metrics
 from tw_jax.tasks.layout import resolve_data_dir
 from tw_jax.tasks.preprocessors import cache_point, tokenize_keep_text
 from tw_jax.tasks.registration import Registrar
-from tw_jax.tasks.sources import RowsSource
+from tw_jax.tasks.sources import RowsSource, tfds_active, tfds_rows
 from tw_jax.tasks.vocab import LazyVocabulary, load_vocabularies, t5_path
 
 SENTINEL_0, SENTINEL_1 = "<extra_id_0>", "<extra_id_1>"
 SPLITS = ("dev", "test")
+# The released subsets: the ``ecbd`` TFDS builder's configs (another subset stays on its files).
+SUBSETS = ("2017", "2018", "2019", "2020", "2021", "popular")
+NO_CHAR = -1  # a TFDS example's entity_span_char half without one (the released files)
 INPUTS = ("original", "no_ent", "random_def", "definition")
 REPLACE_TOKEN = "the entity"
 _FILE = re.compile(r"^(np|random)_spans_(dev|test)\.jsonl?$")
@@ -181,8 +185,14 @@ def read_ecbd(
     folder: str | os.PathLike[str],
     subsets: Iterable[str] | None = None,
     splits: Iterable[str] | None = None,
+    *,
+    from_tfds: bool = False,
 ) -> dict[tuple[str, str], list[EcbdExample]]:
-    """The examples of an ECBD folder by (subset, split), optionally only some of them."""
+    """The examples of an ECBD folder by (subset, split), optionally only some of them.
+
+    ``from_tfds``: the subsets that have an ``ecbd`` TFDS config are read from the datasets
+    prepared from the folder (:func:`tw_jax.tasks.sources.use_tfds`), the same examples in the
+    same order; the folder still says which subsets and splits there are."""
     wanted_subsets = set(subsets) if subsets is not None else None
     wanted_splits = set(splits) if splits is not None else None
     out = {}
@@ -191,8 +201,26 @@ def read_ecbd(
         if (wanted_subsets is not None and subset not in wanted_subsets) or (
                 wanted_splits is not None and split not in wanted_splits):
             continue
-        out[(subset, split)] = [ex for path in files for ex in read_ecbd_file(path, subset, split)]
+        if from_tfds and subset in SUBSETS:
+            out[(subset, split)] = [_tfds_example(row, subset, split, index) for index, row
+                                    in enumerate(tfds_rows("ecbd", subset, split))]
+        else:
+            out[(subset, split)] = [ex for path in files
+                                    for ex in read_ecbd_file(path, subset, split)]
     return out
+
+
+def _tfds_example(row: Mapping[str, Any], subset: str, split: str, index: int) -> EcbdExample:
+    """An example of the ``ecbd`` TFDS builder's features (``tw_jax.datasets.ecbd``)."""
+    chars = tuple(row["entity_span_char"])
+    return EcbdExample(
+        ex_id=row["ex_id"], masked_sentence=row["masked_sentence"], answer_str=row["answer_str"],
+        span=row["span"], span_type=row["span_type"], definition=tuple(row["definition"]),
+        entity=row["entity"], subset=subset, split=split,
+        source=f"ecbd/{subset}[{split}]:{index}",
+        entity_span_str=row["entity_span_str"] or None,
+        entity_span_char=None if chars == (NO_CHAR, NO_CHAR) else (int(chars[0]), int(chars[1])),
+    )
 
 
 # --- input types --------------------------------------------------------------------------
@@ -242,8 +270,15 @@ def random_definitions(
     out: list[str | None] = []
     for ex in examples:
         others = [e for e in entities if e != ex.entity]
-        out.append(pool[random.Random(f"{seed}:{ex.source}").choice(others)] if others else None)
+        out.append(pool[random.Random(_draw_key(seed, ex)).choice(others)] if others else None)
     return out
+
+
+def _draw_key(seed: int, example: EcbdExample) -> str:
+    """What seeds an example's draw: its content, not where its file lies, so a folder moved
+    to a bucket, or read from its prepared TFDS dataset, draws the same definitions."""
+    return (f"{seed}:{example.subset}:{example.split}:{example.ex_id}:{example.span_type}:"
+            f"{example.span}:{example.masked_sentence}")
 
 
 def input_sentence(
@@ -307,7 +342,7 @@ def register_ecbd(
     unknown = [t for t in input_types if t not in INPUTS]
     if unknown:
         raise ValueError(f"unknown input types {unknown}; known: {', '.join(INPUTS)}")
-    data = read_ecbd(folder)
+    data = read_ecbd(folder, from_tfds=tfds_active())
     pool = [ex for examples in data.values() for ex in examples]
     vocabulary = LazyVocabulary("t5", t5_path(resolve_data_dir(None), t5_vocab))
     features = {k: seqio.Feature(vocabulary, add_eos=True) for k in ("inputs", "targets")}

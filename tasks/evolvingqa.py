@@ -23,6 +23,10 @@ task                               example                              splits
 Evaluation mixtures (each task keeps its own metrics): ``evolvingqa_eval_T`` (Unchanged with
 time step T's New and Edited sets) for every T, and ``evolvingqa_eval`` (every evaluation set).
 
+With the TFDS switch on (:func:`tw_jax.tasks.sources.use_tfds`, ``$TW_JAX_TFDS_DIR``) the sets
+are read from the ``evolvingqa/qa`` dataset prepared from the same folder (docs/tfds.md): the
+same examples in the same order.
+
 Every example carries ``question``, ``object`` (the answer scored: the updated one for Edited)
 and ``previous_object`` (the outdated answer, Edited only) for the evaluator, so the probe
 tasks' postprocessor and metrics apply (:func:`tw_jax.tasks.metrics.squad`: EM/F1 after SQuAD
@@ -47,7 +51,7 @@ from tw_jax.preprocess.dumps.released import PublishedFile, index_files
 from tw_jax.tasks import metrics
 from tw_jax.tasks.preprocessors import cache_point, tokenize_keep_text
 from tw_jax.tasks.registration import Registrar
-from tw_jax.tasks.sources import RowsSource
+from tw_jax.tasks.sources import RowsSource, tfds_active, tfds_rows
 from tw_jax.tasks.vocab import LazyVocabulary, load_vocabularies, t5_path
 
 FINETUNE, UNCHANGED, NEW, EDITED = "finetune", "unchanged", "new", "edited"
@@ -120,6 +124,11 @@ class QAFile:
         return task_name(self.kind, self.label)
 
     def load(self) -> list[dict[str, str]]:
+        """The set's rows: its file, or (after :func:`tw_jax.tasks.sources.use_tfds`) the
+        ``evolvingqa/qa`` split prepared from it, as the file gives them."""
+        if tfds_active():
+            return [_qa_row(row, edited=self.kind == EDITED)
+                    for row in tfds_rows("evolvingqa", "qa", self.task.removeprefix("evolvingqa_"))]
         if self.file.archive is None:
             return read_qa_csv(self.file.location, edited=self.kind == EDITED)
         try:
@@ -127,6 +136,14 @@ class QAFile:
                 return read_qa_rows(handle, self.file.name, edited=self.kind == EDITED)
         except UnicodeDecodeError:
             raise DumpError(self.file.name, None, "not UTF-8") from None
+
+
+def _qa_row(example: Mapping[str, str], *, edited: bool) -> dict[str, str]:
+    """A CSV row of an ``evolvingqa/qa`` example (the updated answer is ``answer``)."""
+    if edited:
+        return {"question": example["question"], "answer1": example["previous_answer"],
+                "answer2": example["answer"]}
+    return {"question": example["question"], "answer": example["answer"]}
 
 
 def task_name(kind: str, label: str = "") -> str:

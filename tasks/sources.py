@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import seqio
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -104,8 +105,12 @@ _tfds: dict[str, str] = {"data_dir": "", "version": TFDS_VERSION}
 # <MMMM or MM>/<stage folder>/<name>.tfrecord-*-of-* → the config and split holding it
 _SHARDS = re.compile(r"(?:^|/)(\d{4}|\d{2})/(diffset|full|ssm)/(diffset|unchanged|full)"
                      r"\.tfrecord-\*-of-\*$")
-_PROBES = re.compile(r"(?:^|/)(\d{4})/probes/((?:lighttuning_)?(?:unchanged|updated|new|deleted))"
-                     r"\.csv$")
+# <MMMM>/probes[_<retriever>]/<category>.csv → the config (MMMM_probes[_<retriever>]) and split
+_PROBES = re.compile(r"(?:^|/)(\d{4})/(probes(?:_[a-z0-9]+)?)/"
+                     r"((?:lighttuning_)?(?:unchanged|updated|new|deleted))\.csv$")
+# The retrievers whose open-book probe folders (``probes_<retriever>/``) temporal_wiki has
+# configs for: the built-in ones; another retriever's folder stays on its files.
+TFDS_RETRIEVERS = ("bm25", "dpr")
 
 
 def use_tfds(data_dir: str | None, version: str = TFDS_VERSION) -> None:
@@ -115,8 +120,9 @@ def use_tfds(data_dir: str | None, version: str = TFDS_VERSION) -> None:
     instead of the files (``$TW_JAX_TFDS_DIR`` does the same for a process and its
     subprocesses); ``None`` switches back to the files, unless that variable is set.
     ``version`` pins one (default: the newest prepared 1.x). The examples are the same, in the same
-    order: the builders keep the files' order. Open-book probe folders have no TFDS config and
-    stay on their files."""
+    order: the builders keep the files' order. Open-book probe folders of the built-in retrievers
+    (``probes_bm25/``, ``probes_dpr/``) read ``MMMM_probes_<retriever>``; another retriever's
+    stays on its files."""
     _tfds.update(data_dir=os.fspath(data_dir) if data_dir else "", version=version)
 
 
@@ -183,27 +189,61 @@ def stage_source(split_to_pattern: Mapping[str, str], fields: Sequence[str],
     return TfdsFieldsSource(_tfds_name(configs.pop()), tfds_dir, splits, fields)
 
 
+def probes_config(path: str) -> tuple[str, str] | None:
+    """``(config, split)`` of ``temporal_wiki`` holding a probe CSV (None: no config)."""
+    match = _PROBES.search(path.replace(os.sep, "/"))
+    if match is None:
+        return None
+    pair, folder, split = match.groups()
+    retriever = folder.removeprefix("probes").removeprefix("_")
+    if retriever and (retriever not in TFDS_RETRIEVERS or split.startswith("lighttuning_")):
+        return None
+    return f"{pair}_{folder}", split
+
+
 def probe_rows(path: str) -> Callable[[], list[dict[str, str]]]:
     """What loads a probes CSV's rows: the file, or (after :func:`use_tfds`) the
-    ``temporal_wiki/MMMM_probes`` split prepared from it. A split the prepared dataset lacks is
-    a category without rows (its builder leaves it out)."""
-    tfds_dir = _tfds_dir()
-    match = _PROBES.search(path.replace(os.sep, "/")) if tfds_dir else None
-    if not tfds_dir or match is None:
+    ``temporal_wiki/MMMM_probes[_<retriever>]`` split prepared from it."""
+    config = probes_config(path) if tfds_active() else None
+    if config is None:
         return lambda: read_probe_csv(path)
-    name, split = _tfds_name(f"{match.group(1)}_probes"), match.group(2)
+    return lambda: [{k: str(v) for k, v in row.items()}
+                    for row in tfds_rows(TFDS_BUILDER, *config)]
 
-    def load() -> list[dict[str, str]]:
-        source = seqio.TfdsDataSource(tfds_name=name, tfds_data_dir=tfds_dir, read_only=True)
-        if not source.tfds_dataset.builder.is_prepared():
-            raise FileNotFoundError(
-                f"{name} is not prepared in {tfds_dir} (the TFDS switch is on: ${TFDS_DIR_ENV} "
-                f"or use_tfds); `tfds build --imports tw_jax.datasets {name.split(':')[0]} "
-                f"--manual_dir DATA_DIR --data_dir {tfds_dir}` prepares it")
-        if split not in source.splits:
-            return []
-        dataset = source.get_dataset(split, shuffle=False)
-        return [{k: v.decode("utf-8") for k, v in row.items()}
-                for row in dataset.as_numpy_iterator()]
 
-    return load
+def tfds_active() -> bool:
+    """Whether the tasks registered now read prepared TFDS datasets (:func:`use_tfds`)."""
+    return _tfds_dir() is not None
+
+
+def tfds_rows(builder: str, config: str | None, split: str) -> list[dict[str, Any]]:
+    """The examples of a prepared split of a tw_jax builder (``temporal_wiki``, ``ckl_lama``,
+    ``ecbd``, ``evolvingqa``) under the :func:`use_tfds` folder, in order, as Python values
+    (text as ``str``, sequences as lists), read through ``seqio.TfdsDataSource``. A split the
+    prepared dataset lacks is a set without rows (its builder leaves those out); a dataset not
+    prepared is an error naming the command that prepares it."""
+    tfds_dir = _tfds_dir()
+    if tfds_dir is None:
+        raise ValueError("the TFDS switch is off: use_tfds(DIR) or $TW_JAX_TFDS_DIR first")
+    full = f"{builder}/{config}" if config else builder
+    name = f"{full}:{_tfds['version']}"
+    source = seqio.TfdsDataSource(tfds_name=name, tfds_data_dir=tfds_dir, read_only=True)
+    if not source.tfds_dataset.builder.is_prepared():
+        raise FileNotFoundError(
+            f"{name} is not prepared in {tfds_dir} (the TFDS switch is on: ${TFDS_DIR_ENV} "
+            f"or use_tfds); `tfds build --imports tw_jax.datasets {full} "
+            f"--manual_dir DIR --data_dir {tfds_dir}` prepares it (docs/tfds.md)")
+    if split not in source.splits:
+        return []
+    dataset = source.get_dataset(split, shuffle=False)
+    return [{k: _python(v) for k, v in row.items()} for row in dataset.as_numpy_iterator()]
+
+
+def _python(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, np.ndarray):
+        return [_python(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

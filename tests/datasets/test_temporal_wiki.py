@@ -59,7 +59,7 @@ def test_build_writes_every_split_with_its_size(prepared, train_data):
     unchanged = read_jsonl(data / "0809" / "diffset" / "unchanged.jsonl")
     full = read_jsonl(data / "08" / "full" / "full.jsonl")
     probes = data / "0809" / "probes"
-    info = json.loads((prepared / "temporal_wiki" / "0809" / "1.0.0" / "dataset_info.json")
+    info = json.loads((prepared / "temporal_wiki" / "0809" / "1.1.0" / "dataset_info.json")
                       .read_text())
     assert {s["name"]: int(s["shardLengths"][0]) for s in info["splits"]} == {
         "diffset": len(diffset), "unchanged": len(unchanged)}
@@ -201,7 +201,7 @@ def test_missing_folder_names_it_and_the_stage(train_data, tmp_path):
 def test_builder_metadata():
     builder = tfds.builder("temporal_wiki/0809_probes", data_dir="/nonexistent")
     assert builder.info.homepage == "https://github.com/joeljang/temporalwiki"
-    assert str(builder.version) == "1.0.0" and "1.0.0" in builder.release_notes
+    assert str(builder.version) == "1.1.0" and {"1.0.0", "1.1.0"} <= set(builder.release_notes)
     names = {c.name for c in tw_jax.datasets.TemporalWiki.BUILDER_CONFIGS}
     assert {"0809", "0809_ssm", "0809_probes", "full_08", "release_0809", "release_full_08",
             "1201", "release_1112_probes"} <= names

@@ -38,6 +38,7 @@ from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 from tw_jax.io.jsonl import write_records
 from tw_jax.tasks.ecbd import INPUTS, read_ecbd, subset_order
+from tw_jax.tasks.sources import tfds_active
 
 SPLITS = ("dev", "test")
 
@@ -102,7 +103,8 @@ def evaluate(config: EcbdEvalConfig) -> EcbdOutcome:
     """Score the model; append the results and write the per-example scores (module
     docstring). A broken ECBD file raises :class:`~tw_jax.errors.DumpError` naming it."""
     config.check()
-    data = read_ecbd(config.data, config.subsets, config.splits)
+    # the examples of the ecbd TFDS datasets where the switch is on (tasks.sources.use_tfds)
+    data = read_ecbd(config.data, config.subsets, config.splits, from_tfds=tfds_active())
     if not any(data.values()):
         raise UsageError(f"{config.data}: no examples for splits {list(config.splits)}"
                          + (f" and subsets {list(config.subsets)}" if config.subsets else ""))

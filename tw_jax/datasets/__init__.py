@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from tw_jax.datasets.ckl_lama import CklLama, CklLamaConfig
 from tw_jax.datasets.ecbd import Ecbd, EcbdConfig
-from tw_jax.datasets.evolvingqa import Evolvingqa
+from tw_jax.datasets.evolvingqa import Evolvingqa, EvolvingqaConfig
 from tw_jax.datasets.temporal_wiki import TemporalWiki, TemporalWikiConfig
 
-__all__ = ["CklLama", "CklLamaConfig", "Ecbd", "EcbdConfig", "Evolvingqa", "TemporalWiki",
-           "TemporalWikiConfig"]
+__all__ = ["CklLama", "CklLamaConfig", "Ecbd", "EcbdConfig", "Evolvingqa", "EvolvingqaConfig",
+           "TemporalWiki", "TemporalWikiConfig"]

@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 
 from tw_jax.datasets.base import Builder
-from tw_jax.tasks.ecbd import read_ecbd
+from tw_jax.tasks.ecbd import NO_CHAR, SUBSETS, read_ecbd
 
 CITATION = """\
 @inproceedings{onoe-etal-2022-entity,
@@ -31,8 +31,6 @@ CITATION = """\
 }
 """
 HOMEPAGE = "https://github.com/yasumasaonoe/ecbd"
-SUBSETS = ("2017", "2018", "2019", "2020", "2021", "popular")
-NO_CHAR = -1  # entity_span_char of a line without one (the released files)
 
 
 @dataclasses.dataclass

@@ -22,6 +22,7 @@ from tw_jax.preprocess.probes.probe_csv import PROBE_FIELDS, read_probe_csv, rea
 
 # The probe columns a builder keeps: the tasks' fields plus the Wikidata ids tw-jax writes.
 PROBE_COLUMNS = (*PROBE_FIELDS, "subject_id", "relation_id", "object_id")
+CONTEXT = "context"  # an open-book probe's retrieved passages (``tw-jax probe-contexts``)
 NO_ID = -1  # the article id of a text the release gives without one (the gpt2 CSVs)
 
 Example = dict[str, Any]
@@ -82,15 +83,19 @@ def tfrecords_examples(files: Sequence[str], fields: Mapping[str, str]) -> Itera
         yield from tfrecord_examples(shard, path, fields)
 
 
-def probe_example(row: Mapping[str, str]) -> Example:
-    return {column: str(row.get(column, "")) for column in PROBE_COLUMNS}
+def probe_example(row: Mapping[str, str], *, context: bool = False) -> Example:
+    columns = PROBE_COLUMNS + ((CONTEXT,) if context else ())
+    return {column: str(row.get(column, "")) for column in columns}
 
 
-def probe_csv_examples(files: Sequence[str]) -> Iterator[KeyedExample]:
-    """Rows of probe CSVs one after the other (UPDATED then NEW make CHANGED)."""
+def probe_csv_examples(files: Sequence[str], *, context: bool = False) -> Iterator[KeyedExample]:
+    """Rows of probe CSVs one after the other (UPDATED then NEW make CHANGED); ``context``:
+    open-book rows, whose ``context`` column is required."""
     for shard, path in enumerate(files):
         for index, row in enumerate(read_probe_csv(path)):
-            yield key(shard, index), probe_example(row)
+            if context and CONTEXT not in row:
+                raise DumpError(path, None, f"no {CONTEXT!r} column: not an open-book probe file")
+            yield key(shard, index), probe_example(row, context=context)
 
 
 def published_probe_examples(file: PublishedFile) -> Iterator[KeyedExample]:

@@ -11,6 +11,8 @@ config                     splits                  features
 ``MMMM_probes``            unchanged, updated,     subject, relation, object, previous_object,
                            new, deleted, changed,  text, cloze, subject_id, relation_id,
                            lighttuning_<category>  object_id
+``MMMM_probes_<retr>``     unchanged, updated,     as ``MMMM_probes``, and context (open book:
+                           new, deleted            ``probes_bm25/``, ``probes_dpr/``)
 ``full_MM``                full                    id, title, text (Beam)
 ``full_MM_ssm``            full                    id, title, inputs, targets
 ``release_MMMM``           diffset                 id, title, text
@@ -18,9 +20,11 @@ config                     splits                  features
 ``release_full_MM``        full                    id, title, text (Beam)
 =========================  ======================  ==========================================
 
-``manual_dir`` is a data folder that tw_jax's stages wrote (:mod:`tw_jax.tasks.layout`) for
-the first five, a folder (or zip, or folder of the three zips) of the published release for
-the ``release_`` ones (:mod:`tw_jax.tasks.published`). Nothing is downloaded. A split holds a
+``MMMM`` is any pair of two months a data folder may hold (``0809``, or ``0810`` over two
+months); the release has consecutive pairs only. ``manual_dir`` is a data folder that tw_jax's
+stages wrote (:mod:`tw_jax.tasks.layout`) for the first six, a folder (or zip, or folder of
+the three zips) of the published release for the ``release_`` ones
+(:mod:`tw_jax.tasks.published`). Nothing is downloaded. A split holds a
 stage's examples in file order (:mod:`tw_jax.datasets.readers`), which is what lets a seqio
 task read it in place of the files (:func:`tw_jax.tasks.sources.use_tfds`).
 """
@@ -38,8 +42,10 @@ import tensorflow_datasets as tfds
 from tw_jax.datasets import readers
 from tw_jax.datasets.base import Builder
 from tw_jax.preprocess.dumps.released import PublishedFile, index_files
-from tw_jax.tasks.layout import Layout, discover, join, shards
+from tw_jax.preprocess.runners.accounting import STATS_FILE
+from tw_jax.tasks.layout import Layout, Pair, discover, join, shards
 from tw_jax.tasks.published import Release, classify
+from tw_jax.tasks.sources import TFDS_RETRIEVERS
 
 CITATION = """\
 @inproceedings{jang-etal-2022-temporalwiki,
@@ -57,8 +63,15 @@ CITATION = """\
 HOMEPAGE = "https://github.com/joeljang/temporalwiki"
 
 MONTHS = [f"{m:02d}" for m in range(1, 13)]
-# TemporalWiki's pairs are consecutive months (0809 … 1112); December is followed by January.
-PAIRS = [f"{m}{MONTHS[(i + 1) % 12]}" for i, m in enumerate(MONTHS)]
+# The published pairs are consecutive months (0809 … 1112; December is followed by January).
+RELEASE_PAIRS = [f"{m}{MONTHS[(i + 1) % 12]}" for i, m in enumerate(MONTHS)]
+# A data folder may hold any pair of two months (``tw-jax diffset`` of 08 and 10 is ``0810``,
+# what changed over two months): a config for each, consecutive pairs first.
+PAIRS = RELEASE_PAIRS + [f"{old}{new}" for old in MONTHS for new in MONTHS
+                         if old != new and f"{old}{new}" not in RELEASE_PAIRS]
+# The open-book probe folders ``probes_<retriever>/`` of the built-in retrievers
+# (``tw-jax probe-contexts``): the probes with the passages retrieved for each.
+RETRIEVERS = TFDS_RETRIEVERS
 CATEGORIES = ("unchanged", "updated", "new", "deleted")
 TEXT_FIELDS = {"id": "int", "title": "text", "text": "text"}
 SSM_FIELDS = {"id": "int", "title": "text", "inputs": "text", "targets": "text"}
@@ -69,19 +82,20 @@ class TemporalWikiConfig(tfds.core.BuilderConfig):
     """``kind``: diffset, ssm, probes, full or full_ssm; ``source``: ``data`` (a data folder)
     or ``release`` (the published files); ``period``: the month pair, or the month of a full
     snapshot; ``beam``: generated as a Beam pipeline (the configs that are big in a real
-    month)."""
+    month); ``retriever``: the open-book probes of ``probes_<retriever>/`` (a ``context``
+    feature beside the probe's)."""
 
     kind: str = "diffset"
     source: str = "data"
     period: str = ""
     beam: bool = False
+    retriever: str = ""
 
 
 def _configs() -> list[TemporalWikiConfig]:
     made = []
     for pair in PAIRS:
-        old, new = pair[:2], pair[2:]
-        what = f"the month pair {old}→{new} (20{old}→20{new} in the paper's 2021 months)"
+        what = f"the month pair {pair[:2]}→{pair[2:]}"
         made += [
             TemporalWikiConfig(name=pair, kind="diffset", period=pair, beam=True,
                                description=f"TWiki-DiffSet and NON-DiffSet of {what}."),
@@ -89,6 +103,17 @@ def _configs() -> list[TemporalWikiConfig]:
                                description=f"The DiffSet of {what}, salient spans masked."),
             TemporalWikiConfig(name=f"{pair}_probes", kind="probes", period=pair,
                                description=f"TWiki-Probes and light-tuning sets of {what}."),
+        ]
+        made += [
+            TemporalWikiConfig(name=f"{pair}_probes_{retriever}", kind="probes",
+                               period=pair, retriever=retriever,
+                               description=f"TWiki-Probes of {what} with the passages "
+                                           f"{retriever} retrieved for each (open book).")
+            for retriever in RETRIEVERS
+        ]
+    for pair in RELEASE_PAIRS:
+        what = f"the month pair {pair[:2]}→{pair[2:]}"
+        made += [
             TemporalWikiConfig(name=f"release_{pair}", kind="diffset", source="release",
                                period=pair,
                                description=f"The published TWiki_Diffsets CSV of {what}."),
@@ -109,11 +134,10 @@ def _configs() -> list[TemporalWikiConfig]:
     return made
 
 
-def _features(kind: str) -> tfds.features.FeaturesDict:
+def _features(kind: str, retriever: str = "") -> tfds.features.FeaturesDict:
     if kind == "probes":
-        return tfds.features.FeaturesDict(
-            {c: tfds.features.Text() for c in readers.PROBE_COLUMNS}
-        )
+        columns = readers.PROBE_COLUMNS + ((readers.CONTEXT,) if retriever else ())
+        return tfds.features.FeaturesDict({c: tfds.features.Text() for c in columns})
     fields = SSM_FIELDS if kind.endswith("ssm") else TEXT_FIELDS
     return tfds.features.FeaturesDict({
         f: tfds.features.Scalar(dtype=np.int64) if kind_ == "int" else tfds.features.Text()
@@ -127,10 +151,13 @@ class TemporalWiki(Builder):
     TWiki-Probes the Wikidata facts that stayed, were updated, are new or were deleted; a
     language model trained month by month on the DiffSets is evaluated on the probes."""
 
-    VERSION = tfds.core.Version("1.0.0")
+    VERSION = tfds.core.Version("1.1.0")
     RELEASE_NOTES = {
         "1.0.0": "First release: DiffSets, SSM DiffSets, probes and light-tuning sets per month "
                  "pair, full snapshots, from a tw_jax data folder or the published release.",
+        "1.1.0": "Configs for every pair of two months (not only consecutive ones) and for the "
+                 "open-book probe folders (MMMM_probes_bm25, MMMM_probes_dpr: a context "
+                 "feature). Existing configs yield the same examples.",
     }
     BUILDER_CONFIGS = _configs()
     MANUAL_DOWNLOAD_INSTRUCTIONS = """\
@@ -142,7 +169,8 @@ class TemporalWiki(Builder):
     """
 
     def _info(self) -> tfds.core.DatasetInfo:
-        return self.ordered_info(_features(self.builder_config.kind), HOMEPAGE, CITATION)
+        config = self.builder_config
+        return self.ordered_info(_features(config.kind, config.retriever), HOMEPAGE, CITATION)
 
     def _split_generators(self, dl_manager: tfds.download.DownloadManager) -> dict[str, Any]:
         config = self.builder_config
@@ -180,8 +208,8 @@ def _tfrecord_shards(pattern: str, fields: dict[str, str]) -> Shards:
     return make
 
 
-def _csv_rows(*files: str) -> Shards:
-    return lambda: [lambda: readers.probe_csv_examples(files)]
+def _csv_rows(*files: str, context: bool = False) -> Shards:
+    return lambda: [lambda: readers.probe_csv_examples(files, context=context)]
 
 
 def _data_splits(config: TemporalWikiConfig, layout: Layout) -> dict[str, Shards]:
@@ -197,6 +225,8 @@ def _data_splits(config: TemporalWikiConfig, layout: Layout) -> dict[str, Shards
         fields = TEXT_FIELDS if config.kind == "full" else SSM_FIELDS
         return {"full": _tfrecord_shards(pattern, fields)}
     pair = layout.pairs.get(config.period)
+    if config.retriever:
+        return _open_book_splits(config, pair, where)
     folder = config.kind  # diffset, ssm or probes: the pair's folder of that name
     if pair is None or not layout.has(join(pair.folder, folder)):
         raise FileNotFoundError(
@@ -209,6 +239,28 @@ def _data_splits(config: TemporalWikiConfig, layout: Layout) -> dict[str, Shards
     if config.kind == "ssm":
         return {"diffset": _tfrecord_shards(shards(pair.ssm, "diffset"), SSM_FIELDS)}
     return _probe_splits(pair.probes)
+
+
+def _open_book_splits(config: TemporalWikiConfig, pair: Pair | None,
+                      where: str) -> dict[str, Shards]:
+    """The categories of ``probes_<retriever>/``, finished (its ``stats.json``, written last,
+    is there): a folder cut short is an error, not fewer probes."""
+    name = f"probes_{config.retriever}"
+    folder = pair.context_folders().get(config.retriever) if pair else None
+    if folder is None:
+        missing = join(where, config.period, name)
+        raise FileNotFoundError(
+            f"{missing}: no finished open-book probe folder (its {STATS_FILE} is written last); "
+            f"`tw-jax probe-contexts --retriever {config.retriever}` writes it")
+    from tw_jax.io import paths
+
+    present = set(paths.listdir(folder))
+    files = {c: join(folder, f"{c}.csv") for c in CATEGORIES if f"{c}.csv" in present}
+    splits = {c: _csv_rows(path, context=True) for c, path in files.items()
+              if readers.has_rows(path)}
+    if not splits:
+        raise FileNotFoundError(f"{folder}: no probe rows ({', '.join(CATEGORIES)}.csv)")
+    return splits
 
 
 def _probe_splits(folder: str) -> dict[str, Shards]:
