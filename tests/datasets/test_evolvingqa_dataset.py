@@ -104,3 +104,13 @@ def test_an_unfinished_build_is_refused_naming_the_command(tmp_path):
     with pytest.raises(DumpError, match=r"0910/evolvingqa.*tw-jax evolvingqa build"):
         builder.download_and_prepare(
             download_config=tfds.download.DownloadConfig(manual_dir=str(root)))
+
+
+def test_a_build_without_revisions_has_no_edited_passages_to_prepare(tmp_path):
+    root = _build_folder(tmp_path / "build")
+    for pair in ("0809", "0910"):
+        (root / pair / "evolvingqa" / "edited.jsonl").write_text("")
+    builder = tfds.builder("evolvingqa/edited_passages", data_dir=str(tmp_path / "tfds"))
+    with pytest.raises(ValueError, match=r"edited_0809, edited_0910 hold no passage"):
+        builder.download_and_prepare(
+            download_config=tfds.download.DownloadConfig(manual_dir=str(root)))

@@ -124,8 +124,12 @@ class Evolvingqa(Builder):
         if kind == "qa":
             return self._qa_splits(root)
         files = _passage_files(root, edited=kind == "edited_passages")
-        return {split: self._generate_passages(path, kind)
-                for split, path in files.items() if _has_lines(path)}
+        splits = {split: self._generate_passages(path, kind)
+                  for split, path in files.items() if _has_lines(path)}
+        if not splits:  # TFDS would prepare a dataset without a split to load
+            raise ValueError(f"{root}: {', '.join(sorted(files))} hold no passage (the build "
+                             "found none): nothing to prepare")
+        return splits
 
     def _qa_splits(self, root: str) -> dict[str, Any]:
         found = find_qa_files(root)
