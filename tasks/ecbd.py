@@ -41,6 +41,7 @@ from typing import Any
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.jsonl import parse_record
+from tw_jax.preprocess.dumps.released import PublishedFile, index_files
 from tw_jax.tasks import metrics
 from tw_jax.tasks.layout import resolve_data_dir
 from tw_jax.tasks.preprocessors import cache_point, tokenize_keep_text
@@ -140,25 +141,47 @@ def parse_example(line: str, path: str, number: int, subset: str, split: str) ->
     )
 
 
-def read_ecbd_file(path: str | os.PathLike[str], subset: str, split: str) -> list[EcbdExample]:
-    """Every example of one file (local or in a bucket), in file order (blank lines skipped)."""
-    path_s = os.fspath(path)
+EcbdFile = str | PublishedFile  # a file of a folder (local or in a bucket), or a zip member
+
+
+def read_ecbd_file(file: str | os.PathLike[str] | PublishedFile, subset: str, split: str
+                   ) -> list[EcbdExample]:
+    """Every example of one file (local, in a bucket, or in a zip read in place), in file order
+    (blank lines skipped)."""
+    if isinstance(file, PublishedFile):
+        name, opened = file.name, file.open_text
+    else:
+        name = os.fspath(file)
+        opened = lambda: paths.open_file(name, "r", encoding="utf-8")  # noqa: E731
     try:
-        with paths.open_file(path_s, "r", encoding="utf-8") as handle:
-            return [parse_example(line, path_s, n, subset, split)
+        with opened() as handle:
+            return [parse_example(line, name, n, subset, split)
                     for n, line in enumerate(handle, 1) if line.strip()]
     except UnicodeDecodeError as error:
-        raise DumpError(path_s, f"byte {error.start}", "not UTF-8") from None
+        raise DumpError(name, f"byte {error.start}", "not UTF-8") from None
 
 
-def discover(folder: str | os.PathLike[str]) -> dict[tuple[str, str], list[str]]:
+def discover(folder: str | os.PathLike[str]) -> dict[tuple[str, str], list[EcbdFile]]:
     """``{(subset, split): [files]}`` of an ECBD folder (local or in a bucket):
     ``folder/{subset}/…`` or one subset's files directly in ``folder`` (the folder's name is
-    then the subset)."""
+    then the subset); or of the release as downloaded (a zip, or a folder holding zips: each
+    file's subset is the folder it sits in inside the zip, members read in place with the
+    release reader's checks, :mod:`tw_jax.preprocess.dumps.released`)."""
     root = os.fspath(folder).rstrip("/") or "/"
-    if not paths.isdir(root):
+    if paths.isfile(root) or (paths.isdir(root) and any(
+            name.lower().endswith(".zip") for name in paths.listdir(root))):
+        found = _archived(root)
+    elif not paths.isdir(root):
         raise DumpError(root, None, "no such ECBD folder")
-    found: dict[tuple[str, str], list[str]] = {}
+    else:
+        found = _in_folders(root)
+    if not found:
+        raise DumpError(root, None, "no ECBD files ({subset}/np_spans_dev.json, …)")
+    return found
+
+
+def _in_folders(root: str) -> dict[tuple[str, str], list[EcbdFile]]:
+    found: dict[tuple[str, str], list[EcbdFile]] = {}
     below = [paths.join(root, name) for name in paths.listdir(root)]
     for directory in [root, *sorted(p for p in below if paths.isdir(p))]:
         for name in paths.listdir(directory):
@@ -167,8 +190,16 @@ def discover(folder: str | os.PathLike[str]) -> dict[tuple[str, str], list[str]]
             if match and paths.isfile(path):
                 subset = os.path.basename(directory)
                 found.setdefault((subset, match.group(2)), []).append(path)
-    if not found:
-        raise DumpError(root, None, "no ECBD files ({subset}/np_spans_dev.json, …)")
+    return found
+
+
+def _archived(root: str) -> dict[tuple[str, str], list[EcbdFile]]:
+    found: dict[tuple[str, str], list[EcbdFile]] = {}
+    for file in sorted(index_files(root), key=lambda f: f.path):
+        match = _FILE.match(file.path.name)
+        if match:
+            subset = file.path.parent.name or os.path.basename(root).removesuffix(".zip")
+            found.setdefault((subset, match.group(2)), []).append(file)
     return found
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zipfile
+
 import pytest
 import tensorflow_datasets as tfds
 
@@ -47,3 +49,26 @@ def test_a_missing_subset_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match="no files of the ECBD subset 2021"):
         builder.download_and_prepare(
             download_config=tfds.download.DownloadConfig(manual_dir=str(root)))
+
+
+def test_the_release_as_downloaded_a_zip_builds_the_same(tmp_path):
+    """The release is a Box folder, downloaded as one zip holding ``ecbd/{subset}/…``: read in
+    place, it yields the folder's examples."""
+    from test_ecbd_tasks import GPT, STORM, _write
+
+    root = tmp_path / "ecbd"
+    _write(root / "2019" / "np_spans_dev.json", [GPT])
+    _write(root / "2019" / "random_spans_dev.json", [STORM])
+    _write(root / "2019" / "np_spans_test.json", [GPT | {"ex_id": "Widget Model_5551_5_0"}])
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    with zipfile.ZipFile(downloads / "ecbd.zip", "w", zipfile.ZIP_DEFLATED) as handle:
+        for path in sorted(root.rglob("*.json")):
+            handle.write(path, path.relative_to(tmp_path).as_posix())
+    loaded = []
+    for name, manual_dir in (("folder", root), ("zip", downloads)):
+        builder = tfds.builder("ecbd/2019", data_dir=str(tmp_path / name))
+        builder.download_and_prepare(
+            download_config=tfds.download.DownloadConfig(manual_dir=str(manual_dir)))
+        loaded.append({split: _load(builder, split) for split in builder.info.splits})
+    assert loaded[1] == loaded[0] and [len(loaded[0][s]) for s in ("dev", "test")] == [2, 1]

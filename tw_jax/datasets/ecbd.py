@@ -50,8 +50,8 @@ class Ecbd(Builder):
                        for s in SUBSETS]
     MANUAL_DOWNLOAD_INSTRUCTIONS = """\
     Nothing is downloaded. Pass --manual_dir as an ECBD folder holding
-    {subset}/{np,random}_spans_{dev,test}.json: the released one, or what `tw-jax ecbd build`
-    wrote.
+    {subset}/{np,random}_spans_{dev,test}.json: the released one (or a folder holding the zip
+    its download gives), or what `tw-jax ecbd build` wrote.
     """
 
     def _info(self) -> tfds.core.DatasetInfo:
