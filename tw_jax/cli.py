@@ -33,6 +33,7 @@ _STAGES: tuple[str, ...] = (
     "tw_jax.preprocess.probes.cli",
     "tw_jax.preprocess.ssm.cli",
     "tw_jax.tasks_cli",
+    "tw_jax.cache_cli",
     "tw_jax.evaluate.report_cli",
     "tw_jax.lifelong_cli",
     "tw_jax.train.cli",
@@ -64,6 +65,7 @@ EXAMPLES: dict[str, str] = {
               "--out data/0809/probes --unchanged-rate 1",
     "ssm": "tw-jax ssm --in data/0809/diffset --out data/0809/ssm --inputs diffset,full",
     "tasks": "tw-jax tasks --data demo_out/data --match 0809_lm",
+    "cache": "tw-jax cache --data demo_out/data --tasks twiki_diffset_0809_ssm,twiki_probes_0809",
     "report": "tw-jax report runs/kadapter --out report/",
     "lifelong": "tw-jax lifelong --gin_file=kadapter.gin --gin_file=models/gpt2_tiny.gin "
                 "--gin_file=runs/cpu_smoke.gin --months 0809,0910 --data demo_out/data "

@@ -61,24 +61,29 @@ def beam_flags(text: str) -> list[str]:
         ) from None
 
 
-def add_runner_arguments(parser: argparse.ArgumentParser, workers_help: str) -> None:
-    """``--workers``, ``--runner local|beam``, ``--beam-options`` and ``--progress``."""
+BEAM_OPTIONS_HELP = (
+    'Beam pipeline flags in one argument, e.g. --beam-options "--runner=DataflowRunner '
+    '--project=P --region=R --temp_location=gs://B/tmp" (docs/beam.md); cluster runners '
+    "get --setup_file=CHECKOUT/setup.py unless given --setup_file, --extra_package or "
+    "--sdk_container_image"
+)
+
+
+def add_beam_options(parser: argparse.ArgumentParser, help: str = BEAM_OPTIONS_HELP) -> None:
+    """``--beam-options "FLAGS"``, checked by :func:`beam_flags`, its value taken whole even
+    though it starts with ``--``."""
     if not isinstance(parser, _BeamOptionsParsing):
         parser.__class__ = type(
             f"BeamOptions{type(parser).__name__}", (_BeamOptionsParsing, type(parser)), {}
         )
+    parser.add_argument(BEAM_OPTIONS, type=beam_flags, default=[], metavar='"FLAGS"', help=help)
+
+
+def add_runner_arguments(parser: argparse.ArgumentParser, workers_help: str) -> None:
+    """``--workers``, ``--runner local|beam``, ``--beam-options`` and ``--progress``."""
     parser.add_argument("--workers", type=int, default=1, help=workers_help)
     parser.add_argument("--runner", choices=("local", "beam"), default="local")
-    parser.add_argument(
-        BEAM_OPTIONS,
-        type=beam_flags,
-        default=[],
-        metavar='"FLAGS"',
-        help='Beam pipeline flags in one argument, e.g. --beam-options "--runner=DataflowRunner '
-        '--project=P --region=R --temp_location=gs://B/tmp" (docs/beam.md); cluster runners '
-        "get --setup_file=CHECKOUT/setup.py unless given --setup_file, --extra_package or "
-        "--sdk_container_image",
-    )
+    add_beam_options(parser)
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
