@@ -6,6 +6,9 @@ multistream dumps with their index (enwiki's ``pages-articles-multistream`` layo
 DiffSet stage on each layout with 1 and 2 workers, and prints one JSON line of figures per run,
 then a summary line. A single-stream dump is read by one process (bz2 cannot be split), so only
 the comparison spreads over workers; a multistream dump is read by the workers themselves.
+Each row also gives the CPU-seconds the stage used (all its processes and threads) and its ratio
+to the floor: the CPU-seconds that merely decompressing the two dumps takes (issue 34 asks for
+at least 0.5 pairs/CPU-s of the floor's, i.e. the stage at most twice the decompression).
 Target (issue 2): at least 500 article pairs/s per core, so a full English Wikipedia month (6.3M
 articles) needs under 4 core-hours.
 
@@ -18,6 +21,7 @@ tw_jax.preprocess.plaintext.audit).
 
     python tools/bench_diffset.py [--articles 20000] [--workers 1,2] [--dir /tmp/bench_pair]
     python tools/bench_diffset.py --real-dump-only
+    python tools/bench_diffset.py --synthetic-only --workers 1 --dir /tmp/bench_pair
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import os
 import platform
 import random
 import re
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -79,6 +84,34 @@ def seeded_edits(xml: str, fraction: float = 0.1, seed: int = 0) -> str:
     return xml.replace("</mediawiki>", page + "</mediawiki>")
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process (all threads) and of its finished children (the pool workers)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def decompression_cpu_seconds(*dumps: str | Path) -> float:
+    """The floor: CPU-seconds to decompress ``dumps`` (1 MiB reads, nothing parsed)."""
+    started = cpu_seconds()
+    for dump in dumps:
+        with bz2.open(dump, "rb") as stream:
+            while stream.read(1 << 20):
+                pass
+    return cpu_seconds() - started
+
+
+def floor_figures(pairs: int, cpu: float, floor: float) -> dict:
+    """The stage's CPU-seconds against the decompression floor's."""
+    return {
+        "cpu_seconds": round(cpu, 2),
+        "pairs_per_cpu_s": round(pairs / cpu, 1),
+        "floor_cpu_seconds": round(floor, 2),
+        "floor_pairs_per_cpu_s": round(pairs / floor, 1),
+        "ratio_to_floor": round(floor / cpu, 3),
+    }
+
+
 def real_dump_rows(repeats: int) -> list[dict]:
     """Identity and edited diffs of the real dump, one worker, best of ``repeats`` runs."""
     dump = real_dump_path()
@@ -92,12 +125,14 @@ def real_dump_rows(repeats: int) -> list[dict]:
         edited = Path(work) / "edited.xml.bz2"
         edited.write_bytes(bz2.compress(seeded_edits(xml).encode("utf-8"), 9))
         for name, new in (("identity", dump), ("edited", edited)):
-            best, stats = float("inf"), None
+            best, best_cpu, stats = float("inf"), float("inf"), None
             for i in range(repeats):
                 out = Path(work) / f"{name}-{i}"
-                started = time.perf_counter()
+                started, started_cpu = time.perf_counter(), cpu_seconds()
                 stats = build_diffset(dump, new, out, workers=1, progress=False)
                 best = min(best, time.perf_counter() - started)
+                best_cpu = min(best_cpu, cpu_seconds() - started_cpu)
+            floor = min(decompression_cpu_seconds(dump, new) for _ in range(repeats))
             pairs = stats["accounting"]["new_pages"]
             articles = sum(stats["articles"][k] for k in ("new", "changed", "unchanged"))
             rows.append(
@@ -114,6 +149,7 @@ def real_dump_rows(repeats: int) -> list[dict]:
                     "compressed_mb_per_s_per_worker": round(
                         (dump.stat().st_size + new.stat().st_size) / 2**20 / best, 2
                     ),
+                    **floor_figures(pairs, best_cpu, floor),
                     **(_quality(out / "full.jsonl") if name == "identity" else {}),
                 }
             )
@@ -149,9 +185,12 @@ def main() -> None:
     parser.add_argument(
         "--real-dump-only", action="store_true", help="only the real dump from gensim's test data"
     )
+    parser.add_argument(
+        "--synthetic-only", action="store_true", help="skip the real dump from gensim's test data"
+    )
     args = parser.parse_args()
 
-    real = real_dump_rows(args.repeats)
+    real = [] if args.synthetic_only else real_dump_rows(args.repeats)
     for row in real:
         print(json.dumps(row, ensure_ascii=False))
     if args.real_dump_only:
@@ -186,13 +225,17 @@ def main() -> None:
         marker.write_text(json.dumps(layouts))
 
     figures = []
+    floors: dict[str, float] = {}
     for (layout, (old, new)), workers in itertools.product(
         layouts.items(), (int(w) for w in args.workers.split(","))
     ):
+        if layout not in floors:
+            floors[layout] = decompression_cpu_seconds(old, new)
         with tempfile.TemporaryDirectory(prefix="tw_jax_bench_out_") as out:
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), cpu_seconds()
             stats = build_diffset(old, new, out, workers=workers, progress=False)
             seconds = time.perf_counter() - started
+            cpu = cpu_seconds() - started_cpu
         pairs = stats["accounting"]["new_pages"]
         row = {
             "layout": layout,
@@ -201,6 +244,7 @@ def main() -> None:
             "seconds": round(seconds, 2),
             "pairs_per_s": round(pairs / seconds, 1),
             "pairs_per_s_per_worker": round(pairs / seconds / workers, 1),
+            **floor_figures(pairs, cpu, floors[layout]),
             "old_dump_mb": round(os.path.getsize(old) / 2**20, 1),
             "new_dump_mb": round(os.path.getsize(new) / 2**20, 1),
             "articles": stats["articles"],
@@ -217,7 +261,13 @@ def main() -> None:
                     f"{r['layout']}, {r['workers']} worker(s)": r["pairs_per_s_per_worker"]
                     for r in real + figures
                 },
+                "ratio_to_floor": {
+                    f"{r['layout']}, {r['workers']} worker(s)": r["ratio_to_floor"]
+                    for r in real + figures
+                },
+                "load_average": [round(x, 2) for x in os.getloadavg()],
                 "target_pairs_per_s_per_core": 500,
+                "target_ratio_to_floor": 0.5,
             }
         )
     )

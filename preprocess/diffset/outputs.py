@@ -43,8 +43,13 @@ def records_for(result: ArticleDiff) -> list[tuple[str, dict[str, Any]]]:
     return [("full", full), ("unchanged", full)]
 
 
+# What json.dumps(record, ensure_ascii=False, separators=(",", ":")) uses, made once: dumps
+# builds a new encoder on every call when given options.
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def json_line(record: dict[str, Any]) -> str:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+    return _JSON.encode(record)
 
 
 # (output name, JSON line with its newline, tf.train.Example bytes): what a worker hands back.

@@ -32,7 +32,8 @@ class ArticleSummary:
 
 def _sizes(paragraphs: tuple[str, ...]) -> tuple[int, int, int]:
     chars = sum(map(len, paragraphs)) + max(len(paragraphs) - 1, 0)
-    return len(paragraphs), sum(len(p.split()) for p in paragraphs), chars
+    # Joined by spaces, no two paragraphs' tokens merge: one split counts them all.
+    return len(paragraphs), len(" ".join(paragraphs).split()), chars
 
 
 def summarize(result: ArticleDiff) -> ArticleSummary:

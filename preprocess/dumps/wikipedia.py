@@ -53,14 +53,17 @@ def sniff_format(path: str | os.PathLike[str]) -> str:
     raise DumpError(path_s, "decompressed byte 0", "neither MediaWiki XML nor JSON lines")
 
 
-def iter_dump_pages(path: str | os.PathLike[str], skips: Skips) -> Iterator[Page]:
+def iter_dump_pages(
+    path: str | os.PathLike[str], skips: Skips, *, prefetch: int | None = None
+) -> Iterator[Page]:
     """Every page of a dump, XML or WikiExtractor JSON lines, plain or compressed.
 
     The format is sniffed when this is called, so a file that is neither raises
-    :class:`DumpError` here rather than at the first ``next()``.
+    :class:`DumpError` here rather than at the first ``next()``. ``prefetch`` is
+    :func:`mediawiki.iter_pages`'s (XML only).
     """
     if sniff_format(path) == "xml":
-        return mediawiki.iter_pages(path, skips)
+        return mediawiki.iter_pages(path, skips, prefetch=prefetch)
     return wikiextractor.iter_pages(path, skips)
 
 

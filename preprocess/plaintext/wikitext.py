@@ -92,6 +92,14 @@ _UNSHIELD = str.maketrans(
 _RESERVED = re.compile("[\x1f\ufdd0-\ufdef]")
 
 
+def _has_reserved(text: str) -> bool:
+    """Whether ``text`` holds a marker character. An ASCII string (``isascii`` is a flag lookup)
+    can hold only ``\x1f``, which ``in`` finds far faster than a character-class search."""
+    if text.isascii():
+        return _MARK in text
+    return _RESERVED.search(text) is not None
+
+
 def _shield(text: str) -> str:
     """``text`` with its markup characters hidden from the later passes.
 
@@ -129,8 +137,10 @@ _PROTOCOLS = str.split(
     "nntp:// worldwind:// mms:// // mailto: news: urn: tel: sip: sips: sms: xmpp: geo: magnet: "
     "bitcoin:"
 )
+# Every protocol is letters then ":", or "//": the lookahead rejects an internal link's "[" (and
+# any other "[word") before the many alternatives are tried one by one.
 _EXTERNAL_LINK = re.compile(
-    r"\[(?=[A-Za-z/])(?:"
+    r"\[(?=[A-Za-z]++:|//)(?:"
     + "|".join(map(_anycase, _PROTOCOLS))
     + r")[^\s\[\]<>\"]*(?:[ \t\u00a0]+([^\]\n]*))?\]"
 )
@@ -301,6 +311,8 @@ def _pipe_trick(target: str) -> str:
 
 def _internal_link(m: re.Match[str]) -> str:
     target, label, trail = m.groups()
+    if label is None and ":" not in target and target and not target.isspace():
+        return target + trail  # [[Target]], most links: the general case below gives the same
     if ":" in target:
         name = target.strip()
         if name.startswith(":"):
@@ -334,16 +346,23 @@ def _strip_file_links(text: str) -> str:
     starts = {m.start() for m in _FILE_LINK.finditer(text)}
     if not starts:
         return text
+    # Which "]]" closes a file link depends only on the brackets after it, so the scan starts at
+    # the line of the first one (a line start never splits a bracket token) and stops once the
+    # last one is closed or cut off by a blank line.
+    first, last = min(starts), max(starts)
     spans: list[tuple[int, int]] = []
     stack: list[int] = []
-    for m in _LINK_BRACKET.finditer(text):
+    open_files = 0  # file links on the stack
+    for m in _LINK_BRACKET.finditer(text, text.rfind("\n", 0, first) + 1):
         token = m.group()
         if token == "[[":
             stack.append(m.start())
+            open_files += m.start() in starts
         elif token == "]]":
             if stack:
                 start = stack.pop()
                 if start in starts:
+                    open_files -= 1
                     end = m.end()
                     if text[end : end + 1] == "]" and "[" in text[start + 2 : m.start()].replace(
                         "[[", ""
@@ -352,6 +371,9 @@ def _strip_file_links(text: str) -> str:
                     spans.append((start, end))
         else:  # a blank line
             stack.clear()
+            open_files = 0
+        if not open_files and m.start() >= last:
+            break
     if not spans:
         return text
     spans.sort()
@@ -437,13 +459,23 @@ def _strip_quotes_line(line: str) -> str:
 
 
 def _strip_quotes(text: str) -> str:
-    if "''" not in text:
+    """Quote runs removed from each line holding one; the other lines are copied untouched."""
+    at = text.find("''")
+    if at < 0:
         return text
-    lines = text.split("\n")
-    for i, line in enumerate(lines):
-        if "''" in line:
-            lines[i] = _strip_quotes_line(line)
-    return "\n".join(lines)
+    out: list[str] = []
+    pos = 0
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        if end < 0:
+            end = len(text)
+        out.append(text[pos:start])
+        out.append(_strip_quotes_line(text[start:end]))
+        pos = end
+        at = text.find("''", end)
+    out.append(text[pos:])
+    return "".join(out)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -460,6 +492,10 @@ def _finish(text: str) -> str:
         text = text.translate(_UNSHIELD)
     if "&" in text:
         text = _ENTITY.sub(_decode_entity, text)
+    # Already collapsed (about half the paragraphs): every whitespace character but " " is
+    # unprintable, so a printable text with no "  " and no space at either end is unchanged.
+    if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
+        return text
     return " ".join(text.split())
 
 
@@ -487,12 +523,8 @@ def _assemble(text: str) -> list[str]:
     paragraphs: list[str] = []
     current: list[str] = []
     dropped_level = 0  # > 0 while inside a dropped section headed at this level
-
-    def flush() -> None:
-        if current:
-            paragraphs.append(_finish(" ".join(current)))
-            current.clear()
-
+    # (The paragraph in progress is flushed inline, ``if current: …``, not by a nested function:
+    # this loop runs for every line of every article.)
     for line in text.split("\n"):
         if _MARK in line:
             line = line.replace(_MARK, "")
@@ -502,7 +534,9 @@ def _assemble(text: str) -> list[str]:
         if first == "=":
             heading = _heading(line)
             if heading is not None:
-                flush()
+                if current:
+                    paragraphs.append(_finish(" ".join(current)))
+                    current = []
                 level, name = heading
                 if dropped_level and level > dropped_level:
                     continue
@@ -511,18 +545,25 @@ def _assemble(text: str) -> list[str]:
         if dropped_level:
             continue
         if not line or line.isspace():
-            flush()
+            if current:
+                paragraphs.append(_finish(" ".join(current)))
+                current = []
         elif first in _LIST_MARKERS:
-            flush()
+            if current:
+                paragraphs.append(_finish(" ".join(current)))
+                current = []
             paragraphs.append(_finish(line.lstrip(_LIST_MARKERS)))
         elif line.startswith("----"):
-            flush()
+            if current:
+                paragraphs.append(_finish(" ".join(current)))
+                current = []
             rest = line.lstrip("-")
             if rest and not rest.isspace():
                 current.append(rest)
         else:
             current.append(line)
-    flush()
+    if current:
+        paragraphs.append(_finish(" ".join(current)))
     return [p for p in paragraphs if p]
 
 
@@ -539,7 +580,7 @@ def to_paragraphs(wikitext: str) -> list[str]:
     text = wikitext
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if _RESERVED.search(text):
+    if _has_reserved(text):
         text = _RESERVED.sub("", text)
     text = _strip_special(text)
     text = _strip_braces(text)

@@ -23,6 +23,7 @@ Rules, decided once here (tests/preprocess/test_wikitext_templates.py pins each)
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -507,18 +508,35 @@ RENDERERS: dict[str, Renderer] = {canonical_name(k) if not k.endswith(":") else 
 _PARSER_FUNCTIONS = frozenset(k[:-1] for k in _TABLE if k.endswith(":"))
 
 
-def _lookup(name: str) -> tuple[Renderer | None, str | None]:
-    """The renderer for a template's first piece, and, for a parser function, its argument."""
+def _table_key(name: str) -> tuple[str | None, str | None]:
+    """``(key in RENDERERS, parser function argument)`` for a template's first piece; key None
+    when it cannot be rendered."""
     if "{" in name or "[" in name or "}" in name:
         return None, None  # a name built by a template or parameter: not resolvable here
     head, colon, rest = name.partition(":")
     if colon:
         function = head.strip().lower()
         if function in _PARSER_FUNCTIONS:
-            return RENDERERS[function + ":"], rest
+            return function + ":", rest
         if function + ":" not in _NAME_PREFIXES:
             return None, None  # #if:, #invoke:, DEFAULTSORT:, … and other namespaces
-    canonical = canonical_name(name)
+    return canonical_name(name), None
+
+
+# Articles use the same few dozen templates over and over (cite web, citation needed, convert
+# …): the key of a short name is cached (a long one would hold memory for nothing).
+_cached_table_key = functools.lru_cache(maxsize=4096)(_table_key)
+_CACHED_NAME_CHARS = 200
+
+
+def _lookup(name: str) -> tuple[Renderer | None, str | None]:
+    """The renderer for a template's first piece, and, for a parser function, its argument."""
+    key = _cached_table_key if len(name) <= _CACHED_NAME_CHARS else _table_key
+    canonical, function_arg = key(name)
+    if canonical is None:
+        return None, None
+    if function_arg is not None:
+        return RENDERERS[canonical], function_arg
     renderer = RENDERERS.get(canonical)
     if renderer is None and canonical.startswith("lang-") and len(canonical) > 5:
         renderer = _text(1)  # {{lang-fr|texte}}

@@ -1,0 +1,61 @@
+"""to_paragraphs' shortcuts (tw_jax.preprocess.plaintext.wikitext) give what the general rules
+give: plain [[Target]] links, file links matched from the first one on, quotes stripped line by
+line, paragraphs already collapsed kept as they are, marker characters in ASCII text. Each
+expected value is what the rules gave before the shortcuts existed."""
+
+from __future__ import annotations
+
+import pytest
+
+from tw_jax.preprocess.plaintext.wikitext import to_paragraphs
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # four levels render fully; a fifth stays literal, though its inner links are simple
+        ("[[o|" * 4 + "a" + "]]" * 4, ["a"]),
+        ("[[o|" * 5 + "a" + "]]" * 5, ["[[o|a]]"]),
+        ("[[o|" * 5 + "b:c" + "]]" * 5, ["[[o|b:c]]"]),
+        ("[[" * 6 + "a" + "]]" * 6, ["[[[[a]]]]"]),
+        # the trail stays after the label, whichever round renders the link
+        ("[[x|[[y]]]][[z:w]]s", ["yz:ws"]),
+        ("[[a]]s [[b:c|d]]e [[ x ]] [[ ]] [[|q]]", ["as de x [[ ]] [[|q]]"]),
+        ("[[fr:Paris]] [[Category:X]] [[:Category:Y]] [[Help:Z (a)|]]", ["Category:Y Z"]),
+    ],
+)
+def test_links_at_any_depth(text, expected):
+    assert to_paragraphs(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("x [[[File:a.jpg|cap [b] ]]] y", ["x [[[File:a.jpg|cap [b] ]]] y"]),
+        ("a [[x]] b\nc [[File:a.jpg|thumb|[[river]] bank]] d [[y]]", ["a x b c d y"]),
+        ("[[File:a.jpg|a\n\nb]] c\n[[Image:b.png]] d", ["c d"]),
+        ("[[ file :a.jpg|x]] [[IMAGE:b]] e", ["e"]),
+    ],
+)
+def test_file_links(text, expected):
+    assert to_paragraphs(text) == expected
+
+
+def test_quotes_only_on_their_lines():
+    text = "A ''b''\nc ''' d\n'''d''' e\nf"
+    assert to_paragraphs(text) == ["A b c d d e f"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a\u00a0 b\tc ", ["a b c"]),
+        ("a\u2003b", ["a b"]),
+        ("plain words here", ["plain words here"]),
+        ("a\x1f b", ["a b"]),  # a marker character in the input is removed
+        ("caf\u00e9\x1fbar", ["caf\u00e9bar"]),
+        ("x\ufdd0y", ["xy"]),
+    ],
+)
+def test_whitespace_and_reserved_characters(text, expected):
+    assert to_paragraphs(text) == expected
