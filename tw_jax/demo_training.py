@@ -52,14 +52,6 @@ class DemoTraining:
     propn_length: int = 128
 
 
-def _compilation_cache(folder: Path) -> None:
-    import jax
-
-    jax.config.update("jax_compilation_cache_dir", str(folder))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-
-
 def _vocabulary_size(data_dir: Path) -> int:
     from tw_jax.data.vocabularies import gpt2_vocabulary
 
@@ -119,10 +111,11 @@ def train_and_report(data_dir: str | Path, out_dir: str | Path,
     from tw_jax.evaluate.report_cli import build_report
     from tw_jax.evaluate.results import read_results
     from tw_jax.lifelong.runner import LifelongOptions, run_lifelong
+    from tw_jax.runtime.compile_cache import use_persistent_cache
 
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     runs = out_dir / "runs"
-    _compilation_cache(out_dir / "xla_cache")
+    use_persistent_cache(str(out_dir / "xla_cache"), every_program=True)
     logging.getLogger("absl").setLevel(logging.WARNING)
     bindings = [
         f"tw_jax.models.GPT2Config.vocab_size={_vocabulary_size(data_dir)}",

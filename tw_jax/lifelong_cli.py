@@ -2,7 +2,7 @@
 
     tw-jax lifelong --gin_file=kadapter.gin --gin_file=models/gpt2_tiny.gin \\
         --gin_file=runs/cpu_smoke.gin --months 0809,0910,1011 --data DATA_DIR --out OUT_DIR \\
-        [--eval-matrix] [--trainer t5x]
+        [--eval-matrix] [--trainer t5x] [--xla-cache DIR]
 
 Gin files and bindings work as for ``tw-jax train`` (``--gin.KEY=VALUE`` too); the runner sets
 MODEL_DIR, MIXTURE_OR_TASK_NAME, INITIAL_CHECKPOINT_PATH and DATA_DIR for each month itself.
@@ -12,7 +12,9 @@ finished months. ``--data``, ``--out`` and ``--initial-checkpoint`` may be local
 (``gs://``); they are resolved and checked here, once. See :mod:`tw_jax.lifelong.runner` for
 the schedule and INITIAL. ``--trainer t5x`` trains every update with the real ``python -m
 t5x.train`` (:mod:`tw_jax.t5x.lifelong`; ``bash tools/setup.sh t5x`` installs it), months chained
-on T5X's checkpoints, scored by tw_jax's evaluators as with ``tw-jax train``.
+on T5X's checkpoints, scored by tw_jax's evaluators as with ``tw-jax train``. Compilations go
+to JAX's persistent cache (``--xla-cache``, :mod:`tw_jax.runtime.compile_cache`): every month
+after the first loads its train and scoring steps instead of compiling them.
 """
 
 from __future__ import annotations
@@ -88,12 +90,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="propn: tokens per block (default 512)")
     parser.add_argument("--spacy-model", default="en_core_web_sm",
                         help="propn: spaCy pipeline that tags proper nouns")
+    parser.add_argument("--xla-cache", default=None, metavar="DIR",
+                        help="JAX's persistent compilation cache, so each month's update and "
+                             "scoring load the first month's compiled steps (default: the "
+                             "folder JAX is set to, else OUT_DIR/xla_cache; none: off)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from tw_jax.lifelong.runner import LifelongError, LifelongOptions, run_lifelong
-    from tw_jax.runtime import checkpoints, gin_setup
+    from tw_jax.runtime import checkpoints, compile_cache, gin_setup
     from tw_jax.train import trainer as training
     from tw_jax.train.preemption import TrainingPreempted
     from tw_jax.train.resume_check import ResumeMismatchError
@@ -105,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
     trainer = _trainer(args)
     if trainer is None:
         return 2
+    compile_cache.choose(args.xla_cache, args.out)
     options = LifelongOptions(
         trainer=trainer,
         gin_files=args.gin_file,
