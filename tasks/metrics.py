@@ -148,24 +148,36 @@ def perplexity(targets: Sequence[Any], scores: Sequence[Any]) -> dict[str, float
     """
     if len(targets) != len(scores):
         raise ValueError(f"{len(targets)} targets but {len(scores)} scores")
-    pairs = [_scored(t, s) for t, s in zip(targets, scores, strict=True)]
-    sums, counts = [s for s, _ in pairs], [n for _, n in pairs]
-    if any(n <= 0 for n in counts):
+    sums, counts = _score_arrays(targets, scores)
+    if (counts <= 0).any():
         raise ValueError("every scored target needs at least one token")
-    if not counts:
+    if not counts.size:
         return {"perplexity": math.nan, "token_perplexity": math.nan, "examples": 0.0,
                 "tokens": 0.0}
     return {
         "perplexity": mean_perplexity(instance_perplexities(sums, counts)),
         "token_perplexity": math.exp(mean_token_loss(sums, counts)),
-        "examples": float(len(counts)),
-        "tokens": float(sum(counts)),
+        "examples": float(counts.size),
+        "tokens": float(counts.sum()),
     }
 
 
-def mean_token_loss(scores: Sequence[float], counts: Sequence[float]) -> float:
+def _score_arrays(targets: Sequence[Any], scores: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """``(summed log-likelihoods, token counts)`` of every example, float64 and int64 arrays:
+    one array operation when every score is ``[ll, tokens]`` (tw_jax's score functions), else
+    example by example (:func:`_scored`)."""
+    if len(scores) and all(np.shape(s) == (2,) for s in scores):
+        pairs = np.asarray(scores, np.float64).reshape(-1, 2)
+        return pairs[:, 0], pairs[:, 1].astype(np.int64)
+    pairs = [_scored(t, s) for t, s in zip(targets, scores, strict=True)]
+    return (np.asarray([s for s, _ in pairs], np.float64),
+            np.asarray([n for _, n in pairs], np.int64))
+
+
+def mean_token_loss(scores: Sequence[float] | np.ndarray, counts: Sequence[float] | np.ndarray
+                    ) -> float:
     """``-Σ score / Σ tokens``: the mean negative log-likelihood per scored token."""
-    return -math.fsum(float(s) for s in scores) / float(sum(counts))
+    return -math.fsum(np.asarray(scores, np.float64).tolist()) / float(np.sum(counts))
 
 
 # --- postprocessors (seqio calls them with example=…, is_target=…) --------------------------

@@ -140,9 +140,21 @@ def test_bench_eval(capsys):
                               "--batch", "16", "--repeats", "1", "--max-new-tokens", "4",
                               *_gin(ONE_LAYER["gpt2_tiny"])])
     assert _printed_record(capsys) == record
-    assert (record["probes"], record["decode_probes"]) == (48, 16)
-    assert record["probes_scored_per_second"] > 0
-    assert record["probes_decoded_per_second"] > 0
+    # the production path (the probe mixtures through seqio.Evaluator) decodes every probe; the
+    # row-by-row baseline the first --decode-probes
+    assert (record["probes"], record["decode_probes"], record["rows_decode_probes"]) == (48, 48, 16)
+    assert sum(record["categories"].values()) == 48 and record["categories"]["deleted"] == 0
+    # CHANGED is its own task: UPDATED then NEW again
+    changed = record["categories"]["updated"] + record["categories"]["new"]
+    assert record["examples_scored"] == 48 + changed
+    assert set(record["perplexities"]) == {"unchanged", "updated", "new", "changed"}
+    assert all(v > 1 for v in record["perplexities"].values())
+    assert record["qa_protocol"] == "teacher_forced" and set(record["em"]) == set(
+        record["perplexities"])
+    for rate in ("probes_scored_per_second", "probes_decoded_per_second",
+                 "rows_probes_scored_per_second", "rows_probes_decoded_per_second"):
+        assert record[rate] > 0, rate
+    assert record["score_s"] == record["score_cold_s"]  # one pass: the cold one is all there is
     assert record["finite_perplexities"] == 48
     assert record["month_score_s"] == pytest.approx(13_000 / record["probes_scored_per_second"])
     assert record["tokens_per_probe_mean"] > 1

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,7 @@ import numpy as np
 import seqio
 import tensorflow as tf
 
+from tw_jax.evaluate import eval_batches
 from tw_jax.evaluate.groups import PPL_VARIANTS
 from tw_jax.evaluate.seqio_eval import ModelFeatureConverter, SeqioModel
 from tw_jax.io import paths
@@ -87,8 +89,10 @@ _EXAMPLES: dict[int, int] = {}
 class MixtureEvaluators:
     """One ``seqio.Evaluator`` per (mixture, examples limit, model family, data), built when
     first asked for: an Evaluator tokenises and caches its tasks' examples once, and every later
-    checkpoint evaluated on that mixture reuses them. ``data`` is a fingerprint of the files the
-    mixture reads (:func:`probe_fingerprint`), so rewritten probes are read anew."""
+    checkpoint evaluated on that mixture reuses them, as numpy batches of its distinct rows read
+    on the first (:mod:`tw_jax.evaluate.eval_batches`, dropped with the evaluator). ``data`` is
+    a fingerprint of the files the mixture reads (:func:`probe_fingerprint`), so rewritten
+    probes are read anew."""
 
     def __init__(self, capacity: int = 16) -> None:
         self.capacity = capacity
@@ -103,6 +107,7 @@ class MixtureEvaluators:
                 old = self._built.pop(next(iter(self._built)))
                 for dataset in old.cached_model_datasets.values():
                     _EXAMPLES.pop(id(dataset), None)
+                eval_batches.unregister(old.cached_model_datasets.values())
             if mixture not in seqio.MixtureRegistry.names():
                 raise ValueError(f"no mixture {mixture} is registered (register the data "
                                  "folder's tasks: tw_jax.tasks.register_all(DATA))")
@@ -114,6 +119,11 @@ class MixtureEvaluators:
             self._built[key] = evaluator
             for task, dataset in evaluator.cached_model_datasets.items():
                 _EXAMPLES[id(dataset)] = sum(1 for _ in evaluator.cached_task_datasets[task])
+                # an evaluator dropped with its MixtureEvaluators: its ids may be reused
+                weakref.finalize(dataset, _EXAMPLES.pop, id(dataset), None)
+            # read once, on the first checkpoint, and kept with the evaluator
+            eval_batches.register([evaluator.cached_model_datasets[task.name]
+                                   for task in evaluator.eval_tasks])
         return self._built[key]
 
     @staticmethod

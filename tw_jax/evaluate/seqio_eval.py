@@ -23,15 +23,20 @@ the scored tokens exactly as ``tw-jax eval`` and the lifelong report score them.
 
 Answers follow the model's QA protocol (:mod:`tw_jax.evaluate.qa`): GPT-2's is TemporalWiki's
 teacher-forced one (pass the task's vocabulary), T5's free decoding; they are returned padded with
-EOS to one width, as T5X's ``predict_batch`` returns them. Each batch runs at a bucketed length of
-its longest row (seqio pads every example to the longest of the evaluation), and the compiled
-steps are kept per model class and config, so every checkpoint of a run reuses them.
+EOS to one width, as T5X's ``predict_batch`` returns them.
+
+The examples reach the model as :mod:`tw_jax.evaluate.eval_batches` batches them: each task's
+rows sorted by length, so a batch runs at a bucketed length of its own rows (seqio pads every
+example to the longest of the evaluation), and a row that two tasks of an evaluator share (a
+probe mixture's CHANGED task) computed once per checkpoint. The probe mixtures' evaluators keep
+those numpy batches, read from tf.data on the first checkpoint, for every later one; the
+compiled steps are kept per model class and config, so every checkpoint of a run reuses them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -41,6 +46,7 @@ import seqio
 import tensorflow as tf
 from jax.sharding import Mesh
 
+from tw_jax.evaluate.eval_batches import Batch, RowTable, dataset_rows
 from tw_jax.evaluate.qa import TEACHER_FORCED, resolve_protocol, until_first_period
 from tw_jax.evaluate.runs import LoadedRun, ModelSource, load_params, source_config
 from tw_jax.io.progress import progress
@@ -49,7 +55,7 @@ from tw_jax.models.sharding import activate, global_batch, make_mesh, replicated
 from tw_jax.models.token_scores import bucket_length
 from tw_jax.runtime import checkpoints
 from tw_jax.runtime.run_model import build_run_model
-from tw_jax.runtime.score_step import make_score_step
+from tw_jax.runtime.score_step import token_losses
 from tw_jax.tasks.metrics import TARGETS_WEIGHTS
 
 # Beside the model's features: how many leading tokens of a decoder-only row are the prompt
@@ -165,19 +171,33 @@ def trim_padding(batch: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
-def _indexed_batches(dataset: tf.data.Dataset, batch_size: int, desc: str,
-                     on_examples: Callable[[int], Any] | None = None
-                     ) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray], int]]:
-    """``(indices, padded and trimmed batch, real rows)`` of an enumerated model-feature
-    dataset; progress goes to ``on_examples`` (examples done) when given, else to a bar of its
-    own."""
-    stream = dataset.batch(batch_size).as_numpy_iterator()
-    if on_examples is None:
-        stream = progress(stream, desc=desc, unit="batches", leave=False)
-    for indices, features in stream:
-        yield indices, trim_padding(pad_rows(features, batch_size)), len(indices)
-        if on_examples is not None:
-            on_examples(len(indices))
+# Prompts up to this many tokens decode at a multiple of PROMPT_STEP, longer ones at a bucketed
+# length (bucket_length): a few compilations, and a short prompt never runs at twice its length.
+SHORT_PROMPT, PROMPT_STEP = 32, 4
+
+
+def prompt_length(longest: int) -> int:
+    """The padded length of a batch of prompts whose longest has ``longest`` tokens."""
+    if longest <= SHORT_PROMPT:
+        return max(-(-longest // PROMPT_STEP) * PROMPT_STEP, PROMPT_STEP)
+    return bucket_length(longest)
+
+
+def _shape(batch_size: int) -> Callable[[Mapping[str, np.ndarray]], dict[str, np.ndarray]]:
+    """A table batch's rows padded to ``batch_size`` (one static shape per run) and trimmed."""
+    return lambda rows: trim_padding(pad_rows(rows, batch_size))
+
+
+@dataclass
+class _Outputs:
+    """One checkpoint's outputs of one model function over a row table (``values`` per table
+    row; ``done``: the owners computed), valid for ``params`` and ``depends`` only."""
+
+    table: RowTable
+    params: Any
+    depends: Any
+    values: list[Any]
+    done: set[int] = field(default_factory=set)
 
 
 def _model_key(model: Any) -> Any:
@@ -203,9 +223,22 @@ def _cached_step(kind: str, model: Any, mesh: Mesh,
     return _STEPS[key]
 
 
+def _make_eval_score(model: Any) -> Callable[..., Any]:
+    """Training's scoring step (:func:`~tw_jax.runtime.score_step.token_losses`) without its
+    ``correct`` tokens: nothing here reads them, and their argmax over the vocabulary at every
+    position costs as much as a third of the step."""
+
+    def score(params: Any, batch: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
+        logits = model.logits(params, batch, deterministic=True, rng=None)
+        losses, _, weights = token_losses(logits, batch)
+        return {"log_likelihood": -jnp.sum(losses, axis=-1), "tokens": jnp.sum(weights, axis=-1)}
+
+    return score
+
+
 def _score_step(model: Any, mesh: Mesh) -> Callable[..., Any]:
     """One jitted scorer per (model class and config, mesh)."""
-    return _cached_step("score", model, mesh, make_score_step)
+    return _cached_step("score", model, mesh, _make_eval_score)
 
 
 def _argmax_step(model: Any, mesh: Mesh) -> Callable[..., Any]:
@@ -249,6 +282,8 @@ class SeqioModel:
     step: int | None = None  # the checkpoint's, for ``Evaluator.evaluate(step=...)``'s logs
     # examples done, per batch (a caller's progress bar); None: a bar per call
     on_examples: Callable[[int], Any] | None = None
+    # (model function, batch size, table) -> this checkpoint's outputs on that table's rows
+    _memo: dict[tuple[Any, ...], _Outputs] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.model = model_for(self.model)
@@ -265,23 +300,60 @@ class SeqioModel:
         rows = {k: v for k, v in batch.items() if k != PROMPT_LENGTH}
         return global_batch(rows, self.mesh)
 
-    def _batches(self, dataset: tf.data.Dataset, desc: str
-                 ) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray], int]]:
-        return _indexed_batches(dataset, self.batch_size, desc, self.on_examples)
+    def _outputs(self, kind: Any, dataset: tf.data.Dataset, desc: str,
+                 compute: Callable[[Batch], Sequence[Any]], depends: Any = None
+                 ) -> list[tuple[int, Any]]:
+        """``[(index, output)]`` of every example of ``dataset``: ``compute`` gives a batch's
+        outputs, one per real row, and runs once per distinct row of the dataset's
+        :class:`~tw_jax.evaluate.eval_batches.RowTable` for this checkpoint (``kind`` names
+        the model function and its settings, ``depends`` an object they read); progress counts
+        this dataset's examples."""
+        found = dataset_rows(dataset)
+        table, total = found.table, len(found.indices)
+        key = (kind, self.batch_size, id(table))
+        memo = self._memo.get(key)
+        if (memo is None or memo.table is not table or memo.params is not self.params
+                or memo.depends is not depends):
+            memo = self._memo[key] = _Outputs(table, self.params, depends,
+                                              [None] * len(table.owner))
+        bar = None
+        report = self.on_examples
+        if report is None:
+            bar = progress(total=total, desc=desc, unit="examples", leave=False)
+            report = bar.update
+        done = 0
+        with activate(self.mesh):
+            for owner in sorted(set(table.owner[found.rows].tolist()) - memo.done):
+                for batch in table.batches(owner, self.batch_size, _shape(self.batch_size)):
+                    for row, value in zip(batch.rows.tolist(), compute(batch), strict=True):
+                        memo.values[row] = value
+                    step = min(len(batch.rows), total - done)
+                    if step:
+                        report(step)
+                        done += step
+                memo.done.add(owner)
+        if total > done:
+            report(total - done)
+        if bar is not None:
+            bar.close()
+        values = memo.values
+        return [(index, values[row])
+                for index, row in zip(found.indices.tolist(), found.rows.tolist(), strict=True)]
 
     def score_fn(self, dataset: tf.data.Dataset,
                  model_feature_shapes: Mapping[str, int] | None = None
                  ) -> list[tuple[int, np.ndarray]]:
         """``[(index, [log-likelihood, scored tokens])]`` for every example of ``dataset``."""
         del model_feature_shapes
-        score, out = _score_step(self.model, self.mesh), []
-        with activate(self.mesh):
-            for indices, batch, rows in self._batches(dataset, "scoring"):
-                scored = jax.device_get(score(self.params, self._model_rows(batch)))
-                pairs = np.stack([np.asarray(scored["log_likelihood"], np.float64),
-                                  np.asarray(scored["tokens"], np.float64)], axis=1)
-                out += zip(indices[:rows].tolist(), pairs[:rows], strict=True)
-        return out
+        score = _score_step(self.model, self.mesh)
+
+        def compute(batch: Batch) -> Sequence[np.ndarray]:
+            scored = jax.device_get(score(self.params, self._model_rows(batch.features)))
+            pairs = np.stack([np.asarray(scored["log_likelihood"], np.float64),
+                              np.asarray(scored["tokens"], np.float64)], axis=1)
+            return list(pairs[: len(batch.rows)])
+
+        return self._outputs("score", dataset, "scoring", compute)
 
     def _prompts(self, batch: Mapping[str, np.ndarray], rows: int) -> list[np.ndarray]:
         if "encoder_input_tokens" in batch:
@@ -299,19 +371,23 @@ class SeqioModel:
         del model_feature_shapes
         if self.qa_protocol == TEACHER_FORCED:
             return self._teacher_forced(dataset)
-        model, out = self.model, []
+        model = self.model
         eos = model.eos_id
-        with activate(self.mesh):
-            for indices, batch, rows in self._batches(dataset, "decoding"):
-                prompts = self._prompts(batch, rows)
-                if any(len(p) == 0 for p in prompts):
-                    raise ValueError("an example without a prompt (inputs) cannot be decoded")
-                ids, mask = model.prompt_rows(prompts, self.batch_size)
-                tokens = np.asarray(model.decode(
-                    self.params, ids, mask, max_new_tokens=self.max_new_tokens,
-                    eos_id=eos, beam_size=self.beam_size, pad_id=0))
-                out += [(int(indices[i]), until_eos(tokens[i], eos)) for i in range(rows)]
-        return fixed_width(out, eos)
+
+        def compute(batch: Batch) -> Sequence[list[int]]:
+            rows = len(batch.rows)
+            prompts = self._prompts(batch.features, rows)
+            if any(len(p) == 0 for p in prompts):
+                raise ValueError("an example without a prompt (inputs) cannot be decoded")
+            ids, mask = model.prompt_rows(prompts, self.batch_size,
+                                          prompt_length(max(len(p) for p in prompts)))
+            tokens = np.asarray(model.decode(
+                self.params, ids, mask, max_new_tokens=self.max_new_tokens,
+                eos_id=eos, beam_size=self.beam_size, pad_id=0))
+            return [until_eos(tokens[i], eos) for i in range(rows)]
+
+        kind = ("free", self.max_new_tokens, self.beam_size)
+        return fixed_width(self._outputs(kind, dataset, "decoding", compute), eos)
 
     def _teacher_forced(self, dataset: tf.data.Dataset) -> list[tuple[int, list[int]]]:
         """The reference's GPT-2 answers (:mod:`tw_jax.evaluate.qa`'s ``"teacher_forced"``): the
@@ -323,18 +399,22 @@ class SeqioModel:
         if vocabulary is None:
             raise ValueError("teacher-forced answers need the vocabulary: pass vocabulary= "
                              "(or qa_protocol='free')")
-        argmax, out = _argmax_step(self.model, self.mesh), []
+        argmax = _argmax_step(self.model, self.mesh)
         eos = vocabulary.eos_id
-        with activate(self.mesh):
-            for indices, batch, rows in self._batches(dataset, "answering"):
-                best = np.asarray(jax.device_get(argmax(self.params, self._model_rows(batch))))
-                scored = batch["decoder_loss_weights"] > 0
-                for i in range(rows):
-                    predicted = [int(t) for t in best[i][scored[i]] if int(t) != eos]
-                    text = until_first_period(vocabulary.decode(predicted).strip())
-                    out.append((int(indices[i]),
-                                [int(t) for t in vocabulary.encode(text.replace("\n", " "))]))
-        return fixed_width(out, eos)
+
+        def compute(batch: Batch) -> Sequence[list[int]]:
+            best = np.asarray(jax.device_get(argmax(self.params,
+                                                    self._model_rows(batch.features))))
+            scored = batch.features["decoder_loss_weights"] > 0
+            out = []
+            for i in range(len(batch.rows)):
+                predicted = [int(t) for t in best[i][scored[i]] if int(t) != eos]
+                text = until_first_period(vocabulary.decode(predicted).strip())
+                out.append([int(t) for t in vocabulary.encode(text.replace("\n", " "))])
+            return out
+
+        return fixed_width(self._outputs(TEACHER_FORCED, dataset, "answering", compute,
+                                         vocabulary), eos)
 
 
 def fixed_width(rows: Sequence[tuple[int, list[int]]], eos: int
