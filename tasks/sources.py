@@ -130,8 +130,9 @@ def _tfds_dir() -> str | None:
     return _tfds["data_dir"] or os.environ.get(TFDS_DIR_ENV) or None
 
 
-def _tfds_name(config: str) -> str:
-    return f"{TFDS_BUILDER}/{config}:{_tfds['version']}"
+def _tfds_name(config: str | None, builder: str = TFDS_BUILDER) -> str:
+    """``builder[/config]:version``, the version :func:`use_tfds` reads."""
+    return f"{builder}/{config}:{_tfds['version']}" if config else f"{builder}:{_tfds['version']}"
 
 
 def tfds_split(pattern: str) -> tuple[str, str] | None:
@@ -207,8 +208,7 @@ def probe_rows(path: str) -> Callable[[], list[dict[str, str]]]:
     config = probes_config(path) if tfds_active() else None
     if config is None:
         return lambda: read_probe_csv(path)
-    return lambda: [{k: str(v) for k, v in row.items()}
-                    for row in tfds_rows(TFDS_BUILDER, *config)]
+    return lambda: tfds_rows(TFDS_BUILDER, *config)  # every probe feature is text
 
 
 def tfds_active() -> bool:
@@ -225,13 +225,12 @@ def tfds_rows(builder: str, config: str | None, split: str) -> list[dict[str, An
     tfds_dir = _tfds_dir()
     if tfds_dir is None:
         raise ValueError("the TFDS switch is off: use_tfds(DIR) or $TW_JAX_TFDS_DIR first")
-    full = f"{builder}/{config}" if config else builder
-    name = f"{full}:{_tfds['version']}"
+    name = _tfds_name(config, builder)
     source = seqio.TfdsDataSource(tfds_name=name, tfds_data_dir=tfds_dir, read_only=True)
     if not source.tfds_dataset.builder.is_prepared():
         raise FileNotFoundError(
             f"{name} is not prepared in {tfds_dir} (the TFDS switch is on: ${TFDS_DIR_ENV} "
-            f"or use_tfds); `tfds build --imports tw_jax.datasets {full} "
+            f"or use_tfds); `tfds build --imports tw_jax.datasets {name.split(':')[0]} "
             f"--manual_dir DIR --data_dir {tfds_dir}` prepares it (docs/tfds.md)")
     if split not in source.splits:
         return []

@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     import tw_jax.tasks as tasks
     from tw_jax.io import paths
     from tw_jax.tasks.cache import cache_dir_of
-    from tw_jax.tasks.layout import DATA_DIR_ENV, resolve_data_dir
+    from tw_jax.tasks.layout import DATA_DIR_ENV, GPT2_VOCAB_ENV, T5_VOCAB_ENV, resolve_data_dir
 
     data = resolve_data_dir(args.data)
     if data is None:
@@ -122,8 +122,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     out = args.out or cache_dir_of(data)
     env = {**os.environ, DATA_DIR_ENV: data}  # what the job's `import tw_jax.tasks` registers
-    env.update({k: v for k, v in (("TW_JAX_T5_VOCAB", args.t5_vocab),
-                                  ("TW_JAX_GPT2_VOCAB", args.gpt2_vocab)) if v})
+    env.update({k: v for k, v in ((T5_VOCAB_ENV, args.t5_vocab),
+                                  (GPT2_VOCAB_ENV, args.gpt2_vocab)) if v})
     command = cache_command(chosen, out, args.beam_options, min_shards=args.min_shards,
                             overwrite=args.overwrite)
     print(f"tw-jax cache: {len(chosen)} tasks: {' '.join(shlex.quote(c) for c in command[1:])}",

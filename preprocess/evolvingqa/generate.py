@@ -124,6 +124,16 @@ def pairs_with_passages(data: str | os.PathLike[str]) -> list[str]:
             if _PAIR.match(name) and paths.isdir(layout.extraction_dir(data, name))]
 
 
+def finished_pairs(data: str) -> list[str]:
+    """:func:`pairs_with_passages`, once the window's folder and every pair's extraction folder
+    are finished: the build writes each folder's stats.json last, and without it the folder's
+    passages are cut short (an error naming the build command)."""
+    pairs = pairs_with_passages(data)
+    for folder in (layout.window_dir(data), *(layout.extraction_dir(data, p) for p in pairs)):
+        require_complete(folder, "tw-jax evolvingqa build")
+    return pairs
+
+
 PASSAGE_FIELDS = ("id", "title", "month", "text", "entities")
 EDITED_FIELDS = ("id", "title", "old_month", "new_month", "old_text", "new_text",
                  "old_entities", "new_entities")
@@ -154,10 +164,7 @@ def generate_with_llm(
         from tw_jax.errors import DumpError
 
         raise DumpError(unchanged_path, None, "no such file; run `tw-jax evolvingqa build`")
-    pairs = pairs_with_passages(data)
-    # The build writes each folder's stats.json last: without it, its passages are cut short.
-    for folder in (layout.window_dir(data), *(layout.extraction_dir(data, p) for p in pairs)):
-        require_complete(folder, "tw-jax evolvingqa build")
+    pairs = finished_pairs(data)
     generator = Generator(client, llm_filters=llm_filters)
     reasons: dict[str, Counter] = {"unchanged": Counter()}
     unchanged = _run(_limited(unchanged_path, limit, PASSAGE_FIELDS), generator.passage, concurrency,

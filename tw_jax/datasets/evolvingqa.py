@@ -41,8 +41,12 @@ import tensorflow_datasets as tfds
 from tw_jax.datasets.base import Builder
 from tw_jax.io import jsonl, paths
 from tw_jax.preprocess.evolvingqa import layout
-from tw_jax.preprocess.evolvingqa.generate import EDITED_FIELDS, PASSAGE_FIELDS, pairs_with_passages
-from tw_jax.preprocess.runners.accounting import require_complete
+from tw_jax.preprocess.evolvingqa.generate import (
+    EDITED_FIELDS,
+    PASSAGE_FIELDS,
+    finished_pairs,
+    pairs_with_passages,
+)
 from tw_jax.tasks.evolvingqa import find_qa_files
 
 CITATION = """\
@@ -166,13 +170,11 @@ def _passage_files(root: str, *, edited: bool) -> dict[str, str]:
     """``{split: file}`` of a build folder; an unfinished extraction folder is an error naming
     the command that writes it."""
     window = layout.window_dir(root)
-    pairs = pairs_with_passages(root)
-    if not paths.isdir(window) or not pairs:
+    if not paths.isdir(window) or not pairs_with_passages(root):
         raise FileNotFoundError(f"{root}: no EvolvingQA passages ({layout.EXTRACTION}/, "
                                 f"<MMMM>/{layout.EXTRACTION}/); `tw-jax evolvingqa build` "
                                 "writes them")
-    for folder in (window, *(layout.extraction_dir(root, p) for p in pairs)):
-        require_complete(folder, "tw-jax evolvingqa build")
+    pairs = finished_pairs(root)
     if edited:
         return {f"edited_{p}": paths.join(layout.extraction_dir(root, p), layout.EDITED_PAIRS)
                 for p in pairs}

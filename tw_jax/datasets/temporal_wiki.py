@@ -69,9 +69,6 @@ RELEASE_PAIRS = [f"{m}{MONTHS[(i + 1) % 12]}" for i, m in enumerate(MONTHS)]
 # what changed over two months): a config for each, consecutive pairs first.
 PAIRS = RELEASE_PAIRS + [f"{old}{new}" for old in MONTHS for new in MONTHS
                          if old != new and f"{old}{new}" not in RELEASE_PAIRS]
-# The open-book probe folders ``probes_<retriever>/`` of the built-in retrievers
-# (``tw-jax probe-contexts``): the probes with the passages retrieved for each.
-RETRIEVERS = TFDS_RETRIEVERS
 CATEGORIES = ("unchanged", "updated", "new", "deleted")
 TEXT_FIELDS = {"id": "int", "title": "text", "text": "text"}
 SSM_FIELDS = {"id": "int", "title": "text", "inputs": "text", "targets": "text"}
@@ -109,7 +106,7 @@ def _configs() -> list[TemporalWikiConfig]:
                                period=pair, retriever=retriever,
                                description=f"TWiki-Probes of {what} with the passages "
                                            f"{retriever} retrieved for each (open book).")
-            for retriever in RETRIEVERS
+            for retriever in TFDS_RETRIEVERS  # the open-book folders of the built-in retrievers
         ]
     for pair in RELEASE_PAIRS:
         what = f"the month pair {pair[:2]}→{pair[2:]}"

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import jax
@@ -55,7 +56,7 @@ from tw_jax.models.sharding import activate, global_batch, make_mesh, replicated
 from tw_jax.models.token_scores import bucket_length
 from tw_jax.runtime import checkpoints
 from tw_jax.runtime.run_model import build_run_model
-from tw_jax.runtime.score_step import token_losses
+from tw_jax.runtime.score_step import make_score_step
 from tw_jax.tasks.metrics import TARGETS_WEIGHTS
 
 # Beside the model's features: how many leading tokens of a decoder-only row are the prompt
@@ -223,22 +224,10 @@ def _cached_step(kind: str, model: Any, mesh: Mesh,
     return _STEPS[key]
 
 
-def _make_eval_score(model: Any) -> Callable[..., Any]:
-    """Training's scoring step (:func:`~tw_jax.runtime.score_step.token_losses`) without its
-    ``correct`` tokens: nothing here reads them, and their argmax over the vocabulary at every
-    position costs as much as a third of the step."""
-
-    def score(params: Any, batch: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
-        logits = model.logits(params, batch, deterministic=True, rng=None)
-        losses, _, weights = token_losses(logits, batch)
-        return {"log_likelihood": -jnp.sum(losses, axis=-1), "tokens": jnp.sum(weights, axis=-1)}
-
-    return score
-
-
 def _score_step(model: Any, mesh: Mesh) -> Callable[..., Any]:
     """One jitted scorer per (model class and config, mesh)."""
-    return _cached_step("score", model, mesh, _make_eval_score)
+    # nothing here reads the correct tokens
+    return _cached_step("score", model, mesh, partial(make_score_step, correct=False))
 
 
 def _argmax_step(model: Any, mesh: Mesh) -> Callable[..., Any]:
