@@ -189,3 +189,14 @@ def pytest_collection_modifyitems(config, items):
     slowest_first = sorted(SLOW_MODULES, key=SLOW_MODULES.__getitem__, reverse=True)
     rank = {module: place for place, module in enumerate(slowest_first)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _gin_cleared_after_each_module():
+    """gin's configuration is process-wide: a test that runs ``tw-jax train`` in process leaves
+    its bindings (a task vocabulary among them) for whatever runs next on the same xdist worker.
+    Each test file starts from an empty configuration, whichever file ran before it."""
+    yield
+    import gin
+
+    gin.clear_config()

@@ -8,13 +8,16 @@ decisions can be checked against hand computations that do not run the model.
 
 from __future__ import annotations
 
+import csv
 import random
+from pathlib import Path
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from eval_helpers import PROBE_FIELDS
 
 from tw_jax.models.gpt2 import GPT2, GPT2Config
 from tw_jax.models.t5 import T5, T5Config
@@ -64,6 +67,25 @@ def register_probes(vocab_files):
 
     yield register
     tw_jax.tasks.register_all(None)
+
+
+@pytest.fixture()
+def month_probes(tmp_path, register_probes):
+    """``write(rows)``: ``{category: [(subject, relation, object, previous_object, cloze)]}`` as
+    the probe files of month 0809 of a data folder, its tasks registered; returns the folder."""
+
+    def write(rows: dict) -> Path:
+        folder = tmp_path / "0809" / "probes"
+        folder.mkdir(parents=True)
+        for category, category_rows in rows.items():
+            with open(folder / f"{category}.csv", "w", newline="", encoding="utf-8") as handle:
+                writer = csv.writer(handle)
+                writer.writerow(PROBE_FIELDS)
+                writer.writerows(category_rows)
+        register_probes(tmp_path)
+        return tmp_path
+
+    return write
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+# the columns of the probe CSVs the tests write (the tasks read these and ``text``)
+PROBE_FIELDS = ["subject", "relation", "object", "previous_object", "cloze"]
+
 
 def set_unigram(params: dict, log_probs_wanted: dict[int, float], vocab_size: int) -> tuple:
     """A copy of unigram params whose logits make the given tokens have (about) these log

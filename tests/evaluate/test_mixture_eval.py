@@ -4,19 +4,20 @@ variant, teacher-forced (GPT-2) and decoded (T5) EM/F1, CHANGED as UPDATED then 
 
 from __future__ import annotations
 
-import csv
+import dataclasses
 
 import numpy as np
 import pytest
+from eval_helpers import PROBE_FIELDS as FIELDS
 from probe_oracle import previous_answers, probe_answers, probe_perplexities
 
 from tw_jax.evaluate.mixture_eval import MixtureEvaluators, mixture_name, probe_forms, task_category
 from tw_jax.evaluate.month_eval import EvalSettings, evaluate_month
 from tw_jax.evaluate.per_probe import probe_keys
 from tw_jax.evaluate.qa import qa_scores
+from tw_jax.models.gpt2 import GPT2
 from tw_jax.tasks.metrics import mean_perplexity
 
-FIELDS = ["subject", "relation", "object", "previous_object", "cloze"]
 ROWS = {
     "unchanged": [
         ("Ada Lovelace", "occupation", "mathematician", "", "Ada Lovelace was a mathematician ."),
@@ -34,16 +35,8 @@ ROWS = {
 
 
 @pytest.fixture()
-def probe_data(tmp_path, register_probes):
-    folder = tmp_path / "0809" / "probes"
-    folder.mkdir(parents=True)
-    for category, rows in ROWS.items():
-        with open(folder / f"{category}.csv", "w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(FIELDS)
-            writer.writerows(rows)
-    register_probes(tmp_path)
-    return tmp_path
+def probe_data(month_probes):
+    return month_probes(ROWS)
 
 
 def _rows(category: str) -> list[dict[str, str]]:
@@ -189,3 +182,16 @@ def test_forms_by_objective(random_gpt2, random_t5):
         "": ["ppl"], "_object": ["qa"]}
     assert probe_forms(random_t5[0], ["ppl", "ppl_object", "ppl_cloze", "qa"]) == {
         "_ssm": ["ppl", "ppl_object", "qa"], "_ssm_cloze": ["ppl_cloze"]}
+
+
+def test_tasks_of_another_vocabulary_are_an_error_not_nan(probe_data, random_gpt2, gpt2_vocab):
+    """Token ids past the model's embedding would score every probe NaN: the evaluator refuses
+    tasks whose vocabulary is larger than the model's, naming it."""
+    model, params = random_gpt2
+    smaller = GPT2(dataclasses.replace(model.config, vocab_size=gpt2_vocab.vocab_size - 1))
+    with pytest.raises(ValueError, match=r"twiki_probes_0809_\w+: its vocabulary \(.*\) has "
+                       rf"{gpt2_vocab.vocab_size} tokens, the model's embedding "
+                       rf"{gpt2_vocab.vocab_size - 1}"):
+        evaluate_month(smaller, params, gpt2_vocab, str(probe_data), "0809",
+                       EvalSettings(groups=("ppl",), batch_size=4),
+                       evaluators=MixtureEvaluators())

@@ -39,6 +39,7 @@ import tensorflow as tf
 from tw_jax.evaluate import eval_batches
 from tw_jax.evaluate.groups import PPL_VARIANTS
 from tw_jax.evaluate.seqio_eval import ModelFeatureConverter, SeqioModel
+from tw_jax.evaluate.task_metrics import compute_metrics, task_examples
 from tw_jax.io import paths
 from tw_jax.models import model_for
 
@@ -116,9 +117,11 @@ class MixtureEvaluators:
                                             eval_split="validation", num_examples=num_examples,
                                             async_compute_metrics=False)
             _check_length(mixture, evaluator, model)
+            _check_vocabulary(evaluator, model)
             self._built[key] = evaluator
+            examples = task_examples(evaluator).examples
             for task, dataset in evaluator.cached_model_datasets.items():
-                _EXAMPLES[id(dataset)] = sum(1 for _ in evaluator.cached_task_datasets[task])
+                _EXAMPLES[id(dataset)] = len(examples[task])
                 # an evaluator dropped with its MixtureEvaluators: its ids may be reused
                 weakref.finalize(dataset, _EXAMPLES.pop, id(dataset), None)
             # read once, on the first checkpoint, and kept with the evaluator
@@ -169,6 +172,32 @@ def _check_length(mixture: str, evaluator: seqio.Evaluator, model: Any) -> None:
                          f"model's {limit} positions (open book: fewer --context-words)")
 
 
+def _check_vocabulary(evaluator: seqio.Evaluator, model: Any) -> None:
+    """Token ids past the model's embedding table read nothing (JAX gives NaN, not an error):
+    tasks registered with another model's vocabulary (``register_all``'s ``gpt2_vocab`` /
+    ``t5_vocab``, their ``$TW_JAX_*_VOCAB`` or a gin binding left by an earlier run in the same
+    process) would score every probe as NaN."""
+    size = getattr(getattr(model, "config", None), "vocab_size", None)
+    if size is None:
+        return
+    for task in evaluator.eval_tasks:
+        vocabulary = task.output_features["targets"].vocabulary
+        if vocabulary.vocab_size > size:
+            raise ValueError(
+                f"{task.name}: its vocabulary ({_vocabulary_name(vocabulary)}) has "
+                f"{vocabulary.vocab_size} tokens, the model's embedding {size}: the tasks were "
+                "registered with another model's vocabulary (tw_jax.tasks.register_all's "
+                "gpt2_vocab/t5_vocab, $TW_JAX_GPT2_VOCAB/$TW_JAX_T5_VOCAB, or a gin binding)")
+
+
+def _vocabulary_name(vocabulary: Any) -> str:
+    for attribute in ("path", "sentencepiece_model_file"):
+        value = getattr(vocabulary, attribute, None)
+        if isinstance(value, str):
+            return value
+    return type(vocabulary).__name__
+
+
 def _unasked(dataset: tf.data.Dataset) -> list[tuple[int, list[int]]]:
     """Empty answers for a mixture whose EM/F1 nobody asked for: seqio computes every metric of
     a task, and decoding only to drop its scores would cost more than the perplexity itself."""
@@ -207,6 +236,12 @@ class FormRun:
         return any(g in PPL_VARIANTS for g in self.groups)
 
     @property
+    def output_types(self) -> tuple[seqio.metrics.ModelOutputType, ...]:
+        """The model outputs whose metrics the groups read (the others are placeholders)."""
+        kinds = seqio.metrics.ModelOutputType
+        return ((kinds.SCORE,) * self.asks_perplexity) + ((kinds.PREDICTION,) * self.asks_qa)
+
+    @property
     def calls(self) -> int:
         """Model calls: one per example and model function asked for (a progress bar's share)."""
         return self.examples * (int(self.asks_qa) + int(self.asks_perplexity))
@@ -235,11 +270,11 @@ def run_forms(fns: SeqioModel, month: str, plan: Sequence[FormRun],
     values: Values = {}
     scores: Scores = {}
     for form in plan:
-        future, outputs = form.evaluator.evaluate(
-            compute_metrics=True,
+        _, outputs = form.evaluator.evaluate(
+            compute_metrics=False,
             score_fn=fns.score_fn if form.asks_perplexity else _unscored,
             predict_fn=fns.predict_fn if form.asks_qa else _unasked)
-        for task, metrics in future.result().items():
+        for task, metrics in compute_metrics(form.evaluator, outputs, form.output_types).items():
             category = task_category(task, month, form.suffix, source)
             values.update(_group_values(category, metrics, form.groups))
             if form.asks_perplexity:
