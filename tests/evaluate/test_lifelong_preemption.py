@@ -1,6 +1,9 @@
 """`tw-jax lifelong` preempted inside a month: SIGTERM during the month's training saves a
 checkpoint, stops the run with exit status 0 before anything of that month is recorded, and the
-same command resumes training inside the month and finishes it."""
+same command resumes training inside the month and finishes it.
+
+The tiny GPT-2 has the demo data's vocabulary size, as ``tw-jax demo`` trains it: with
+models/gpt2_tiny.gin's 50,257-wide output layer the month's 300 steps were most of the test."""
 
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ import sys
 from pathlib import Path
 
 from waiting import wait_until
+
+from tw_jax.data.vocabularies import gpt2_vocabulary
 
 
 def _logged(model_dir: Path) -> int:
@@ -29,12 +34,14 @@ def test_sigterm_inside_a_month_resumes_there(tmp_path, demo_data):
     month_dir = out / "checkpoints" / "diff" / "0809"
     updates = tmp_path / "long.gin"  # the month's update is long; INITIAL keeps cpu_smoke's 12
     updates.write_text("TRAIN_STEPS = 300\nCHECKPOINT_PERIOD = 1000\n", encoding="utf-8")
+    vocab_size = int(gpt2_vocabulary(str(data / "vocab" / "gpt2")).vocab_size)
     command = [
         sys.executable, "-m", "tw_jax.cli", "lifelong",
         "--gin_file=diff.gin", "--gin_file=models/gpt2_tiny.gin", "--gin_file=runs/cpu_smoke.gin",
         f"--gin_file={updates}", "--initial-gin-file=initial.gin",
         "--initial-gin-file=models/gpt2_tiny.gin", "--initial-gin-file=runs/cpu_smoke.gin",
         "--gin.BATCH_SIZE=2", "--gin.SCHEDULE='constant'", "--gin.tw_jax.train.train.progress=False",
+        f"--gin.tw_jax.models.GPT2Config.vocab_size={vocab_size}",
         "--months", "0809", "--data", str(data), "--out", str(out),
         "--max-probes", "8", "--eval-batch-size", "8",
     ]

@@ -109,10 +109,12 @@ def test_lora_gpt2_trains_alike_and_t5x_eval_gives_tw_jax_probe_figures(tmp_path
     lora = {n for n in before if n.endswith(("lora_a", "lora_b"))}
     assert lora and {n for n in before if not np.array_equal(before[n], after[n])} == lora
 
-    # T5X's evaluation (t5x.main --run_mode=eval) of the T5X checkpoint on a probe mixture ...
+    # T5X's evaluation (t5x.main --run_mode=eval) of the T5X checkpoint on a probe mixture,
+    # with the run file tw-jax eval reads below: T5X pads every probe to TARGETS_LENGTH, and
+    # at gpt2_tiny.gin's 64 instead of cpu_smoke.gin's 32 its 50,257-wide logits took 67 s ...
     out = tmp_path / "eval"
     t5x("main", "--gin_file=t5x/eval.gin", "--gin_file=methods/lora.gin",
-        "--gin_file=models/gpt2_tiny.gin",
+        "--gin_file=models/gpt2_tiny.gin", "--gin_file=runs/cpu_smoke.gin",
         f"--gin.CHECKPOINT_PATH='{tmp_path / 't5x' / 'checkpoint_8'}'",
         f"--gin.EVAL_OUTPUT_DIR='{out}'", "--gin.MIXTURE_OR_TASK_NAME='twiki_probes_0809'",
         env=env, run_mode="eval")

@@ -1,7 +1,10 @@
 """Hosts as local processes: two `tw-jax train` processes with one CPU device each (coordinator
 on 127.0.0.1, the explicit JAX_* variables) train exactly as one process with two devices, write
 one checkpoint and one metrics stream, and a run checkpointed on 2 hosts continues on 1 along the
-uninterrupted run's loss curve. Also: which launch each environment describes."""
+uninterrupted run's loss curve. Also: which launch each environment describes.
+
+The tiny GPT-2 has the data's vocabulary size (as ``tw-jax demo`` trains it): gpt2_tiny.gin's
+50,257-wide output layer was most of each step's work, and no check here depends on it."""
 
 from __future__ import annotations
 
@@ -18,13 +21,20 @@ from tw_jax.runtime.distributed import DistributedStartError, Launch, detect_lau
 STEPS, SPLIT = 6, 3
 
 
-def _command(model_dir, steps):
+def _vocab_size(train_data: dict) -> int:
+    from tw_jax.data.vocabularies import gpt2_vocabulary
+
+    return int(gpt2_vocabulary(str(train_data["gpt2"])).vocab_size)
+
+
+def _command(model_dir, steps, vocab_size=None):
+    model = [f"--gin.tw_jax.models.GPT2Config.vocab_size={vocab_size}"] if vocab_size else []
     return [
         sys.executable, "-m", "tw_jax.cli", "train",
         "--gin_file=diff.gin", "--gin_file=models/gpt2_tiny.gin", "--gin_file=runs/cpu_smoke.gin",
         f"--gin.MODEL_DIR={model_dir}", f"--gin.TRAIN_STEPS={steps}",
         f"--gin.CHECKPOINT_PERIOD={SPLIT}", "--gin.BATCH_SIZE=8", "--gin.SCHEDULE='constant'",
-        "--gin.tw_jax.train.train.progress=False",
+        "--gin.tw_jax.train.train.progress=False", *model,
     ]
 
 
@@ -34,13 +44,14 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _one_process(model_dir, steps, env):
-    result = subprocess.run(_command(model_dir, steps), env=env, capture_output=True, text=True)
+def _one_process(model_dir, steps, env, vocab_size):
+    result = subprocess.run(_command(model_dir, steps, vocab_size), env=env, capture_output=True,
+                            text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
 
-def _hosts(model_dir, steps, env, count=2):
+def _hosts(model_dir, steps, env, vocab_size, count=2):
     port = _free_port()
     processes = []
     for index in range(count):
@@ -48,7 +59,7 @@ def _hosts(model_dir, steps, env, count=2):
                         JAX_NUM_PROCESSES=str(count), JAX_PROCESS_ID=str(index),
                         TW_JAX_COORDINATOR_TIMEOUT="120")
         processes.append(subprocess.Popen(
-            _command(model_dir, steps), env=host_env, stdout=subprocess.PIPE,
+            _command(model_dir, steps, vocab_size), env=host_env, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True,
         ))
     outputs = [process.communicate(timeout=600) for process in processes]
@@ -67,14 +78,15 @@ def test_two_hosts_train_as_one_host_with_two_devices_and_resume_on_one(
 ):
     two_devices = subprocess_env(train_data, compile_cache, devices=2)
     one_device = subprocess_env(train_data, compile_cache, devices=1)
+    vocab_size = _vocab_size(train_data)
 
     straight = tmp_path / "straight"
-    _one_process(straight, STEPS, two_devices)
+    _one_process(straight, STEPS, two_devices, vocab_size)
     expected = [m["loss"] for m in read_metrics(straight)]
     assert len(expected) == STEPS
 
     hosts = tmp_path / "hosts"
-    outputs = _hosts(hosts, SPLIT, one_device)
+    outputs = _hosts(hosts, SPLIT, one_device, vocab_size)
     assert all(f"trained to step {SPLIT}" in stdout for stdout, _ in outputs)
     metrics = read_metrics(hosts)
     # Process 0 alone writes the metrics and TensorBoard; both write their shards of one
@@ -85,7 +97,7 @@ def test_two_hosts_train_as_one_host_with_two_devices_and_resume_on_one(
     np.testing.assert_allclose([m["loss"] for m in metrics], expected[:SPLIT], rtol=1e-5)
 
     # The 2-host checkpoint continues in one process (two devices): the same curve.
-    resumed = _one_process(hosts, STEPS, two_devices)
+    resumed = _one_process(hosts, STEPS, two_devices, vocab_size)
     assert f"started at step {SPLIT}" in resumed.stdout
     after = read_metrics(hosts)
     assert [m["step"] for m in after] == list(range(1, STEPS + 1))
