@@ -34,6 +34,7 @@ class ArticleDiff:
     id: int
     title: str
     kind: str
+    # Paragraphs are never empty, their whitespace collapsed (stats.py counts tokens by spaces).
     paragraphs: tuple[str, ...]  # the whole new article, cleaned (full.jsonl)
     diff_paragraphs: tuple[str, ...]  # the part that enters the DiffSet
     diff_sentences: int

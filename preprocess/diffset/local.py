@@ -32,6 +32,7 @@ from tw_jax.preprocess.diffset.outputs import DiffsetWriter, EncodedRecord, enco
 from tw_jax.preprocess.diffset.stats import ArticleSummary, DiffsetStats, summarize
 from tw_jax.preprocess.dumps.mediawiki import Page, describe_page
 from tw_jax.preprocess.dumps.multistream import index_for, iter_range_pages, plan_ranges
+from tw_jax.preprocess.dumps.page_scan import SharedPages
 from tw_jax.preprocess.dumps.wikipedia import IdBitmap, iter_articles, iter_dump_pages
 from tw_jax.preprocess.runners.accounting import Skips
 from tw_jax.preprocess.runners.process_pools import WINDOW_PER_WORKER, fork_pool, ordered_map
@@ -54,17 +55,18 @@ def read_articles(
     byte_range: tuple[int, int] | None = None,
     *,
     prefetch: int | None = None,
+    shared: SharedPages | None = None,
 ) -> Iterator[Page]:
     """The main-namespace articles of a dump (or of one byte range of a multistream dump),
     tallying pages and skips into ``stats``.
 
     Every page counts once in ``stats.pages``: those the reader yields, and those it skips itself
-    (a bad id, a bad JSON line), which are added when the dump is exhausted. ``prefetch``: see
-    :func:`~tw_jax.preprocess.dumps.mediawiki.iter_pages` (whole dumps only).
+    (a bad id, a bad JSON line), which are added when the dump is exhausted. ``prefetch`` and
+    ``shared``: see :func:`~tw_jax.preprocess.dumps.mediawiki.iter_pages` (whole dumps only).
     """
     reader_skips = Skips()
     if byte_range is None:
-        pages = iter_dump_pages(path, reader_skips, prefetch=prefetch)
+        pages = iter_dump_pages(path, reader_skips, prefetch=prefetch, shared=shared)
     else:
         pages = iter_range_pages(path, *byte_range, reader_skips)
     yield from iter_articles(_counted(pages, stats, side), stats.skips[side])
@@ -309,12 +311,15 @@ def _compare_in_step(
     one after the other: 4.8-7.9 CPU-s against 3.4-4.3).
     """
     index = OldIndex(index_path, create=True)
+    shared = SharedPages()  # an unchanged article is read once, by whichever reader is first
     try:
         old_pages = (
-            iter(()) if old_path is None else read_articles(old_path, stats, "old", prefetch=0)
+            iter(())
+            if old_path is None
+            else read_articles(old_path, stats, "old", prefetch=0, shared=shared)
         )
         old = OldInStep(old_pages, index)  # reads the first old page: its errors come first
-        _compare_new(new_path, min_changed_chars, stats, writer, None, 1, bar, old.get)
+        _compare_new(new_path, min_changed_chars, stats, writer, None, 1, bar, old.get, shared)
         stats.old_articles += old.finish()
     finally:
         index.close()
@@ -329,10 +334,12 @@ def _compare_new(
     workers: int,
     bar,  # noqa: ANN001
     old_version: Callable[[int], Page | None] | None = None,
+    shared: SharedPages | None = None,
 ) -> None:
     ranges = _byte_ranges(path, workers)
     if old_version is not None:
-        jobs = _chunks(read_articles(path, stats, "new", prefetch=0), min_changed_chars)
+        pages = read_articles(path, stats, "new", prefetch=0, shared=shared)
+        jobs = _chunks(pages, min_changed_chars)
         results = ((DiffsetStats(), _compare_all(chunk, mcc, old_version)) for chunk, mcc in jobs)
     elif ranges is None:
         jobs = _chunks(read_articles(path, stats, "new"), min_changed_chars)

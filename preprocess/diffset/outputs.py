@@ -20,11 +20,12 @@ from tw_jax.io.atomic import (
     raise_if_disk_full,
     temporary_sibling,
 )
-from tw_jax.io.tfrecord import ShardedTFRecordWriter, encode_example
+from tw_jax.io.tfrecord import ShardedTFRecordWriter, varint
 from tw_jax.preprocess.diffset.algorithm import EMPTY, IN_DIFFSET, ArticleDiff
 
 OUTPUTS = ("diffset", "full", "unchanged")
 STATS_FILE = "stats.json"
+_FLUSH_BYTES = 1 << 20  # JSON lines held back before one write
 
 
 def records_for(result: ArticleDiff) -> list[tuple[str, dict[str, Any]]]:
@@ -55,20 +56,90 @@ def json_line(record: dict[str, Any]) -> str:
 # (output name, JSON line with its newline, tf.train.Example bytes): what a worker hands back.
 EncodedRecord = tuple[str, bytes, bytes]
 
+# json_line of a record, built from its parts: the same bytes (the tests compare them), without
+# the encoder's walk over a dict for each of the stage's records.
+_json_string = json.encoder.encode_basestring  # what _JSON uses for str (ensure_ascii=False)
+
+
+def _record_json(page_id: int, title: str, text: str, kind: str | None) -> bytes:
+    head = '{"id":' + str(page_id) + ',"title":' + _json_string(title)
+    if kind is None:
+        return (head + ',"text":' + _json_string(text) + "}\n").encode("utf-8")
+    return (
+        head + ',"text":' + _json_string(text) + ',"kind":' + _json_string(kind) + "}\n"
+    ).encode("utf-8")
+
+
+# encode_example of a record, likewise: a tf.train.Example is a map of features written with
+# sorted keys (id, kind, text, title), each entry a length-delimited field (1) holding the key
+# (field 1) and the Feature (field 2); a string Feature is a bytes_list (field 1) of one value
+# (field 1), the id an int64_list (field 3) of one varint. Only the lengths vary, so each entry
+# is its header bytes then the value.
+def _string_entry(key_field: bytes, data: bytes, parts: list[bytes]) -> int:
+    """Appends the entry of a string feature to ``parts``; returns its length."""
+    value = varint(len(data))
+    bytes_list = 1 + len(value) + len(data)
+    bytes_list_size = varint(bytes_list)
+    feature = 1 + len(bytes_list_size) + bytes_list
+    feature_size = varint(feature)
+    entry = len(key_field) + 1 + len(feature_size) + feature
+    entry_size = varint(entry)
+    parts += (
+        b"\n",
+        entry_size,
+        key_field,
+        b"\x12",
+        feature_size,
+        b"\n",
+        bytes_list_size,
+        b"\n",
+        value,
+        data,
+    )
+    return 1 + len(entry_size) + entry
+
+
+def _id_entry(page_id: int) -> bytes:
+    value = varint(page_id)  # int64: two's complement
+    n = len(value)  # at most 10: every length below fits in one byte
+    # entry (n + 10 bytes): key "id", then the Feature (n + 4): int64_list (n + 2): one value
+    return bytes((0x0A, n + 10, 0x0A, 2, 0x69, 0x64, 0x12, n + 4, 0x1A, n + 2, 0x0A, n)) + value
+
+
+def _record_example(page_id: int, title: str, text: str, kind: str | None) -> bytes:
+    parts = [_id_entry(page_id)]
+    size = len(parts[0])
+    if kind is not None:
+        size += _string_entry(b"\n\x04kind", kind.encode("utf-8"), parts)
+    size += _string_entry(b"\n\x04text", text.encode("utf-8"), parts)
+    size += _string_entry(b"\n\x05title", title.encode("utf-8"), parts)
+    return b"\n" + varint(size) + b"".join(parts)  # Example.features
+
 
 def encode_records(result: ArticleDiff) -> list[EncodedRecord]:
-    """The bytes each output receives for one article, made where the comparison ran.
+    """The bytes each output receives for one article (those of :func:`records_for`'s records
+    through :func:`json_line` and ``encode_example``), made where the comparison ran.
 
     full.jsonl and unchanged.jsonl get the very same record for an unchanged article (most of
     them): it is encoded once.
     """
-    encoded: list[EncodedRecord] = []
-    previous: tuple[dict[str, Any], bytes, bytes] | None = None
-    for name, record in records_for(result):
-        if previous is None or previous[0] is not record:
-            previous = (record, (json_line(record) + "\n").encode("utf-8"), encode_example(record))
-        encoded.append((name, previous[1], previous[2]))
-    return encoded
+    if result.kind == EMPTY:
+        return []
+    page_id, title, text = result.id, result.title, result.text
+    full = (
+        "full",
+        _record_json(page_id, title, text, None),
+        _record_example(page_id, title, text, None),
+    )
+    if result.kind in IN_DIFFSET:
+        diff_text = result.diff_text
+        diff = (
+            "diffset",
+            _record_json(page_id, title, diff_text, result.kind),
+            _record_example(page_id, title, diff_text, result.kind),
+        )
+        return [diff, full]
+    return [full, ("unchanged", full[1], full[2])]
 
 
 class DiffsetWriter:
@@ -86,6 +157,8 @@ class DiffsetWriter:
         # name -> (final path, temporary path, handle)
         self._jsonl: dict[str, tuple[str, paths.Path, IO[bytes]]] = {}
         self._tfrecords: dict[str, ShardedTFRecordWriter] = {}
+        self._lines: dict[str, list[bytes]] = {name: [] for name in OUTPUTS}  # not yet written
+        self._line_bytes = 0
         try:
             for name in OUTPUTS:
                 final = paths.join(self.out_dir, f"{name}.jsonl")
@@ -103,13 +176,28 @@ class DiffsetWriter:
         name = ""
         try:  # not a ``with`` per record: this is the stage's hot loop
             for name, line, example in encoded:
-                self._jsonl[name][2].write(line)
+                self._lines[name].append(line)
+                self._line_bytes += len(line)
                 self._tfrecords[name].write(example)
         except OSError as error:
             raise_if_disk_full(error, self._jsonl[name][0])
             raise
+        if self._line_bytes >= _FLUSH_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Writes the JSON lines held back: a write of a few KB each is a system call each
+        (Python's buffer is 4-8 KB), which cost more CPU time than the lines' encoding."""
+        for name, lines in self._lines.items():
+            if lines:
+                final, _, handle = self._jsonl[name]
+                with naming_full_disk(final):
+                    handle.write(b"".join(lines))
+                lines.clear()
+        self._line_bytes = 0
 
     def commit(self, stats: dict[str, Any]) -> None:
+        self._flush()
         for final, temporary, handle in self._jsonl.values():
             with naming_full_disk(final):
                 handle.close()
@@ -120,6 +208,7 @@ class DiffsetWriter:
         self._folder.commit()
 
     def abort(self) -> None:
+        self._lines = {name: [] for name in OUTPUTS}
         for _, temporary, handle in self._jsonl.values():
             with contextlib.suppress(OSError):  # flushing what is left fails on a full disk
                 handle.close()

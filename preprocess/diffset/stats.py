@@ -31,9 +31,17 @@ class ArticleSummary:
 
 
 def _sizes(paragraphs: tuple[str, ...]) -> tuple[int, int, int]:
-    chars = sum(map(len, paragraphs)) + max(len(paragraphs) - 1, 0)
-    # Joined by spaces, no two paragraphs' tokens merge: one split counts them all.
-    return len(paragraphs), len(" ".join(paragraphs).split()), chars
+    """Paragraphs, whitespace-separated tokens and characters (paragraphs joined by one).
+
+    An article's paragraphs are never empty and have their whitespace collapsed: one space
+    between tokens, none at either end (:func:`~tw_jax.preprocess.plaintext.wikitext.to_paragraphs`,
+    WikiExtractor lines, sentences joined by spaces). So the spaces of the paragraphs joined by
+    spaces count the tokens, without the thousand strings ``split()`` would make.
+    """
+    if not paragraphs:
+        return 0, 0, 0
+    joined = " ".join(paragraphs)
+    return len(paragraphs), joined.count(" ") + 1, len(joined)
 
 
 def summarize(result: ArticleDiff) -> ArticleSummary:

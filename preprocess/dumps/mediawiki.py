@@ -4,6 +4,8 @@ A full English dump is ~100 GB of XML, so the reader never builds a tree: it fee
 decompressed bytes to expat and keeps only the fields of the page being read, handing each page
 out as soon as its ``</page>`` is seen. Elements are matched by local name, so schema versions
 0.9, 0.10 and 0.11 (which differ in the namespace URI and a few optional fields) read alike.
+Pages written the way MediaWiki writes them skip expat (:mod:`.page_scan`, which reads them as
+expat would; :class:`_Segments` keeps expat's state and positions right around them).
 
 Bad input never escapes as a bare parser or decompressor traceback: malformed XML and broken
 archives raise :class:`DumpError` naming the file, the position (line, column, decompressed byte)
@@ -32,6 +34,7 @@ from xml.parsers import expat
 
 from tw_jax.errors import DumpError
 from tw_jax.preprocess.dumps.compressed import CheckedStream, iter_chunks, open_binary
+from tw_jax.preprocess.dumps.page_scan import SharedPages, scan_page, unsafe_offsets
 from tw_jax.preprocess.runners.accounting import Skips
 
 CHUNK_BYTES = 1 << 20
@@ -95,9 +98,15 @@ class _PageCollector:
         self.in_page = False
         self.buf: list[str] = []
         self.capturing: str | None = None  # local name of the element whose text we collect
-        self.last_page: str | None = None  # description of the last page read completely
+        # The last page read completely: its description, or the page (described when needed).
+        self.last_page: str | Page | None = None
         # Decompressed byte offsets of invalid UTF-8 not yet attributed to a page, ascending.
         self.bad_bytes: deque[int] = deque()
+        # What parse_export kept from expat (pages it read on the fast path): expat's positions
+        # plus these are the file's.
+        self.byte_shift = 0
+        self.line_shift = 0
+        self.last_end = -1  # expat's byte index of the last end tag it reported
         self._reset()
 
     def _reset(self) -> None:
@@ -133,8 +142,8 @@ class _PageCollector:
         if local == "page" and parent == "mediawiki":
             self.in_page = True
             self._reset()
-            self.page_line = self.parser.CurrentLineNumber
-            self.page_byte = self.parser.CurrentByteIndex
+            self.page_line = self.parser.CurrentLineNumber + self.line_shift
+            self.page_byte = self.parser.CurrentByteIndex + self.byte_shift
             if self.bad_bytes and self.bad_bytes[0] < self.page_byte:
                 raise _BadByteOutsidePage(self.bad_bytes[0])
         elif not self.in_page:
@@ -154,6 +163,7 @@ class _PageCollector:
 
     def end(self, name: str) -> None:
         local = self.stack.pop()
+        self.last_end = self.parser.CurrentByteIndex
         if self.capturing is not None and local == self.capturing:
             value = "".join(self.buf)
             self.capturing = None
@@ -173,7 +183,7 @@ class _PageCollector:
 
     def _bad_bytes_in_page(self) -> bool:
         """Whether invalid UTF-8 lay in the page that ends here (and forgets it)."""
-        bad, end = self.bad_bytes, self.parser.CurrentByteIndex
+        bad, end = self.bad_bytes, self.parser.CurrentByteIndex + self.byte_shift
         found = False
         while bad and bad[0] < end:
             bad.popleft()
@@ -201,7 +211,10 @@ class _PageCollector:
         self.pages.append(Page(page_id, ns, title, self.text, self.redirect))
 
     def where_after(self) -> str:
-        return f"after {self.last_page}" if self.last_page else "before the first complete page"
+        last = self.last_page
+        if isinstance(last, Page):
+            last = describe_page(last.id, last.title)
+        return f"after {last}" if last else "before the first complete page"
 
 
 class _NotAnExport(Exception):
@@ -254,19 +267,24 @@ def _parse_error(
     parser: expat.XMLParserType,
     collector: _PageCollector,
 ) -> DumpError:
-    byte = parser.ErrorByteIndex
+    byte = parser.ErrorByteIndex + collector.byte_shift
     message = expat.ErrorString(exc.code) if exc.code else str(exc)
     if byte in collector.bad_bytes:  # an invalid byte in markup, where '?' does not parse
         message = "invalid UTF-8"
     record = (
-        f"line {exc.lineno}, column {exc.offset} (decompressed byte {byte}), "
+        f"line {exc.lineno + collector.line_shift}, column {exc.offset} "
+        f"(decompressed byte {byte}), "
         f"{collector.where_after()}"
     )
     return DumpError(path, record, f"malformed XML: {message}")
 
 
 def iter_pages(
-    path: str | os.PathLike[str], skips: Skips, *, prefetch: int | None = None
+    path: str | os.PathLike[str],
+    skips: Skips,
+    *,
+    prefetch: int | None = None,
+    shared: SharedPages | None = None,
 ) -> Iterator[Page]:
     """Yield every page of a MediaWiki XML export in file order.
 
@@ -278,22 +296,31 @@ def iter_pages(
     ``prefetch`` chunks of 1 MiB are decompressed ahead in a background thread (default
     :data:`PREFETCH_CHUNKS`; 0 reads in the calling thread only), so decompression overlaps
     with parsing and with the caller's work on each page when a second core is free.
+    ``shared`` hands unchanged pages to the reader of another snapshot read alongside
+    (:class:`~tw_jax.preprocess.dumps.page_scan.SharedPages`).
     """
     path_s = os.fspath(path)
     ahead = PREFETCH_CHUNKS if prefetch is None else prefetch
     stream: CheckedStream
     with open_binary(path_s) as stream, closing(iter_chunks(stream, CHUNK_BYTES, ahead)) as chunks:
         # (closing: the prefetch thread stops before the stream closes, also on early exit)
-        yield from parse_export(chunks, path_s, skips, stream)
+        yield from parse_export(chunks, path_s, skips, stream, shared=shared)
 
 
 def parse_export(
-    chunks: Iterator[bytes], path: str, skips: Skips, stream: CheckedStream | None = None
+    chunks: Iterator[bytes],
+    path: str,
+    skips: Skips,
+    stream: CheckedStream | None = None,
+    *,
+    shared: SharedPages | None = None,
 ) -> Iterator[Page]:
     """The pages of an export given as decompressed byte chunks (see :func:`iter_pages`).
 
     Split readers (one range of a multistream dump) feed their own chunks here; ``stream``, when
-    given, learns the last page read so that its decompression errors can name it.
+    given, learns the last page read so that its decompression errors can name it. ``shared``
+    shares the pages read with the reader of another snapshot (see
+    :class:`~tw_jax.preprocess.dumps.page_scan.SharedPages`).
     """
     parser = expat.ParserCreate()
     parser.buffer_text = True
@@ -303,7 +330,8 @@ def parse_export(
     parser.EndElementHandler = collector.end
     if stream is not None:
         stream.context = collector.where_after
-    fed = 0  # decompressed bytes given to expat so far
+    reader = _Segments(parser, collector, shared)
+    received = 0  # decompressed bytes received so far
     pending = b""  # a UTF-8 sequence cut by the end of the last chunk
     check: bool | None = None  # UTF-8 checked unless the document declares another encoding
     while True:
@@ -311,12 +339,15 @@ def parse_export(
         data = pending + chunk if pending else chunk
         if check is None and data:
             check = not _OTHER_ENCODING.match(data)
+            reader.fast = check  # the fast path reads UTF-8 only
         if check:
             data, pending, bad = _checked_utf8(data, not chunk)
             if bad:
-                collector.bad_bytes.extend(fed + i for i in bad)
+                collector.bad_bytes.extend(received + i for i in bad)
+        reader.add(data, received)
+        received += len(data)
         try:
-            parser.Parse(data, not chunk)
+            reader.run(final=not chunk)
             if not chunk and collector.bad_bytes:
                 raise _BadByteOutsidePage(collector.bad_bytes[0])
         except expat.ExpatError as exc:
@@ -324,7 +355,7 @@ def parse_export(
         except _NotAnExport as exc:
             raise DumpError(
                 path,
-                f"line {parser.CurrentLineNumber}",
+                f"line {parser.CurrentLineNumber + collector.line_shift}",
                 f"not a MediaWiki XML export (root element <{exc.root}>)",
             ) from None
         except _BadByteOutsidePage as exc:
@@ -333,9 +364,134 @@ def parse_export(
                 f"decompressed byte {exc.byte}, {collector.where_after()}",
                 "malformed XML: invalid UTF-8 outside any page",
             ) from None
-        fed += len(data)
         if collector.pages:
             done, collector.pages = collector.pages, []
             yield from done
         if not chunk:
             break
+
+
+_PAGE_OPEN = b"<page>"
+_PAGE_CLOSE = b"</page>"
+# Bytes kept back from expat while no "<page>" is in sight (a "<page" cut by a chunk's end), and
+# how far a page may run without its "</page>" before expat reads it as it comes.
+_KEEP_BACK = len(_PAGE_OPEN) - 1
+_MAX_PENDING_PAGE = 64 << 20
+_BLANK = b" \t\n"
+
+
+class _Segments:
+    """Cuts the decompressed document into pages; reads each page that
+    :func:`~tw_jax.preprocess.dumps.page_scan.scan_page` accepts itself and feeds expat the rest
+    (the header, the footer, and any page out of the ordinary), in document order.
+
+    A page is read on the fast path only while expat is known to stand between two children of
+    the root (``clean``): the last bytes it was given are an end tag that brought it back to
+    depth 1, then blanks ending with a newline. Skipping a page there, with the blanks before it
+    and its newline after it, leaves expat's state as it was, so only its positions need the
+    skipped bytes and lines added back (``byte_shift``, ``line_shift`` of the collector; the
+    skipped text is whole lines, so columns stay right). Anything else (a comment between pages,
+    a ``<page>`` inside a comment, expat holding input back) leaves ``clean`` false, and pages go
+    to expat until it is true again.
+    """
+
+    def __init__(
+        self, parser: expat.XMLParserType, collector: _PageCollector, shared: SharedPages | None
+    ) -> None:
+        self.parser = parser
+        self.collector = collector
+        self.shared = shared
+        self.fast = False  # set from the document's encoding; off for a document with a DTD
+        self.clean = False
+        self.buf = b""
+        self.base = 0  # decompressed byte offset of buf[0]
+        self.pos = 0  # buf[:pos] has been fed to expat or read on the fast path
+        self.unsafe: deque[int] = deque()  # offsets of bytes that keep a page on expat's path
+
+    def add(self, data: bytes, offset: int) -> None:
+        """Appends ``data``, which starts at decompressed byte ``offset``."""
+        if self.fast and data:
+            found = unsafe_offsets(data)
+            if found:
+                self.unsafe.extend(offset + i for i in found)
+        if self.pos:
+            self.base += self.pos
+            self.buf = self.buf[self.pos :] + data
+            self.pos = 0
+        elif data:
+            self.buf = self.buf + data if self.buf else data
+
+    def run(self, final: bool) -> None:
+        """Reads every page whose end is in the buffer; with ``final``, feeds expat the rest."""
+        buf = self.buf
+        while True:
+            start = buf.find(_PAGE_OPEN, self.pos)
+            if start < 0:
+                if len(buf) - self.pos > _MAX_PENDING_PAGE:  # not a page in sight: no dump
+                    self._feed(len(buf) - _KEEP_BACK, False)
+                break
+            end = buf.find(_PAGE_CLOSE, start + len(_PAGE_OPEN))
+            if end < 0:
+                if len(buf) - start > _MAX_PENDING_PAGE:
+                    self._feed(len(buf) - _KEEP_BACK, False)
+                break
+            end += len(_PAGE_CLOSE)
+            stop = end + 1 if buf[end : end + 1] == b"\n" else end
+            if not (self.clean and stop > end and self._read_fast(start, end, stop)):
+                self._feed(stop, False)
+            unsafe = self.unsafe
+            while unsafe and unsafe[0] < self.base + stop:
+                unsafe.popleft()
+        if final:
+            self._feed(len(buf), True)
+
+    def _read_fast(self, start: int, end: int, stop: int) -> bool:
+        """Reads the page buf[start:end] on the fast path, with the blanks before it and the
+        newline after it up to ``stop``; False (nothing read) when expat must read it."""
+        buf, pos, collector = self.buf, self.pos, self.collector
+        if start > pos and buf[pos:start].strip(_BLANK):
+            return False
+        last = self.base + stop
+        if (self.unsafe and self.unsafe[0] < last) or (
+            collector.bad_bytes and collector.bad_bytes[0] < last
+        ):
+            return False
+        shared = self.shared
+        if shared is None:
+            page = None
+        else:
+            key = shared.key(buf, start, end)
+            page = shared.take(self, key, buf, start, end)
+        if page is None:
+            fields = scan_page(buf, start, end)
+            if fields is None:
+                return False
+            page = Page(*fields)
+            if shared is not None:
+                shared.offer(self, key, buf, start, end, page)
+        collector.pages.append(page)
+        collector.last_page = page
+        collector.byte_shift += stop - pos
+        collector.line_shift += buf.count(b"\n", pos, stop)
+        self.pos = stop
+        return True
+
+    def _feed(self, stop: int, final: bool) -> None:
+        """Feeds expat buf[pos:stop], then finds out whether it stands clean."""
+        buf, pos, collector = self.buf, self.pos, self.collector
+        data = buf[pos:stop]
+        if self.fast and b"<!DOCTYPE" in data:
+            self.fast = False  # a DTD may declare entities and default attributes
+        collector.last_end = -1
+        self.parser.Parse(data, final)
+        self.pos = stop
+        self.clean = False
+        if not self.fast or stop == pos or buf[stop - 1 : stop] != b"\n":
+            return
+        if len(collector.stack) != 1 or collector.last_end < 0:
+            return
+        at = collector.last_end + collector.byte_shift - self.base
+        if at < pos or not buf.startswith(b"</", at):
+            return
+        close = buf.find(b">", at, stop)
+        self.clean = close >= 0 and not buf[close + 1 : stop].strip(_BLANK)

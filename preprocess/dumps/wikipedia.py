@@ -16,6 +16,7 @@ from tw_jax.errors import DumpError
 from tw_jax.preprocess.dumps import mediawiki, wikiextractor
 from tw_jax.preprocess.dumps.compressed import open_binary
 from tw_jax.preprocess.dumps.mediawiki import Page
+from tw_jax.preprocess.dumps.page_scan import SharedPages
 from tw_jax.preprocess.plaintext.wikitext import to_paragraphs
 from tw_jax.preprocess.runners.accounting import Skips
 
@@ -54,16 +55,20 @@ def sniff_format(path: str | os.PathLike[str]) -> str:
 
 
 def iter_dump_pages(
-    path: str | os.PathLike[str], skips: Skips, *, prefetch: int | None = None
+    path: str | os.PathLike[str],
+    skips: Skips,
+    *,
+    prefetch: int | None = None,
+    shared: SharedPages | None = None,
 ) -> Iterator[Page]:
     """Every page of a dump, XML or WikiExtractor JSON lines, plain or compressed.
 
     The format is sniffed when this is called, so a file that is neither raises
-    :class:`DumpError` here rather than at the first ``next()``. ``prefetch`` is
+    :class:`DumpError` here rather than at the first ``next()``. ``prefetch`` and ``shared`` are
     :func:`mediawiki.iter_pages`'s (XML only).
     """
     if sniff_format(path) == "xml":
-        return mediawiki.iter_pages(path, skips, prefetch=prefetch)
+        return mediawiki.iter_pages(path, skips, prefetch=prefetch, shared=shared)
     return wikiextractor.iter_pages(path, skips)
 
 

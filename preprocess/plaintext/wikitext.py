@@ -494,7 +494,8 @@ def _finish(text: str) -> str:
         text = _ENTITY.sub(_decode_entity, text)
     # Already collapsed (about half the paragraphs): every whitespace character but " " is
     # unprintable, so a printable text with no "  " and no space at either end is unchanged.
-    if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
+    # (The cheap tests first: isprintable looks at every character.)
+    if "  " not in text and text[:1] != " " and text[-1:] != " " and text.isprintable():
         return text
     return " ".join(text.split())
 
@@ -519,6 +520,22 @@ def _heading(line: str) -> tuple[int, str] | None:
     return level, stripped[level : n - level]
 
 
+_HEADINGS: dict[str, tuple[int, bool] | None] = {}  # line -> _section_heading(line)
+
+
+def _section_heading(line: str) -> tuple[int, bool] | None:
+    """``(level, whether its section is dropped)`` if ``line`` is a heading, else None;
+    remembered (up to 65,536 lines): ``== History ==`` recurs in article after article."""
+    if line in _HEADINGS:
+        return _HEADINGS[line]
+    heading = _heading(line)
+    found = heading and (heading[0], _finish(heading[1]).lower() in DROPPED_SECTIONS)
+    if len(_HEADINGS) >= 1 << 16:
+        _HEADINGS.clear()
+    _HEADINGS[line] = found
+    return found
+
+
 def _assemble(text: str) -> list[str]:
     paragraphs: list[str] = []
     current: list[str] = []
@@ -532,15 +549,15 @@ def _assemble(text: str) -> list[str]:
                 continue  # held only removed markup: not a blank line
         first = line[:1]
         if first == "=":
-            heading = _heading(line)
+            heading = _section_heading(line)
             if heading is not None:
                 if current:
                     paragraphs.append(_finish(" ".join(current)))
                     current = []
-                level, name = heading
+                level, dropped = heading
                 if dropped_level and level > dropped_level:
                     continue
-                dropped_level = level if _finish(name).lower() in DROPPED_SECTIONS else 0
+                dropped_level = level if dropped else 0
                 continue
         if dropped_level:
             continue

@@ -57,9 +57,12 @@ def frame(record: bytes) -> bytes:
 _SMALL_VARINTS = [bytes((i,)) for i in range(128)]
 
 
-def _varint(value: int) -> bytes:
+def varint(value: int) -> bytes:
+    """A protobuf varint (an int64 below zero as its 64-bit two's complement)."""
     if 0 <= value < 128:
         return _SMALL_VARINTS[value]
+    if 0 < value < 0x4000:
+        return bytes((value & 0x7F | 0x80, value >> 7))
     if value < 0:
         value += 1 << 64  # int64 is sent as its 64-bit two's complement
     out = bytearray()
@@ -72,7 +75,7 @@ def _varint(value: int) -> bytes:
 
 def _field(number: int, payload: bytes) -> bytes:
     """A length-delimited field (wire type 2)."""
-    return _SMALL_VARINTS[number << 3 | 2] + _varint(len(payload)) + payload
+    return _SMALL_VARINTS[number << 3 | 2] + varint(len(payload)) + payload
 
 
 def _feature(value: FeatureValue) -> bytes:
@@ -86,7 +89,7 @@ def _feature(value: FeatureValue) -> bytes:
         items = b"".join(_field(1, v.encode("utf-8") if isinstance(v, str) else v) for v in values)
         return _field(1, items)  # Feature.bytes_list
     if isinstance(values[0], bool | int):
-        return _field(3, _field(1, b"".join(_varint(int(v)) for v in values)))  # int64_list
+        return _field(3, _field(1, b"".join(varint(int(v)) for v in values)))  # int64_list
     if isinstance(values[0], float):
         return _field(2, _field(1, struct.pack(f"<{len(values)}f", *values)))  # float_list
     raise TypeError(f"unsupported feature value type {type(values[0]).__name__}")

@@ -1,0 +1,292 @@
+"""Reading a ``<page>`` the way MediaWiki writes it, without expat: the common case, made cheap.
+
+Expat calls back into Python for every element of every page (some 27 a page, title and ids and
+contributor and sha1 …), which cost about as much CPU as the rest of reading a dump once bz2 is
+done. A dump page written by MediaWiki has one fixed shape, though, so
+:func:`scan_page` reads it with one compiled pattern for the head (``<title>``, ``<ns>``,
+``<id>``, an optional ``<redirect title="…"/>``, the revision's metadata up to ``<text …>``),
+two byte searches for the text and one pattern for the tail (``</revision></page>``).
+
+The fast path never decides anything expat would decide differently. It accepts a page only
+when the page is certainly well-formed and certainly reads as expat would read it, and answers
+None otherwise, so that the caller hands the page to expat (which then reads it, or reports the
+malformed XML with its position). Refused, among others: any comment, CDATA section,
+processing instruction or namespace prefix; an element nested where MediaWiki nests none; a
+second ``<title>``, ``<ns>``, ``<id>``, ``<revision>`` or ``<text>``; attributes in single quotes
+or repeated; an unknown entity (``&nbsp;``), a stray ``&`` or a character reference to a
+character XML forbids; a raw ``>`` in the metadata (MediaWiki escapes it) and ``]]>`` in the
+text; U+FFFE and U+FFFF; and a page id or namespace that is not a plain number (expat's path
+records those skips with their line number). Control characters and carriage returns are found
+by the caller, once per decompressed chunk (:func:`unsafe_offsets`), and keep their pages on
+expat's path too.
+
+Entities are unescaped exactly as expat does: ``&lt; &gt; &amp; &quot; &apos;`` and decimal or
+hexadecimal character references; attribute values are used only when they hold no tab or
+newline (which expat would turn into spaces).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+
+# --- the shape of a page ----------------------------------------------------------------------
+
+_WS = rb"[ \t\n]*"
+_NAME = rb"[A-Za-z_][A-Za-z0-9_.\-]*+"
+_ANAME = rb"[A-Za-z_][A-Za-z0-9_.:\-]*+"
+_REF = rb"&(?:lt|gt|amp|quot|apos|#[0-9]++|#x[0-9a-fA-F]++);"
+# Character data of a metadata element: no markup, no raw ">" (MediaWiki escapes it, so "]]>"
+# cannot occur either), only the references above.
+_DATA = rb"[^<&>]*+(?:" + _REF + rb"[^<&>]*+)*+"
+# An attribute value in double quotes, without tabs or newlines (expat would normalise them).
+_AVAL = rb'[^"<&\t\n]*+(?:' + _REF + rb'[^"<&\t\n]*+)*+'
+_ATTR = rb"[ \t\n]+" + _ANAME + rb'="' + _AVAL + rb'"'
+
+
+def _simple(group: str, excluded: bytes) -> bytes:
+    """An element holding only character data (or empty), with at most one attribute (so never a
+    repeated one), whose name is not one of ``excluded``: those are the ones the reader keeps."""
+    name = group.encode()
+    return (
+        rb"<(?!(?:" + excluded + rb")[ \t\n/>])(?P<" + name + rb">" + _NAME + rb")"
+        rb"(?:" + _ATTR + rb")?[ \t\n]*(?:/>|>" + _DATA + rb"</(?P=" + name + rb")>)"
+    )
+
+
+def _contributor(group: str) -> bytes:
+    return (
+        rb"<contributor(?:"
+        + _ATTR
+        + rb")?[ \t\n]*(?:/>|>"
+        + _WS
+        + rb"(?:"
+        + _simple(group, b"page")
+        + _WS
+        + rb")*+</contributor>)"
+    )
+
+
+def _revision_element(contributor: str, simple: str) -> bytes:
+    return rb"(?:" + _contributor(contributor) + rb"|" + _simple(simple, b"text|page") + rb")"
+
+
+# From "<page>" to the end of the revision's "<text …>" (or "<text …/>") start tag.
+_HEAD = re.compile(
+    rb"<page>"
+    + _WS
+    + rb"<title>(?P<title>"
+    + _DATA
+    + rb")</title>"
+    + _WS
+    + rb"<ns>(?P<ns>[0-9]++)</ns>"
+    + _WS
+    + rb"<id>(?P<id>[0-9]++)</id>"
+    + _WS
+    + rb'(?:(?P<redirect><redirect(?:[ \t\n]+title="(?P<target>'
+    + _AVAL
+    + rb')")?[ \t\n]*/>)'
+    + _WS
+    + rb")?"
+    + rb"(?:"
+    + _simple("p", b"title|ns|id|redirect|revision|page")
+    + _WS
+    + rb")*+"
+    + rb"<revision>"
+    + _WS
+    + rb"(?:"
+    + _revision_element("c", "r")
+    + _WS
+    + rb")*+"
+    + rb"<text(?P<attrs>(?:"
+    + _ATTR
+    + rb")*+)[ \t\n]*(?P<empty>/?)>"
+)
+# From the end of "</text>" (or of an empty text element) to the end of "</page>".
+_TAIL = re.compile(
+    _WS + rb"(?:" + _revision_element("c", "r") + _WS + rb")*+</revision>" + _WS + rb"</page>"
+)
+_ATTR_NAME = re.compile(rb"[ \t\n]+(" + _ANAME + rb')="')
+
+# --- entities ---------------------------------------------------------------------------------
+
+_ANY_REF = re.compile(r"&(?:(lt|gt|amp|quot|apos)|#([0-9]+)|#x([0-9a-fA-F]+));")
+_ENTITIES = {"&lt;": "<", "&gt;": ">", "&amp;": "&", "&quot;": '"', "&apos;": "'"}
+
+
+def _xml_char(code: int) -> bool:
+    """Whether XML 1.0 allows the character (what expat checks of a character reference)."""
+    if code < 0x20:
+        return code in (0x9, 0xA, 0xD)
+    return code <= 0xD7FF or 0xE000 <= code <= 0xFFFD or 0x10000 <= code <= 0x10FFFF
+
+
+class _Refused(Exception):
+    pass
+
+
+def _reference(m: re.Match[str]) -> str:
+    named = _ENTITIES.get(m[0])
+    if named is not None:
+        return named
+    decimal, hexadecimal = m[2], m[3]
+    code = int(decimal) if decimal is not None else int(hexadecimal, 16)
+    if not _xml_char(code):
+        raise _Refused
+    return chr(code)
+
+
+def unescape(text: str) -> str | None:
+    """``text`` with its entity and character references replaced, as expat does; None when it
+    holds a ``&`` that starts no valid reference (expat would report the XML as malformed).
+
+    One regular-expression pass: an article holds a few dozen references (``&lt;ref&gt;``,
+    ``&quot;``), for which a pass of ``str.replace`` per entity costs twice as much.
+    """
+    ampersands = text.count("&")
+    if not ampersands:
+        return text
+    try:
+        text, references = _ANY_REF.subn(_reference, text)
+    except _Refused:
+        return None
+    # Every "&" must start a reference (none holds another "&").
+    return text if references == ampersands else None
+
+
+def _decoded(raw: bytes) -> str | None:
+    text = unescape(raw.decode("utf-8"))
+    if text is not None and ("\ufffe" in text or "\uffff" in text):
+        return None
+    return text
+
+
+class SharedPages:
+    """Pages read by one of two readers (an old and a new snapshot read side by side), kept until
+    the other reader comes to the same page.
+
+    An article unchanged between two dumps is the same ``<page>`` element in both, byte for
+    byte (same revision, same text). The reader that comes second then takes the first one's
+    page (a dictionary lookup and a comparison of bytes) instead of reading it again, and the
+    two versions hold the very same text string, which the comparison of the two finds equal at
+    once. Pages never claimed (articles new, deleted or changed) are dropped oldest first beyond
+    ``max_bytes`` of page bytes.
+    """
+
+    def __init__(self, max_bytes: int = 64 << 20) -> None:
+        # key -> (reader, the page's bytes, the page)
+        self._waiting: OrderedDict[bytes, tuple[object, bytes, object]] = OrderedDict()
+        self._bytes = 0
+        self._max_bytes = max_bytes
+
+    @staticmethod
+    def key(buf: bytes, start: int, end: int) -> bytes:
+        """What pairs two versions of a page: the content of its first ``<id>`` (the page id
+        in a dump's page; only a hint, since the bytes are compared before a page is taken)."""
+        at = buf.find(b"<id>", start, end)
+        stop = buf.find(b"</id>", at, end) if at >= 0 else -1
+        return buf[at + 4 : stop] if stop >= 0 else b""
+
+    def take(self, reader: object, key: bytes, buf: bytes, start: int, end: int) -> object | None:
+        """The page that the other reader read from the same bytes as ``buf[start:end]``, or
+        None; a page of either reader waiting under ``key`` is forgotten either way."""
+        waiting = self._waiting.pop(key, None)
+        if waiting is None:
+            return None
+        other, raw, page = waiting
+        self._bytes -= len(raw)
+        if other is not reader and len(raw) == end - start and buf.startswith(raw, start):
+            return page
+        return None
+
+    def offer(
+        self, reader: object, key: bytes, buf: bytes, start: int, end: int, page: object
+    ) -> None:
+        """Keeps ``page``, read from ``buf[start:end]`` by ``reader``, for the other reader."""
+        self._waiting[key] = (reader, buf[start:end], page)
+        self._bytes += end - start
+        while self._bytes > self._max_bytes:
+            self._bytes -= len(self._waiting.popitem(last=False)[1][1])
+
+
+# --- the fast path ----------------------------------------------------------------------------
+
+
+# The fields the reader keeps of one page, in the order of mediawiki.Page's: id, ns, title,
+# text, redirect.
+ScannedPage = tuple[int, int, str, str | None, str | None]
+
+
+def scan_page(buf: bytes, start: int, end: int) -> ScannedPage | None:
+    """The page ``buf[start:end]`` (from ``<page>`` to the end of ``</page>``), or None when it is
+    not certainly read alike by expat (see the module docstring).
+
+    The caller has made sure that the page lies where expat expects an element (a child of the
+    root) and that it holds no control character or carriage return (:func:`unsafe_offsets`).
+    """
+    head = _HEAD.match(buf, start, end)
+    if head is None:
+        return None
+    text_start = head.end()
+    if head.group("empty"):
+        text_end = tail_start = text_start
+    else:
+        # From the end: "</text>" is a few dozen bytes before "</page>". Any "<" before it (an
+        # earlier "</text>" too) sends the page to expat.
+        text_end = buf.rfind(b"</text>", text_start, end)
+        if text_end < 0 or buf.find(b"<", text_start, text_end) >= 0:
+            return None
+        if (
+            buf.find(b">", text_start, text_end) >= 0
+            and buf.find(b"]]>", text_start, text_end) >= 0
+        ):
+            return None
+        tail_start = text_end + 7
+    if _TAIL.fullmatch(buf, tail_start, end) is None:
+        return None
+    # The metadata (the text's characters are checked once decoded, by _decoded and unescape).
+    if buf.find(b"\xef\xbf", start, text_start) >= 0 or buf.find(b"\xef\xbf", tail_start, end) >= 0:
+        return None  # U+FFC0-U+FFFF: refuse rather than look closer
+    if (buf.find(b"&#", start, text_start) >= 0 or buf.find(b"&#", tail_start, end) >= 0) and (
+        # Character references must name characters XML allows.
+        unescape(buf[start:text_start].decode("utf-8")) is None
+        or unescape(buf[tail_start:end].decode("utf-8")) is None
+    ):
+        return None
+    attrs = head.group("attrs")
+    names = _ATTR_NAME.findall(attrs) if attrs else []
+    if len(set(names)) != len(names):
+        return None  # a repeated attribute is malformed XML
+    page_id = int(head.group("id"))
+    title = _decoded(head.group("title"))
+    if title is None:
+        return None
+    if head.group("empty"):
+        text: str | None = ""
+    else:
+        text = _decoded(buf[text_start:text_end])
+        if text is None:
+            return None
+    if b"deleted" in names:
+        text = None
+    redirect = None
+    if head.group("redirect") is not None:
+        target = head.group("target")
+        redirect = "" if target is None else _decoded(target)
+        if redirect is None:
+            return None
+    return page_id, int(head.group("ns")), title, text, redirect
+
+
+# Bytes that keep a page on expat's path: the control characters XML forbids (expat reports
+# them), and carriage returns (expat turns "\r\n" and "\r" into "\n" and counts them as lines).
+_UNSAFE_BYTES = bytes(range(0x09)) + b"\x0b\x0c" + bytes(range(0x0E, 0x20)) + b"\r"
+_UNSAFE = re.compile(b"[" + re.escape(_UNSAFE_BYTES) + b"]")
+
+
+def unsafe_offsets(data: bytes) -> list[int]:
+    """Offsets in ``data`` of the bytes that keep their page off the fast path (nearly always
+    none: one C-speed ``translate`` finds that out)."""
+    if len(data.translate(None, _UNSAFE_BYTES)) == len(data):
+        return []
+    return [m.start() for m in _UNSAFE.finditer(data)]
