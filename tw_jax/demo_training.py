@@ -17,8 +17,9 @@ examples under TemporalWiki's mix-ratio 2). Forgetting then comes from what an u
 not from passing over the same few blocks dozens of times.
 
 Compilation dominates a tiny model's run time on a CPU, and the runner trains nine models with
-three parameter layouts (plain, K-Adapter, LoRA): a persistent XLA cache in ``OUT/xla_cache``
-compiles each train and scoring step once.
+three parameter layouts (plain, K-Adapter, LoRA): a persistent XLA cache compiles each train and
+scoring step once (in the folder JAX is set to use already, as ``tw-jax lifelong`` does, else in
+``OUT/xla_cache``).
 """
 
 from __future__ import annotations
@@ -111,11 +112,11 @@ def train_and_report(data_dir: str | Path, out_dir: str | Path,
     from tw_jax.evaluate.report_cli import build_report
     from tw_jax.evaluate.results import read_results
     from tw_jax.lifelong.runner import LifelongOptions, run_lifelong
-    from tw_jax.runtime.compile_cache import use_persistent_cache
+    from tw_jax.runtime.compile_cache import configured, use_persistent_cache
 
     data_dir, out_dir = Path(data_dir), Path(out_dir)
     runs = out_dir / "runs"
-    use_persistent_cache(str(out_dir / "xla_cache"), every_program=True)
+    use_persistent_cache(configured() or str(out_dir / "xla_cache"), every_program=True)
     logging.getLogger("absl").setLevel(logging.WARNING)
     bindings = [
         f"tw_jax.models.GPT2Config.vocab_size={_vocabulary_size(data_dir)}",
