@@ -184,13 +184,15 @@ def _check_vocabulary(evaluator: seqio.Evaluator, model: Any) -> None:
         vocabulary = task.output_features["targets"].vocabulary
         if vocabulary.vocab_size > size:
             raise ValueError(
-                f"{task.name}: its vocabulary ({_vocabulary_name(vocabulary)}) has "
+                f"{task.name}: its vocabulary ({vocabulary_name(vocabulary)}) has "
                 f"{vocabulary.vocab_size} tokens, the model's embedding {size}: the tasks were "
                 "registered with another model's vocabulary (tw_jax.tasks.register_all's "
                 "gpt2_vocab/t5_vocab, $TW_JAX_GPT2_VOCAB/$TW_JAX_T5_VOCAB, or a gin binding)")
 
 
-def _vocabulary_name(vocabulary: Any) -> str:
+def vocabulary_name(vocabulary: Any) -> str:
+    """The file a vocabulary reads (tw_jax's ``path``, seqio's SentencePiece model), else its
+    class name."""
     for attribute in ("path", "sentencepiece_model_file"):
         value = getattr(vocabulary, attribute, None)
         if isinstance(value, str):

@@ -57,6 +57,7 @@ from tw_jax.evaluate.mixture_eval import (
     probe_forms,
     run_forms,
     task_category,
+    vocabulary_name,
 )
 from tw_jax.evaluate.per_probe import PerProbe, ProbeScores, probe_keys
 from tw_jax.evaluate.probe_contexts import output_dir as contexts_dir
@@ -316,8 +317,7 @@ def _plan(model: Any, data_dir: str, month: str, groups: Sequence[str], settings
 
 def _vocabulary_path(mixture: str) -> str:
     """Where a registered mixture's vocabulary comes from (part of what its evaluator caches)."""
-    vocabulary = seqio.get_mixture_or_task(mixture).output_features["targets"].vocabulary
-    return str(getattr(vocabulary, "path", type(vocabulary).__name__))
+    return vocabulary_name(seqio.get_mixture_or_task(mixture).output_features["targets"].vocabulary)
 
 
 def _month_progress(month: str, settings: EvalSettings, rows: Mapping[str, list],
