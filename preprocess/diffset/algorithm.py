@@ -10,7 +10,7 @@ articles and deleted sentences cannot enter the DiffSet because only new-side te
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tw_jax.preprocess.dumps.mediawiki import Page
 from tw_jax.preprocess.dumps.wikipedia import paragraphs_of
@@ -39,10 +39,24 @@ class ArticleDiff:
     diff_paragraphs: tuple[str, ...]  # the part that enters the DiffSet
     diff_sentences: int
     in_old: bool
+    # The paragraphs joined by newlines, joined once: the outputs encode it and the stats count
+    # its characters and spaces.
+    text: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def text(self) -> str:
-        return "\n".join(self.paragraphs)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", "\n".join(self.paragraphs))
+
+    def __reduce__(self) -> tuple[type[ArticleDiff], tuple[object, ...]]:
+        # Pickled (between Beam stages) without the text, which is joined again on loading.
+        return type(self), (
+            self.id,
+            self.title,
+            self.kind,
+            self.paragraphs,
+            self.diff_paragraphs,
+            self.diff_sentences,
+            self.in_old,
+        )
 
     @property
     def diff_text(self) -> str:
@@ -55,10 +69,15 @@ def new_sentences(new_paragraphs: list[str], old_paragraphs: list[str]) -> tuple
     Returns the kept paragraphs (a paragraph with no matching sentence verbatim, otherwise its new
     sentences joined by spaces) and the number of kept sentences.
     """
+    # A paragraph found verbatim in the old version has all its sentences there: not split.
+    unchanged = set(old_paragraphs)
+    edited = [paragraph for paragraph in new_paragraphs if paragraph not in unchanged]
+    if not edited:
+        return [], 0
     old = {sentence for paragraph in old_paragraphs for sentence in split_sentences(paragraph)}
     kept: list[str] = []
     count = 0
-    for paragraph in new_paragraphs:
+    for paragraph in edited:
         sentences = split_sentences(paragraph)
         added = [s for s in sentences if s not in old]
         if not added:

@@ -17,9 +17,11 @@ dump is read by the main process and only the comparison is spread.
 
 from __future__ import annotations
 
+import itertools
 import os
 import zlib
 from collections.abc import Callable, Iterable, Iterator
+from operator import itemgetter
 from typing import Any
 
 from tw_jax.io import paths
@@ -42,12 +44,6 @@ _CHUNK = 64  # articles per task sent to a worker: amortises pickling and queue 
 _RANGE_BYTES = 4 << 20  # compressed bytes per multistream range task (a few thousand pages)
 
 
-def _counted(pages: Iterable[Page], stats: DiffsetStats, side: str) -> Iterator[Page]:
-    for page in pages:
-        stats.pages[side] += 1
-        yield page
-
-
 def read_articles(
     path: str,
     stats: DiffsetStats,
@@ -60,17 +56,21 @@ def read_articles(
     """The main-namespace articles of a dump (or of one byte range of a multistream dump),
     tallying pages and skips into ``stats``.
 
-    Every page counts once in ``stats.pages``: those the reader yields, and those it skips itself
-    (a bad id, a bad JSON line), which are added when the dump is exhausted. ``prefetch`` and
-    ``shared``: see :func:`~tw_jax.preprocess.dumps.mediawiki.iter_pages` (whole dumps only).
+    Every page counts once in ``stats.pages``, added when the dump is exhausted: those the reader
+    yields, and those it skips itself (a bad id, a bad JSON line). ``prefetch`` and ``shared``:
+    see :func:`~tw_jax.preprocess.dumps.mediawiki.iter_pages` (whole dumps only).
     """
     reader_skips = Skips()
     if byte_range is None:
         pages = iter_dump_pages(path, reader_skips, prefetch=prefetch, shared=shared)
     else:
         pages = iter_range_pages(path, *byte_range, reader_skips)
-    yield from iter_articles(_counted(pages, stats, side), stats.skips[side])
-    stats.pages[side] += reader_skips.total
+    # The pages are numbered as they pass, in C (zip stops before taking a number it has no page
+    # for), rather than counted by one more generator around the reader.
+    numbers = itertools.count()
+    numbered = zip(pages, numbers, strict=False)
+    yield from iter_articles(map(itemgetter(0), numbered), stats.skips[side])
+    stats.pages[side] += next(numbers) + reader_skips.total
     stats.skips[side].merge(reader_skips)
 
 
@@ -340,7 +340,7 @@ def _compare_new(
     if old_version is not None:
         pages = read_articles(path, stats, "new", prefetch=0, shared=shared)
         jobs = _chunks(pages, min_changed_chars)
-        results = ((DiffsetStats(), _compare_all(chunk, mcc, old_version)) for chunk, mcc in jobs)
+        results = ((None, _compare_all(chunk, mcc, old_version)) for chunk, mcc in jobs)
     elif ranges is None:
         jobs = _chunks(read_articles(path, stats, "new"), min_changed_chars)
         results = ordered_map(_compare_chunk, jobs, pool, workers)
@@ -349,7 +349,8 @@ def _compare_new(
         results = ordered_map(_compare_range, jobs, pool, workers)
     seen = IdBitmap() if ranges is not None else None
     for reader_stats, compared in results:
-        stats.merge(reader_stats)
+        if reader_stats is not None:  # a worker's reader: its pages and skips
+            stats.merge(reader_stats)
         for summary, encoded in compared:
             if seen is not None and not seen.add(summary.id):
                 # The same id in two ranges of a multistream dump (one reader would have

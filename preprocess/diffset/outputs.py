@@ -12,6 +12,8 @@ import json
 import os
 from typing import IO, Any
 
+import orjson
+
 from tw_jax.io import paths
 from tw_jax.io.atomic import (
     FolderCommit,
@@ -20,7 +22,7 @@ from tw_jax.io.atomic import (
     raise_if_disk_full,
     temporary_sibling,
 )
-from tw_jax.io.tfrecord import ShardedTFRecordWriter, varint
+from tw_jax.io.tfrecord import ShardedTFRecordWriter, frame_ends, varint
 from tw_jax.preprocess.diffset.algorithm import EMPTY, IN_DIFFSET, ArticleDiff
 
 OUTPUTS = ("diffset", "full", "unchanged")
@@ -56,18 +58,20 @@ def json_line(record: dict[str, Any]) -> str:
 # (output name, JSON line with its newline, tf.train.Example bytes): what a worker hands back.
 EncodedRecord = tuple[str, bytes, bytes]
 
-# json_line of a record, built from its parts: the same bytes (the tests compare them), without
-# the encoder's walk over a dict for each of the stage's records.
-_json_string = json.encoder.encode_basestring  # what _JSON uses for str (ensure_ascii=False)
+# json_line of a record, with its newline, in UTF-8: the same bytes (the tests compare them,
+# and orjson's escapes are the json module's with ensure_ascii=False for every character but the
+# lone surrogates), made in one call without the encoder's Python walk over the record.
+_ORJSON_LINE = orjson.OPT_APPEND_NEWLINE
 
 
 def _record_json(page_id: int, title: str, text: str, kind: str | None) -> bytes:
-    head = '{"id":' + str(page_id) + ',"title":' + _json_string(title)
-    if kind is None:
-        return (head + ',"text":' + _json_string(text) + "}\n").encode("utf-8")
-    return (
-        head + ',"text":' + _json_string(text) + ',"kind":' + _json_string(kind) + "}\n"
-    ).encode("utf-8")
+    record = {"id": page_id, "title": title, "text": text}
+    if kind is not None:
+        record["kind"] = kind
+    try:
+        return orjson.dumps(record, option=_ORJSON_LINE)
+    except TypeError:  # an id beyond 64 bits, or a lone surrogate: the json module's answer
+        return (json_line(record) + "\n").encode("utf-8")  # (or its UnicodeEncodeError)
 
 
 # encode_example of a record, likewise: a tf.train.Example is a map of features written with
@@ -107,13 +111,16 @@ def _id_entry(page_id: int) -> bytes:
 
 
 def _record_example(page_id: int, title: str, text: str, kind: str | None) -> bytes:
-    parts = [_id_entry(page_id)]
-    size = len(parts[0])
+    # Example.features: field 1, then its size (known last), then the entries; joined once.
+    entry = _id_entry(page_id)
+    parts = [b"\n", b"", entry]
+    size = len(entry)
     if kind is not None:
         size += _string_entry(b"\n\x04kind", kind.encode("utf-8"), parts)
     size += _string_entry(b"\n\x04text", text.encode("utf-8"), parts)
     size += _string_entry(b"\n\x05title", title.encode("utf-8"), parts)
-    return b"\n" + varint(size) + b"".join(parts)  # Example.features
+    parts[1] = varint(size)
+    return b"".join(parts)
 
 
 def encode_records(result: ArticleDiff) -> list[EncodedRecord]:
@@ -174,11 +181,14 @@ class DiffsetWriter:
 
     def write_encoded(self, encoded: list[EncodedRecord]) -> None:
         name = ""
+        framed = None  # the last example framed: an unchanged article's goes to two outputs
         try:  # not a ``with`` per record: this is the stage's hot loop
             for name, line, example in encoded:
                 self._lines[name].append(line)
                 self._line_bytes += len(line)
-                self._tfrecords[name].write(example)
+                if example is not framed:
+                    framed, ends = example, frame_ends(example)
+                self._tfrecords[name].write(example, ends)
         except OSError as error:
             raise_if_disk_full(error, self._jsonl[name][0])
             raise
@@ -197,6 +207,11 @@ class DiffsetWriter:
         self._line_bytes = 0
 
     def commit(self, stats: dict[str, Any]) -> None:
+        # The shards' held-back records first, then the JSON lines: shards used to be written
+        # record by record, so on a disk that fills up before the end they are the ones that
+        # report it, as before.
+        for writer in self._tfrecords.values():
+            writer.flush()
         self._flush()
         for final, temporary, handle in self._jsonl.values():
             with naming_full_disk(final):

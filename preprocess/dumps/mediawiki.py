@@ -34,7 +34,7 @@ from xml.parsers import expat
 
 from tw_jax.errors import DumpError
 from tw_jax.preprocess.dumps.compressed import CheckedStream, iter_chunks, open_binary
-from tw_jax.preprocess.dumps.page_scan import SharedPages, scan_page, unsafe_offsets
+from tw_jax.preprocess.dumps.page_scan import SharedPages, page_end, scan_chunk, scan_page
 from tw_jax.preprocess.runners.accounting import Skips
 
 CHUNK_BYTES = 1 << 20
@@ -407,19 +407,52 @@ class _Segments:
         self.base = 0  # decompressed byte offset of buf[0]
         self.pos = 0  # buf[:pos] has been fed to expat or read on the fast path
         self.unsafe: deque[int] = deque()  # offsets of bytes that keep a page on expat's path
+        # Lines of the pages read on the fast path are added to the collector's line_shift only
+        # when expat is fed next (or the buffer drops them), from counts of whole chunks:
+        # buf[skipped_from:pos] was read on the fast path and is not counted yet.
+        self.skipped_from = 0
+        self.newlines = 0  # newlines in buf; -1 when not known (no fast path)
+        self.known = (0, 0)  # (p, the newlines in buf[:p]) for the last p counted to
 
     def add(self, data: bytes, offset: int) -> None:
         """Appends ``data``, which starts at decompressed byte ``offset``."""
+        newlines = 0 if not data else -1
         if self.fast and data:
-            found = unsafe_offsets(data)
+            found, newlines = scan_chunk(data)
             if found:
                 self.unsafe.extend(offset + i for i in found)
+        self._count_skipped_lines()
         if self.pos:
+            kept = -1 if self.newlines < 0 else self.newlines - self._newlines_before(self.pos)
             self.base += self.pos
             self.buf = self.buf[self.pos :] + data
-            self.pos = 0
-        elif data:
-            self.buf = self.buf + data if self.buf else data
+            self.pos = self.skipped_from = 0
+            self.known = (0, 0)
+        else:
+            kept = self.newlines
+            if data:
+                self.buf = self.buf + data if self.buf else data
+        self.newlines = kept + newlines if kept >= 0 and newlines >= 0 else -1
+
+    def _newlines_before(self, stop: int) -> int:
+        """The newlines in buf[:stop], counted from the last position asked about, or back from
+        the end of the buffer when that is shorter."""
+        buf, (at, count) = self.buf, self.known
+        if stop < at:
+            count -= buf.count(b"\n", stop, at)
+        elif self.newlines >= 0 and len(buf) - stop < stop - at:
+            count = self.newlines - buf.count(b"\n", stop)
+        else:
+            count += buf.count(b"\n", at, stop)
+        self.known = (stop, count)
+        return count
+
+    def _count_skipped_lines(self) -> None:
+        """Adds the lines read on the fast path since expat was last fed to ``line_shift``."""
+        if self.skipped_from < self.pos:
+            before = self._newlines_before(self.skipped_from)
+            self.collector.line_shift += self._newlines_before(self.pos) - before
+            self.skipped_from = self.pos
 
     def run(self, final: bool) -> None:
         """Reads every page whose end is in the buffer; with ``final``, feeds expat the rest."""
@@ -430,7 +463,7 @@ class _Segments:
                 if len(buf) - self.pos > _MAX_PENDING_PAGE:  # not a page in sight: no dump
                     self._feed(len(buf) - _KEEP_BACK, False)
                 break
-            end = buf.find(_PAGE_CLOSE, start + len(_PAGE_OPEN))
+            end = page_end(buf, start)
             if end < 0:
                 if len(buf) - start > _MAX_PENDING_PAGE:
                     self._feed(len(buf) - _KEEP_BACK, False)
@@ -472,19 +505,19 @@ class _Segments:
         collector.pages.append(page)
         collector.last_page = page
         collector.byte_shift += stop - pos
-        collector.line_shift += buf.count(b"\n", pos, stop)
         self.pos = stop
         return True
 
     def _feed(self, stop: int, final: bool) -> None:
         """Feeds expat buf[pos:stop], then finds out whether it stands clean."""
+        self._count_skipped_lines()  # expat's positions need them from here on
         buf, pos, collector = self.buf, self.pos, self.collector
         data = buf[pos:stop]
         if self.fast and b"<!DOCTYPE" in data:
             self.fast = False  # a DTD may declare entities and default attributes
         collector.last_end = -1
         self.parser.Parse(data, final)
-        self.pos = stop
+        self.pos = self.skipped_from = stop
         self.clean = False
         if not self.fast or stop == pos or buf[stop - 1 : stop] != b"\n":
             return

@@ -55,10 +55,12 @@ BEFORE_NUMBERS: frozenset[str] = frozenset({"no.", "et al."})
 
 _OPENERS = "\"'“‘«([{"
 _CLOSERS = "\"'”’»)]}"
-# Terminator run and closing marks before a space. The paragraph has been whitespace-normalised,
-# so the separator is exactly one space; what follows it is checked in Python (``re`` has no
-# class for "uppercase letter").
-_CANDIDATE = re.compile(r"[.!?]+[" + re.escape(_CLOSERS) + r"]*(?= )")
+# Terminator run (group 1) and closing marks before a space and the next character (group 2).
+# The paragraph has been whitespace-normalised, so the separator is exactly one space, never at
+# the end; the next character is checked in Python (``re`` has no class for "uppercase letter").
+# "[.!?][.!?]*" rather than "[.!?]+": the same matches, but a pattern that starts with one
+# character class is searched for that character first, in C (a fifth of the splitting time).
+_CANDIDATE = re.compile(r"([.!?][.!?]*)[" + re.escape(_CLOSERS) + r"]*(?= (.))", re.DOTALL)
 _INITIALS = re.compile(r"(?:[^\W\d_]\.)+")
 
 
@@ -77,27 +79,40 @@ def _vetoed(text: str, end: int, abbreviations: frozenset[str], following: str) 
     return word.isupper() and _INITIALS.fullmatch(word) is not None
 
 
+def _normalised(paragraph: str) -> str:
+    """``paragraph`` with whitespace runs collapsed to one space and ends stripped.
+
+    Paragraphs nearly always are so already: then no new string is made. Every character that
+    ``str.split()`` splits on but the space is unprintable, so a printable paragraph holds no
+    whitespace but spaces.
+    """
+    if (
+        paragraph.isprintable()
+        and "  " not in paragraph
+        and paragraph[:1] != " "
+        and paragraph[-1:] != " "
+    ):
+        return paragraph
+    return " ".join(paragraph.split())
+
+
 def split_sentences(paragraph: str, abbreviations: frozenset[str] | None = None) -> list[str]:
     """The sentences of ``paragraph``, stripped; ``" ".join`` of them is the paragraph with
     whitespace runs collapsed to one space and ends stripped. An empty paragraph gives []."""
-    text = " ".join(paragraph.split())
+    text = _normalised(paragraph)
     if not text:
         return []
     known = ABBREVIATIONS if abbreviations is None else abbreviations
     sentences: list[str] = []
     start = 0
     for m in _CANDIDATE.finditer(text):
-        following = text[m.end() + 1 : m.end() + 2]
-        if not following or not (
-            following.isupper() or following.isdigit() or following in _OPENERS
-        ):
+        following = m[2]
+        if not (following.isupper() or following.isdigit() or following in _OPENERS):
             continue
-        terminators = m.group().rstrip(_CLOSERS)
-        if terminators.endswith(".") and _vetoed(
-            text, m.start() + len(terminators), known, following
-        ):
+        if m[1][-1] == "." and _vetoed(text, m.end(1), known, following):
             continue
-        sentences.append(text[start : m.end()])
-        start = m.end() + 1
+        end = m.end()
+        sentences.append(text[start:end])
+        start = end + 1
     sentences.append(text[start:])
     return sentences

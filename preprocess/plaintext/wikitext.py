@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Iterable
 
 from tw_jax.preprocess.plaintext.wikitext_templates import MARK, render_template
 from tw_jax.preprocess.plaintext.wikitext_vocabulary import (
@@ -97,7 +98,19 @@ def _has_reserved(text: str) -> bool:
     can hold only ``\x1f``, which ``in`` finds far faster than a character-class search."""
     if text.isascii():
         return _MARK in text
-    return _RESERVED.search(text) is not None
+    # max() looks at every character once, in C; a search for the class takes several times as
+    # long (sre tries the class at every character).
+    return _MARK in text or max(text) >= "\ufdd0" and _RESERVED.search(text) is not None
+
+
+def _has_double(text: str, char: str) -> bool:
+    """Whether ``char + char`` occurs in ``text``. ``in`` finds one character with memchr, but
+    two by a scan about three times slower than sre's search for a literal (which is itself
+    slower than memchr): so one character first, then the pair by regex."""
+    return char in text and _DOUBLES[char].search(text) is not None
+
+
+_DOUBLES = {c: re.compile(re.escape(c + c)) for c in "[_"}
 
 
 def _shield(text: str) -> str:
@@ -118,6 +131,23 @@ def _shield(text: str) -> str:
 # Regular expressions.
 
 
+def _trie(words: Iterable[str]) -> str:
+    """A regex matching any of ``words``, as a trie (``fr|fy|fi`` -> ``f(?:r|y|i)``): sre tries
+    an alternation's branches one by one, so 365 flat branches would cost 365 tries a link."""
+    heads: dict[str, list[str]] = {}
+    for word in sorted(words):
+        heads.setdefault(word[:1], []).append(word[1:])
+    branches = []
+    for head, tails in heads.items():
+        if head == "":
+            continue
+        rest = _trie([t for t in tails if t])
+        if rest:
+            rest = f"(?:{rest})?" if "" in tails else f"(?:{rest})"
+        branches.append(re.escape(head) + rest)
+    return "|".join(branches)
+
+
 def _anycase(word: str) -> str:
     """A regex matching ``word`` in any letter case. (re.IGNORECASE would make sre give up its
     fast literal-prefix search, which costs several times more on every article.)"""
@@ -130,6 +160,19 @@ _SPECIAL_OPEN = re.compile(
     r"<(?:!--|(" + "|".join(map(_anycase, _SPECIAL_NAMES)) + r")(?=[\s/>])([^<>]*)>)"
 )
 _SPECIAL_CLOSE = {name: re.compile(r"</" + _anycase(name) + r"\s*>") for name in _SPECIAL_NAMES}
+# A comment, or a <ref> element: self-closing (its attributes end with "/"), else up to the first
+# closing tag, as _strip_special_elements reads them. One that is not closed matches to the end of
+# the text with its group set (so many unclosed ones cost one scan, not one each).
+_REF = _anycase("ref")
+_COMMENT_OR_REF = re.compile(
+    r"<(?:!--(?:[^-]++|-(?!->))*+(?:-->|()\Z)|"
+    + _REF
+    + r"(?=[\s/>])(?:[^<>]*/\s*>|[^<>]*>(?:[^<]++|<(?!/"
+    + _REF
+    + r"\s*>))*+(?:</"
+    + _REF
+    + r"\s*>|()\Z)))"
+)
 _OPEN_BRACE = re.compile(r"\{")
 _CLOSE_BRACE = re.compile(r"\}")
 _PROTOCOLS = str.split(
@@ -147,13 +190,28 @@ _EXTERNAL_LINK = re.compile(
 # An innermost internal link: target, "|label" and trail. A target cannot hold a newline or any
 # of <>{}| (not a valid title), so "[[a\nb]]" is not a link and stays literal.
 _INTERNAL_LINK = re.compile(r"\[\[([^\[\]\n<>{}|]*)(\|[^\[\]]*)?\]\]([a-z]*)")
+# Category and interlanguage links, written as most are: removed (the trail stays), also without
+# a Python call per link.
+_DROPPED_LINK = re.compile(
+    r"\[\[(?:[Cc]ategory|" + _trie(LANGUAGE_CODES) + r"):[^\[\]\n<>{}|]*+(?:\|[^\[\]]*+)?\]\]"
+)
+# The links most articles are made of, ``[[Target]]`` and ``[[Target|label]]`` with a target
+# outside any namespace and not blank (and a label not blank): the one capture is the text shown
+# (the trail stays where it is), so ``"".join(pattern.split(text))`` resolves them all without a
+# Python call per link. Possessive quantifiers and lookaheads keep it linear.
+_TITLE_CHAR = r"[^\[\]\n<>{}|:]"
+_SIMPLE_LINK = re.compile(
+    r"\[\[(?:(?!\s*+\|)" + _TITLE_CHAR + r"++\||(?=" + _TITLE_CHAR + r"*+\]\]))"
+    r"(?!\s*+\])([^\[\]]++)\]\]"
+)
 _FILE_LINK = re.compile(r"\[\[[ \t]*(?:" + _anycase("file") + "|" + _anycase("image") + r")[ \t]*:")
 _LINK_BRACKET = re.compile(r"\[\[|\]\]|\n[ \t]*\n")
 _MAX_LINK_DEPTH = 4  # links nested deeper than this (never seen in real text) stay literal
 _PIPE_TRICK_PARENS = re.compile(r"\s*[(（][^()（）]*[)）]\s*$")
 _HTML_TAG = re.compile(r"</?([A-Za-z][A-Za-z0-9]*)(?:\s[^<>]*)?/?>")
 _SWITCH = re.compile(r"__(?:" + "|".join(BEHAVIOUR_SWITCHES) + r")__")
-_QUOTE_RUN = re.compile(r"('{2,})")
+_QUOTE_RUN = re.compile(r"(''+)")  # (not "'{2,}": sre finds a literal start far faster)
+_TWO_QUOTES = re.compile("''")
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 _WHITESPACE = re.compile(r"\s+")
 _LIST_MARKERS = "*#:;"
@@ -172,6 +230,21 @@ def _block_end(text: str, start: int) -> int:
 def _strip_special(text: str) -> str:
     if "<" not in text:
         return text
+    # Most articles hold only comments and <ref> elements, all closed: one split removes them.
+    # It removes what the loop below would, element by element from the left, as long as the
+    # first special element each time is one it matches closed; when one is not (another
+    # element), its opening tag is still there afterwards, and the loop reads the text.
+    parts = _COMMENT_OR_REF.split(text)  # text, unclosed?, unclosed?, text, …
+    if len(parts) == 1:
+        return _strip_special_elements(text)
+    if parts[-3] is None and parts[-2] is None:  # (only the last can be unclosed)
+        removed = _MARK.join(parts[0::3])
+        if _SPECIAL_OPEN.search(removed) is None:
+            return removed
+    return _strip_special_elements(text)
+
+
+def _strip_special_elements(text: str) -> str:
     out: list[str] = []
     pos = 0
     search = _SPECIAL_OPEN.search
@@ -392,9 +465,28 @@ def _strip_file_links(text: str) -> str:
 def _resolve_links(text: str) -> str:
     if "[" not in text:
         return text
-    if "//" in text or ":" in text:
+    if ":" in text or "//" in text:  # (one character first: "in" finds it with memchr)
         text = _EXTERNAL_LINK.sub(_external_link, text)
         text = _strip_file_links(text)
+    if not _has_double(text, "["):
+        return text
+    # Simple links first, then category links, then any other innermost link. One link inside
+    # another's label may then be resolved with it in this one round, where the rounds below
+    # take one round per level; so the result is kept only when no "[[" is left (every link
+    # resolved, nesting at most three deep, so within the depth limit: the same text the
+    # rounds give, since each link's text depends only on its own, once resolved).
+    resolved = "".join(_SIMPLE_LINK.split(text))
+    if _has_double(resolved, "["):
+        resolved = _DROPPED_LINK.sub(_MARK, resolved)
+    if _has_double(resolved, "["):
+        resolved = _INTERNAL_LINK.sub(_internal_link, resolved)
+        if _has_double(resolved, "["):
+            return _resolve_nested_links(text)
+    return resolved
+
+
+def _resolve_nested_links(text: str) -> str:
+    """Internal links resolved innermost first, one level a round, up to the depth limit."""
     for _ in range(_MAX_LINK_DEPTH):
         if "[[" not in text:
             break
@@ -460,12 +552,13 @@ def _strip_quotes_line(line: str) -> str:
 
 def _strip_quotes(text: str) -> str:
     """Quote runs removed from each line holding one; the other lines are copied untouched."""
-    at = text.find("''")
-    if at < 0:
+    found = _TWO_QUOTES.search(text)  # (sre finds two characters faster than str.find)
+    if found is None:
         return text
     out: list[str] = []
     pos = 0
-    while at >= 0:
+    while found is not None:
+        at = found.start()
         start = text.rfind("\n", 0, at) + 1
         end = text.find("\n", at)
         if end < 0:
@@ -473,7 +566,7 @@ def _strip_quotes(text: str) -> str:
         out.append(text[pos:start])
         out.append(_strip_quotes_line(text[start:end]))
         pos = end
-        at = text.find("''", end)
+        found = _TWO_QUOTES.search(text, end)
     out.append(text[pos:])
     return "".join(out)
 
@@ -492,11 +585,11 @@ def _finish(text: str) -> str:
         text = text.translate(_UNSHIELD)
     if "&" in text:
         text = _ENTITY.sub(_decode_entity, text)
-    # Already collapsed (about half the paragraphs): every whitespace character but " " is
-    # unprintable, so a printable text with no "  " and no space at either end is unchanged.
-    # (The cheap tests first: isprintable looks at every character.)
-    if "  " not in text and text[:1] != " " and text[-1:] != " " and text.isprintable():
-        return text
+    # Already collapsed but for a space at either end (most paragraphs): every
+    # whitespace character but " " is unprintable, so a printable text with no "  " is
+    # collapsed by stripping its ends. (isprintable, which looks at every character, last.)
+    if "  " not in text and text.isprintable():
+        return text.strip(" ") if text[:1] == " " or text[-1:] == " " else text
     return " ".join(text.split())
 
 
@@ -604,7 +697,7 @@ def to_paragraphs(wikitext: str) -> list[str]:
     text = _resolve_links(text)
     if "<" in text:
         text = _HTML_TAG.sub(_html_tag, text)
-    if "__" in text:
+    if _has_double(text, "_"):
         text = _SWITCH.sub(_MARK, text)
     text = _strip_quotes(text)
     return _assemble(text)

@@ -1,7 +1,9 @@
 """to_paragraphs' shortcuts (tw_jax.preprocess.plaintext.wikitext) give what the general rules
-give: plain [[Target]] links, file links matched from the first one on, quotes stripped line by
-line, paragraphs already collapsed kept as they are, marker characters in ASCII text. Each
-expected value is what the rules gave before the shortcuts existed."""
+give: comments and <ref> elements removed in one substitution, plain [[Target]] and
+[[Target|label]] links, category and interlanguage links, file links matched from the first one
+on, quotes stripped line by line, paragraphs already collapsed kept as they are, marker
+characters in ASCII text. Each expected value is what the rules gave before
+the shortcuts existed."""
 
 from __future__ import annotations
 
@@ -22,6 +24,10 @@ from tw_jax.preprocess.plaintext.wikitext import to_paragraphs
         ("[[x|[[y]]]][[z:w]]s", ["yz:ws"]),
         ("[[a]]s [[b:c|d]]e [[ x ]] [[ ]] [[|q]]", ["as de x [[ ]] [[|q]]"]),
         ("[[fr:Paris]] [[Category:X]] [[:Category:Y]] [[Help:Z (a)|]]", ["Category:Y Z"]),
+        # interlanguage and category links, as written and otherwise
+        ("[[zh-yue:X]] [[ami:Y|z]]s [[Fr:Z]] [[xx:W]] [[am:V]]", ["s xx:W"]),
+        ("[[a|b [[Category:X]] c]] [[category:Y|k]]d", ["b c d"]),
+        ("[[de:]]e [[ de:X]] [[be-x-old:Q|[[r]]]]", ["e"]),
     ],
 )
 def test_links_at_any_depth(text, expected):
@@ -58,4 +64,21 @@ def test_quotes_only_on_their_lines():
     ],
 )
 def test_whitespace_and_reserved_characters(text, expected):
+    assert to_paragraphs(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # comments and <ref> elements only, all closed: removed in one substitution
+        ('a<ref>x</ref> b<ref name=c/> d<!-- e --> f<REF NAME="g/h">i</Ref > j', ["a b d f j"]),
+        ("<ref>a <!-- b</ref> c --> d", ["c --> d"]),
+        # anything else first, or unclosed: read element by element
+        ("<!-- <ref>x</ref> -->y", ["y"]),
+        ("<!-- a <ref> --> b </ref> c", ["b </ref> c"]),
+        ("<nowiki><ref>x</ref></nowiki> e", ["<ref>x</ref> e"]),
+        ("a<ref>b\n\nc", ["a", "c"]),
+    ],
+)
+def test_comments_and_references(text, expected):
     assert to_paragraphs(text) == expected
