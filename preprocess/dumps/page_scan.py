@@ -113,9 +113,9 @@ _FIELDS = ("empty", "attrs", "id", "ns", "title", "redirect", "target")
 # --- entities ---------------------------------------------------------------------------------
 
 _ANY_REF = re.compile(r"&(?:(lt|gt|amp|quot|apos)|#([0-9]+)|#x([0-9a-fA-F]+));")
-_ENTITIES = {"&lt;": "<", "&gt;": ">", "&amp;": "&", "&quot;": '"', "&apos;": "'"}
-_NAMED_REF_OR_AMPERSAND = re.compile(r"&(lt|gt|amp|quot|apos);|&")
 _NAMED_CHAR = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'"}
+_ENTITIES = {f"&{name};": char for name, char in _NAMED_CHAR.items()}
+_NAMED_REF_OR_AMPERSAND = re.compile(r"&(lt|gt|amp|quot|apos);|&")
 
 
 def _xml_char(code: int) -> bool:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ABBREVIATIONS", "BEFORE_NUMBERS", "split_sentences"]
+__all__ = ["ABBREVIATIONS", "BEFORE_NUMBERS", "collapse_whitespace", "split_sentences"]
 
 ABBREVIATIONS: frozenset[str] = frozenset(
     str.split(
@@ -79,27 +79,24 @@ def _vetoed(text: str, end: int, abbreviations: frozenset[str], following: str) 
     return word.isupper() and _INITIALS.fullmatch(word) is not None
 
 
-def _normalised(paragraph: str) -> str:
-    """``paragraph`` with whitespace runs collapsed to one space and ends stripped.
+def collapse_whitespace(text: str) -> str:
+    """``text`` with whitespace runs collapsed to one space and its ends stripped
+    (``" ".join(text.split())``), without splitting when it is so already but for its ends.
 
-    Paragraphs nearly always are so already: then no new string is made. Every character that
-    ``str.split()`` splits on but the space is unprintable, so a printable paragraph holds no
-    whitespace but spaces.
+    Paragraphs nearly always are (their whitespace collapsed, or at most a space at either end
+    left by removed markup). Every character that ``str.split()`` splits on but the space is
+    unprintable, so a printable text with no ``"  "`` is collapsed by stripping its ends.
+    (isprintable, which looks at every character, last.)
     """
-    if (
-        paragraph.isprintable()
-        and "  " not in paragraph
-        and paragraph[:1] != " "
-        and paragraph[-1:] != " "
-    ):
-        return paragraph
-    return " ".join(paragraph.split())
+    if "  " not in text and text.isprintable():
+        return text.strip(" ") if text[:1] == " " or text[-1:] == " " else text
+    return " ".join(text.split())
 
 
 def split_sentences(paragraph: str, abbreviations: frozenset[str] | None = None) -> list[str]:
     """The sentences of ``paragraph``, stripped; ``" ".join`` of them is the paragraph with
     whitespace runs collapsed to one space and ends stripped. An empty paragraph gives []."""
-    text = _normalised(paragraph)
+    text = collapse_whitespace(paragraph)
     if not text:
         return []
     known = ABBREVIATIONS if abbreviations is None else abbreviations

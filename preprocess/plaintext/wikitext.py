@@ -60,6 +60,7 @@ import html
 import re
 from collections.abc import Iterable
 
+from tw_jax.preprocess.plaintext.sentences import collapse_whitespace
 from tw_jax.preprocess.plaintext.wikitext_templates import MARK, render_template
 from tw_jax.preprocess.plaintext.wikitext_vocabulary import (
     BEHAVIOUR_SWITCHES,
@@ -110,7 +111,7 @@ def _has_double(text: str, char: str) -> bool:
     return char in text and _DOUBLES[char].search(text) is not None
 
 
-_DOUBLES = {c: re.compile(re.escape(c + c)) for c in "[_"}
+_DOUBLES = {c: re.compile(re.escape(c + c)) for c in "[_'"}
 
 
 def _shield(text: str) -> str:
@@ -211,7 +212,6 @@ _PIPE_TRICK_PARENS = re.compile(r"\s*[(（][^()（）]*[)）]\s*$")
 _HTML_TAG = re.compile(r"</?([A-Za-z][A-Za-z0-9]*)(?:\s[^<>]*)?/?>")
 _SWITCH = re.compile(r"__(?:" + "|".join(BEHAVIOUR_SWITCHES) + r")__")
 _QUOTE_RUN = re.compile(r"(''+)")  # (not "'{2,}": sre finds a literal start far faster)
-_TWO_QUOTES = re.compile("''")
 _ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 _WHITESPACE = re.compile(r"\s+")
 _LIST_MARKERS = "*#:;"
@@ -552,7 +552,7 @@ def _strip_quotes_line(line: str) -> str:
 
 def _strip_quotes(text: str) -> str:
     """Quote runs removed from each line holding one; the other lines are copied untouched."""
-    found = _TWO_QUOTES.search(text)  # (sre finds two characters faster than str.find)
+    found = _DOUBLES["'"].search(text)  # (sre finds two characters faster than str.find)
     if found is None:
         return text
     out: list[str] = []
@@ -566,7 +566,7 @@ def _strip_quotes(text: str) -> str:
         out.append(text[pos:start])
         out.append(_strip_quotes_line(text[start:end]))
         pos = end
-        found = _TWO_QUOTES.search(text, end)
+        found = _DOUBLES["'"].search(text, end)
     out.append(text[pos:])
     return "".join(out)
 
@@ -585,12 +585,7 @@ def _finish(text: str) -> str:
         text = text.translate(_UNSHIELD)
     if "&" in text:
         text = _ENTITY.sub(_decode_entity, text)
-    # Already collapsed but for a space at either end (most paragraphs): every
-    # whitespace character but " " is unprintable, so a printable text with no "  " is
-    # collapsed by stripping its ends. (isprintable, which looks at every character, last.)
-    if "  " not in text and text.isprintable():
-        return text.strip(" ") if text[:1] == " " or text[-1:] == " " else text
-    return " ".join(text.split())
+    return collapse_whitespace(text)
 
 
 def _heading(line: str) -> tuple[int, str] | None:

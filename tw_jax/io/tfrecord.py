@@ -33,11 +33,8 @@ FeatureValue = (
 _MASK_DELTA = 0xA282EAD8
 
 
-_crc32c = google_crc32c.value
-
-
 def masked_crc32c(data: bytes) -> int:
-    crc = _crc32c(data)
+    crc = google_crc32c.value(data)
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
@@ -53,11 +50,7 @@ def frame_ends(record: bytes) -> FrameEnds:
     """The bytes before and after ``record`` in TFRecord framing: a writer that sends one record
     to several outputs computes them once (:meth:`ShardedTFRecordWriter.write`)."""
     header = _LENGTH(len(record))
-    crc, data_crc = _crc32c(header), _crc32c(record)  # masked_crc32c's, inlined: once a record
-    return (
-        header + _CRC((((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF),
-        _CRC((((data_crc >> 15) | (data_crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF),
-    )
+    return header + _CRC(masked_crc32c(header)), _CRC(masked_crc32c(record))
 
 
 def frame(record: bytes) -> bytes:
