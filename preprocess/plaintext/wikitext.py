@@ -176,6 +176,15 @@ _COMMENT_OR_REF = re.compile(
 )
 _OPEN_BRACE = re.compile(r"\{")
 _CLOSE_BRACE = re.compile(r"\}")
+# What most articles' braces are: templates ("{{", not "{{{") holding text and templates that
+# hold only text, and tables ("{|") holding text and such templates; no other brace. Group 1 is
+# a template's body; a table has none. Possessive throughout: linear, no backtracking.
+_TEXT_TEMPLATE = r"\{\{(?!\{)[^{}]*+\}\}"
+_TEMPLATE_BODY = r"(?:[^{}]++|" + _TEXT_TEMPLATE + r")*+"
+_FLAT_BRACES = re.compile(
+    r"\{\{(?!\{)(" + _TEMPLATE_BODY + r")\}\}"
+    r"|\{\|(?:[^{}]++|\{\{(?!\{)" + _TEMPLATE_BODY + r"\}\})*+\}"
+)
 _PROTOCOLS = str.split(
     "https:// http:// ftp:// ftps:// sftp:// irc:// ircs:// git:// svn:// gopher:// telnet:// "
     "nntp:// worldwind:// mms:// // mailto: news: urn: tel: sip: sips: sms: xmpp: geo: magnet: "
@@ -202,9 +211,9 @@ _DROPPED_LINK = re.compile(
 # Python call per link. Possessive quantifiers and lookaheads keep it linear.
 _TITLE_CHAR = r"[^\[\]\n<>{}|:]"
 _SIMPLE_LINK = re.compile(
-    r"\[\[(?:(?!\s*+\|)" + _TITLE_CHAR + r"++\||(?=" + _TITLE_CHAR + r"*+\]\]))"
+    r"\[\[(?:(?=" + _TITLE_CHAR + r"*+\]\])|(?!\s*+\|)" + _TITLE_CHAR + r"++\|)"
     r"(?!\s*+\])([^\[\]]++)\]\]"
-)
+)  # (``[[Target]]``, the commoner, tried first; at most one of the two can match)
 _FILE_LINK = re.compile(r"\[\[[ \t]*(?:" + _anycase("file") + "|" + _anycase("image") + r")[ \t]*:")
 _LINK_BRACKET = re.compile(r"\[\[|\]\]|\n[ \t]*\n")
 _MAX_LINK_DEPTH = 4  # links nested deeper than this (never seen in real text) stay literal
@@ -312,9 +321,64 @@ _MAX_TEMPLATE_DEPTH = 8
 
 
 def _strip_braces(text: str, depth: int = 0) -> str:
-    """Templates rendered or removed (:mod:`wikitext_templates`), tables removed."""
+    """Templates rendered or removed (:mod:`wikitext_templates`), tables removed: found whole
+    where they can be (:func:`_flat_braces`), else brace by brace."""
     if "{" not in text:
         return text
+    flat = _flat_braces(text)
+    if flat is not None:
+        return _replace_braces(text, flat, depth)
+    return _strip_nested_braces(text, depth)
+
+
+def _flat_braces(text: str) -> list[re.Match[str]] | None:
+    """The templates and tables of ``text`` when every brace in it belongs to one that
+    :data:`_FLAT_BRACES` matches whole, and every table starts its line; None otherwise.
+
+    Then every construct is balanced and holds no other, so matching braces one by one (as
+    :func:`_strip_nested_braces` does) would pair each construct's first brace with its last,
+    and no brace outside them would change that: the same constructs, found by one search for
+    ``{{`` or ``{|`` each instead of a Python step per brace.
+    """
+    found = []
+    # Each brace outside the constructs found so far must start the next one. (str.find jumps
+    # to it: sre looks for a pattern's first character several times slower.)
+    start = text.find("{")
+    while start >= 0:
+        m = _FLAT_BRACES.match(text, start)
+        if m is None:
+            return None  # "{{{", a lone "{", or braces nested deeper
+        if m.group(1) is None and not _starts_line(text, start):
+            return None  # "{|" inside a line: not a table, only braces
+        found.append(m)
+        start = text.find("{", m.end())
+    return found
+
+
+def _replace_braces(text: str, found: list[re.Match[str]], depth: int) -> str:
+    """``text`` with the templates and tables in ``found`` replaced, as
+    :func:`_strip_nested_braces` replaces them."""
+    out: list[str] = []
+    pos = 0
+
+    def expand(argument: str) -> str:
+        return _strip_braces(argument, depth + 1)
+
+    for m in found:
+        out.append(text[pos : m.start()])
+        pos = m.end()
+        body = m.group(1)
+        if body is None:
+            out.append("\n\n")
+            continue
+        rendered = render_template(body, expand) if depth < _MAX_TEMPLATE_DEPTH else None
+        out.append(_MARK if rendered is None else rendered)
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _strip_nested_braces(text: str, depth: int) -> str:
+    """:func:`_strip_braces` for any text."""
     # Match every brace with its partner in one pass (a stack of positions). A template is a
     # run of two or more '{' and ends where its first brace is closed; a table is '{|' at the
     # start of a line and ends where its '{' is closed (by the '}' of '|}'). Single-character

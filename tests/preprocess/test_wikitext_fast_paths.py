@@ -1,14 +1,17 @@
 """to_paragraphs' shortcuts (tw_jax.preprocess.plaintext.wikitext) give what the general rules
 give: comments and <ref> elements removed in one substitution, plain [[Target]] and
 [[Target|label]] links, category and interlanguage links, file links matched from the first one
-on, quotes stripped line by line, paragraphs already collapsed kept as they are, marker
-characters in ASCII text. Each expected value is what the rules gave before
-the shortcuts existed."""
+on, templates and tables matched whole when no other brace is among them, quotes stripped line
+by line, paragraphs already collapsed kept as they are, marker characters in ASCII text. Each
+expected value is what the rules gave before the shortcuts existed."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
+from tw_jax.preprocess.plaintext import wikitext
 from tw_jax.preprocess.plaintext.wikitext import to_paragraphs
 
 
@@ -82,3 +85,46 @@ def test_whitespace_and_reserved_characters(text, expected):
 )
 def test_comments_and_references(text, expected):
     assert to_paragraphs(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "flat"),
+    [
+        # templates holding text, or templates holding only text; tables starting their line
+        ("{{cn}} a {{convert|5|km}} b", ["a 5 km b"], True),
+        (
+            "{{Infobox x\n| pop = {{formatnum:1234}}\n| web = {{URL|http://x.example}}\n}}\n"
+            "Text {{lang|fr|{{small|Bonjour}}}} here.",
+            ["Text Bonjour here."],
+            True,
+        ),
+        ("a\n{| class=x\n| {{flagicon|X}} y\n|}\nb", ["a", "b"], True),
+        ("a\n:{|\n| x\n|}\nb", ["a", "b"], True),
+        ("{{cn}}} x } y", ["} x } y"], True),  # a "}" outside them matches nothing
+        ("{{convert|1|m}}{{convert|2|m}}", ["1 m2 m"], True),
+        # anything else: every brace matched with its partner
+        ("a {| b |} c", ["a {| b |} c"], False),  # "{|" inside a line is no table
+        ("{{{1}}} a {{cn}}", ["a"], False),
+        ("{{a|{{b|{{c}}}}}} x", ["x"], False),
+        ("{{cn a\n\nb", ["b"], False),
+        ("{{math|{x}}} y", ["{x} y"], False),
+    ],
+)
+def test_templates_and_tables(text, expected, flat):
+    assert to_paragraphs(text) == expected
+    assert (wikitext._flat_braces(text) is not None) == flat
+    assert wikitext._strip_braces(text) == wikitext._strip_nested_braces(text, 0)
+
+
+def test_flat_braces_match_the_general_rule():
+    """Random texts of braces, bars and newlines: wherever the shortcut applies, it gives what
+    matching every brace with its partner gives."""
+    rng = random.Random(0)
+    pieces = ["{{", "}}", "{", "}", "{|", "|}", "|", "\n", " ", ":", "a", "{{cn}}", "{{{1}}}",
+              "{{convert|5|km}}", "{{lang|fr|{{small|b}}}}", "\n{|", "\n:{|"]  # fmt: skip
+    flat = 0
+    for _ in range(3000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 30)))
+        flat += wikitext._flat_braces(text) is not None
+        assert wikitext._strip_braces(text) == wikitext._strip_nested_braces(text, 0), text
+    assert flat > 200  # the shortcut was exercised (242 of the 3,000)
