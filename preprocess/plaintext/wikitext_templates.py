@@ -23,7 +23,6 @@ Rules, decided once here (tests/preprocess/test_wikitext_templates.py pins each)
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
 
@@ -524,15 +523,26 @@ def _table_key(name: str) -> tuple[str | None, str | None]:
 
 
 # Articles use the same few dozen templates over and over (cite web, citation needed, convert
-# …): the key of a short name is cached (a long one would hold memory for nothing).
-_cached_table_key = functools.lru_cache(maxsize=4096)(_table_key)
+# …): what a short name renders with is remembered, name -> _find_renderer(name), for up to
+# 4,096 names (then started afresh); a long name would hold memory for nothing.
+_LOOKUPS: dict[str, tuple[Renderer | None, str | None]] = {}
 _CACHED_NAME_CHARS = 200
 
 
 def _lookup(name: str) -> tuple[Renderer | None, str | None]:
     """The renderer for a template's first piece, and, for a parser function, its argument."""
-    key = _cached_table_key if len(name) <= _CACHED_NAME_CHARS else _table_key
-    canonical, function_arg = key(name)
+    found = _LOOKUPS.get(name)
+    if found is None:
+        found = _find_renderer(name)
+        if len(name) <= _CACHED_NAME_CHARS:
+            if len(_LOOKUPS) >= 4096:
+                _LOOKUPS.clear()
+            _LOOKUPS[name] = found
+    return found
+
+
+def _find_renderer(name: str) -> tuple[Renderer | None, str | None]:
+    canonical, function_arg = _table_key(name)
     if canonical is None:
         return None, None
     if function_arg is not None:

@@ -2,8 +2,9 @@
 give: comments and <ref> elements removed in one substitution, plain [[Target]] and
 [[Target|label]] links, category and interlanguage links, file links matched from the first one
 on, templates and tables matched whole when no other brace is among them, quotes stripped line
-by line, paragraphs already collapsed kept as they are, marker characters in ASCII text. Each
-expected value is what the rules gave before the shortcuts existed."""
+by line, paragraphs already collapsed kept as they are (ASCII articles checked once whole),
+marker characters in ASCII text. Each expected value is what the rules gave before the
+shortcuts existed."""
 
 from __future__ import annotations
 
@@ -64,6 +65,11 @@ def test_quotes_only_on_their_lines():
         ("a\x1f b", ["a b"]),  # a marker character in the input is removed
         ("caf\u00e9\x1fbar", ["caf\u00e9bar"]),
         ("x\ufdd0y", ["xy"]),
+        # ASCII articles: paragraphs with entities, double spaces or a tab take the long way
+        (" a  b &amp; c \n\n d\x7fe \n\nf\tg", ["a b & c", "d\x7fe", "f g"]),
+        ("x &nbsp; y\n\n z \x1f\n\n\x1f", ["x y", "z"]),
+        ("p &#9; q\n\n{{cn}} r  s ", ["p q", "r s"]),
+        ("* a  b\n# &lt;c&gt;", ["a b", "<c>"]),
     ],
 )
 def test_whitespace_and_reserved_characters(text, expected):
