@@ -22,7 +22,13 @@ from tw_jax.io.atomic import (
     raise_if_disk_full,
     temporary_sibling,
 )
-from tw_jax.io.tfrecord import ShardedTFRecordWriter, frame_ends, varint
+from tw_jax.io.tfrecord import (
+    SHORT_VARINT_LIMIT,
+    SHORT_VARINTS,
+    ShardedTFRecordWriter,
+    frame_ends,
+    varint,
+)
 from tw_jax.preprocess.diffset.algorithm import EMPTY, IN_DIFFSET, ArticleDiff
 
 OUTPUTS = ("diffset", "full", "unchanged")
@@ -79,24 +85,19 @@ def _record_json(page_id: int, title: str, text: str, kind: str | None) -> bytes
 # (field 1) and the Feature (field 2); a string Feature is a bytes_list (field 1) of one value
 # (field 1), the id an int64_list (field 3) of one varint. Only the lengths vary, so each entry
 # is its header bytes then the value.
-# The varints of the sizes below 16,384 (one or two bytes), looked up rather than computed: the
-# four sizes of each string entry are nearly always among them.
-_SHORT_VARINTS = [varint(size) for size in range(1 << 14)]
-_SHORT = 1 << 14
-
-
 def _string_entry(key_field: bytes, data: bytes, parts: list[bytes]) -> int:
-    """Appends the entry of a string feature to ``parts``; returns its length."""
+    """Appends the entry of a string feature to ``parts``; returns its length. (Its four sizes
+    are nearly always short varints, indexed here without a call: this runs for every record.)"""
     n = len(data)
-    value = _SHORT_VARINTS[n] if n < _SHORT else varint(n)
+    value = SHORT_VARINTS[n] if n < SHORT_VARINT_LIMIT else varint(n)
     bytes_list = 1 + len(value) + n
     bytes_list_size = (
-        _SHORT_VARINTS[bytes_list] if bytes_list < _SHORT else varint(bytes_list)
+        SHORT_VARINTS[bytes_list] if bytes_list < SHORT_VARINT_LIMIT else varint(bytes_list)
     )
     feature = 1 + len(bytes_list_size) + bytes_list
-    feature_size = _SHORT_VARINTS[feature] if feature < _SHORT else varint(feature)
+    feature_size = SHORT_VARINTS[feature] if feature < SHORT_VARINT_LIMIT else varint(feature)
     entry = len(key_field) + 1 + len(feature_size) + feature
-    entry_size = _SHORT_VARINTS[entry] if entry < _SHORT else varint(entry)
+    entry_size = SHORT_VARINTS[entry] if entry < SHORT_VARINT_LIMIT else varint(entry)
     parts += (
         b"\n",
         entry_size,
@@ -128,7 +129,7 @@ def _record_example(page_id: int, title: str, text: str, kind: str | None) -> by
         size += _string_entry(b"\n\x04kind", kind.encode("utf-8"), parts)
     size += _string_entry(b"\n\x04text", text.encode("utf-8"), parts)
     size += _string_entry(b"\n\x05title", title.encode("utf-8"), parts)
-    parts[1] = _SHORT_VARINTS[size] if size < _SHORT else varint(size)
+    parts[1] = SHORT_VARINTS[size] if size < SHORT_VARINT_LIMIT else varint(size)
     return b"".join(parts)
 
 

@@ -62,15 +62,19 @@ def frame(record: bytes) -> bytes:
 # --- protobuf wire format of tf.train.Example -------------------------------------------------
 
 
-_SMALL_VARINTS = [bytes((i,)) for i in range(128)]
+# The varints of 0 .. SHORT_VARINT_LIMIT - 1 (one or two bytes), looked up rather than computed:
+# record and field sizes nearly always fall there, and a hot encoder may index this table
+# itself to spare the call.
+SHORT_VARINT_LIMIT = 1 << 14
+SHORT_VARINTS = [bytes((i,)) for i in range(128)] + [
+    bytes((i & 0x7F | 0x80, i >> 7)) for i in range(128, SHORT_VARINT_LIMIT)
+]
 
 
 def varint(value: int) -> bytes:
     """A protobuf varint (an int64 below zero as its 64-bit two's complement)."""
-    if 0 <= value < 128:
-        return _SMALL_VARINTS[value]
-    if 0 < value < 0x4000:
-        return bytes((value & 0x7F | 0x80, value >> 7))
+    if 0 <= value < SHORT_VARINT_LIMIT:
+        return SHORT_VARINTS[value]
     if value < 0:
         value += 1 << 64  # int64 is sent as its 64-bit two's complement
     out = bytearray()
@@ -83,7 +87,7 @@ def varint(value: int) -> bytes:
 
 def _field(number: int, payload: bytes) -> bytes:
     """A length-delimited field (wire type 2)."""
-    return _SMALL_VARINTS[number << 3 | 2] + varint(len(payload)) + payload
+    return SHORT_VARINTS[number << 3 | 2] + varint(len(payload)) + payload
 
 
 def _feature(value: FeatureValue) -> bytes:
