@@ -325,22 +325,27 @@ def _strip_braces(text: str, depth: int = 0) -> str:
     where they can be (:func:`_flat_braces`), else brace by brace."""
     if "{" not in text:
         return text
-    flat = _flat_braces(text)
-    if flat is not None:
-        return _replace_braces(text, flat, depth)
-    return _strip_nested_braces(text, depth)
+    constructs = _flat_braces(text)
+    if constructs is None:
+        constructs = _nested_braces(text)
+    return _replace_braces(text, constructs, depth)
 
 
-def _flat_braces(text: str) -> list[re.Match[str]] | None:
+# A template or table to replace: (start, end, is_table, template body or None). A template
+# with no body (never closed) is dropped, not rendered.
+_Construct = tuple[int, int, bool, str | None]
+
+
+def _flat_braces(text: str) -> list[_Construct] | None:
     """The templates and tables of ``text`` when every brace in it belongs to one that
     :data:`_FLAT_BRACES` matches whole, and every table starts its line; None otherwise.
 
     Then every construct is balanced and holds no other, so matching braces one by one (as
-    :func:`_strip_nested_braces` does) would pair each construct's first brace with its last,
+    :func:`_nested_braces` does) would pair each construct's first brace with its last,
     and no brace outside them would change that: the same constructs, found by one search for
     ``{{`` or ``{|`` each instead of a Python step per brace.
     """
-    found = []
+    found: list[_Construct] = []
     # Each brace outside the constructs found so far must start the next one. (str.find jumps
     # to it: sre looks for a pattern's first character several times slower.)
     start = text.find("{")
@@ -348,37 +353,39 @@ def _flat_braces(text: str) -> list[re.Match[str]] | None:
         m = _FLAT_BRACES.match(text, start)
         if m is None:
             return None  # "{{{", a lone "{", or braces nested deeper
-        if m.group(1) is None and not _starts_line(text, start):
+        body = m.group(1)
+        if body is None and not _starts_line(text, start):
             return None  # "{|" inside a line: not a table, only braces
-        found.append(m)
+        found.append((start, m.end(), body is None, body))
         start = text.find("{", m.end())
     return found
 
 
-def _replace_braces(text: str, found: list[re.Match[str]], depth: int) -> str:
-    """``text`` with the templates and tables in ``found`` replaced, as
-    :func:`_strip_nested_braces` replaces them."""
+def _replace_braces(text: str, constructs: list[_Construct], depth: int) -> str:
+    """``text`` with each template rendered (:mod:`wikitext_templates`) or dropped, and each
+    table removed; ``constructs`` in order, none inside another."""
     out: list[str] = []
     pos = 0
 
     def expand(argument: str) -> str:
         return _strip_braces(argument, depth + 1)
 
-    for m in found:
-        out.append(text[pos : m.start()])
-        pos = m.end()
-        body = m.group(1)
-        if body is None:
+    for start, end, is_table, body in constructs:
+        out.append(text[pos:start])
+        pos = end
+        if is_table:
             out.append("\n\n")
             continue
-        rendered = render_template(body, expand) if depth < _MAX_TEMPLATE_DEPTH else None
+        rendered = None
+        if body is not None and depth < _MAX_TEMPLATE_DEPTH:
+            rendered = render_template(body, expand)
         out.append(_MARK if rendered is None else rendered)
     out.append(text[pos:])
     return "".join(out)
 
 
-def _strip_nested_braces(text: str, depth: int) -> str:
-    """:func:`_strip_braces` for any text."""
+def _nested_braces(text: str) -> list[_Construct]:
+    """The templates and tables of any text, outermost only."""
     # Match every brace with its partner in one pass (a stack of positions). A template is a
     # run of two or more '{' and ends where its first brace is closed; a table is '{|' at the
     # start of a line and ends where its '{' is closed (by the '}' of '|}'). Single-character
@@ -404,27 +411,16 @@ def _strip_nested_braces(text: str, depth: int) -> str:
         elif stack:
             partner[stack.pop()] = at
         previous = at
-    if not openers:
-        return text
-    out: list[str] = []
-    pos = 0
+    constructs: list[_Construct] = []
+    end = 0
     for start, is_table in openers:
-        if start < pos:
-            continue  # inside a construct already removed
-        out.append(text[pos:start])
+        if start < end:
+            continue  # inside a construct already found
         close = partner.get(start)
-        pos = _block_end(text, start) if close is None else close + 1
-        if is_table:
-            out.append("\n\n")
-            continue
-        rendered = None
-        if close is not None and depth < _MAX_TEMPLATE_DEPTH:
-            rendered = render_template(
-                text[start + 2 : close - 1], lambda arg: _strip_braces(arg, depth + 1)
-            )
-        out.append(_MARK if rendered is None else rendered)
-    out.append(text[pos:])
-    return "".join(out)
+        end = _block_end(text, start) if close is None else close + 1
+        body = None if is_table or close is None else text[start + 2 : close - 1]
+        constructs.append((start, end, is_table, body))
+    return constructs
 
 
 # ---------------------------------------------------------------------------------------------
