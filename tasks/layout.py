@@ -2,23 +2,26 @@
 
 ``DATA_DIR`` (argument, gin binding of ``register_all.data_dir``, or ``TW_JAX_DATA_DIR``) holds:
 
-- ``<MMMM>/`` for every month pair (old month MM, new month MM, e.g. ``0809``), with
-  ``diffset/`` (``tw-jax diffset``: ``diffset.*``, ``full.*`` = the NEW month's snapshot,
-  ``unchanged.*`` = the NON-DiffSet), ``probes/`` (``tw-jax probes``) and ``ssm/``
-  (``tw-jax ssm``: ``diffset.*`` and ``full.*`` with salient spans masked).
-- ``<MM>/`` for a month that no pair ends in (the INITIAL snapshot, e.g. ``08``), with
-  ``full/`` (``full.jsonl`` + ``full.tfrecord-*``, fields id, title, text) and ``ssm/full.*``.
+- ``<period>/`` for every period (:class:`tw_jax.time.Period`: ``2024-12_2025-01``, or in the
+  2021 layout ``0809``), with ``diffset/`` (``tw-jax diffset``: ``diffset.*``, ``full.*`` = the
+  NEW snapshot, ``unchanged.*`` = the NON-DiffSet), ``probes/`` (``tw-jax probes``) and
+  ``ssm/`` (``tw-jax ssm``: ``diffset.*`` and ``full.*`` with salient spans masked).
+- ``<snapshot>/`` for a snapshot that no period ends at (the INITIAL snapshot: ``2024-12``, or
+  ``08``), with ``full/`` (``full.jsonl`` + ``full.tfrecord-*``, fields id, title, text) and
+  ``ssm/full.*``.
 
-The full snapshot of month MM is therefore ``<MM>/full/full.*`` when that folder exists, else
-``<PPMM>/diffset/full.*`` of the pair whose NEW month is MM (its SSM version likewise
-``<MM>/ssm/full.*``, else ``<PPMM>/ssm/full.*``). Months are discovered from the folders present;
-a task is registered when the stage folder it reads exists. Discovery goes through
-:mod:`tw_jax.io.paths`, so a ``gs://`` data folder works as a local one (on any GCS endpoint,
-an emulator included), and the file patterns handed to seqio are the URLs themselves
-(``gs://bucket/data/0809/ssm/diffset.tfrecord-*-of-*``), which tf.data reads.
+A folder is found by its name in the form :mod:`tw_jax.time` writes (``Period.name``,
+``Snapshot.name``); other folders (``vocab/``, ``seqio_cache/``) are not periods. One period in
+two spellings (``0809/`` and ``2021-08_2021-09/``) is an error naming both. The full snapshot
+of a snapshot S is ``<S>/full/full.*`` when that folder exists, else ``<P>/diffset/full.*`` of
+the earliest period P that ends at S (its SSM version likewise ``<S>/ssm/full.*``, else
+``<P>/ssm/full.*``). A task is registered when the stage folder it reads exists. Discovery
+goes through :mod:`tw_jax.io.paths`, so a ``gs://`` data folder works as a local one (on any
+GCS endpoint, an emulator included), and the file patterns handed to seqio are the URLs
+themselves (``gs://bucket/data/0809/ssm/diffset.tfrecord-*-of-*``), which tf.data reads.
 
-The initial snapshot of a pair (what Mix-Review replays) is found by walking back along the
-pairs: ``1011`` → ``0910`` → ``0809`` → ``08``, the first month no pair ends in.
+The initial snapshot of a period (what Mix-Review replays) is found by walking back along the
+periods by date: ``1011`` → ``0910`` → ``0809`` → ``08``, the first snapshot no period ends at.
 """
 
 from __future__ import annotations
@@ -29,13 +32,12 @@ import re
 
 from tw_jax.io import paths
 from tw_jax.preprocess.runners.accounting import STATS_FILE
+from tw_jax.time import Period, Snapshot, TimeError
 
 DATA_DIR_ENV = "TW_JAX_DATA_DIR"
 T5_VOCAB_ENV = "TW_JAX_T5_VOCAB"
 GPT2_VOCAB_ENV = "TW_JAX_GPT2_VOCAB"
 
-_PAIR = re.compile(r"^(\d{2})(\d{2})$")
-_MONTH = re.compile(r"^\d{2}$")
 _CONTEXTS = re.compile(r"^probes_([a-z0-9]+)$")
 
 
@@ -49,14 +51,38 @@ def shards(folder: str, name: str) -> str:
     return join(folder, f"{name}.tfrecord-*-of-*")
 
 
+class LayoutError(ValueError):
+    """A data folder whose folders cannot be told apart (one period in two spellings)."""
+
+
+def period_folder(name: str) -> Period | None:
+    """The period a data folder's child named ``name`` holds (None: not a period folder)."""
+    try:
+        period = Period.parse(name)
+    except TimeError:
+        return None
+    return period if period.name == name else None
+
+
+def snapshot_folder(name: str) -> Snapshot | None:
+    """The snapshot a data folder's child named ``name`` holds (None: not a snapshot folder)."""
+    try:
+        snapshot = Snapshot.parse(name)
+    except TimeError:
+        return None
+    return snapshot if snapshot.name == name else None
+
+
 @dataclasses.dataclass(frozen=True)
 class Pair:
-    """One month pair folder, e.g. ``DATA_DIR/0809``."""
+    """One period's folder, e.g. ``DATA_DIR/0809`` or ``DATA_DIR/2024-12_2025-01``."""
 
-    name: str
-    old: str
-    new: str
+    period: Period
     folder: str
+
+    @property
+    def name(self) -> str:
+        return self.period.name
 
     @property
     def diffset(self) -> str:
@@ -84,10 +110,11 @@ class Pair:
 
 
 @dataclasses.dataclass(frozen=True)
-class Snapshot:
-    """Where the full snapshot of one month lives (``None``: that form is absent)."""
+class SnapshotFiles:
+    """Where the full snapshot of one snapshot lives (``None``: that form is absent);
+    ``snapshot`` is spelled as its folder (or the period that ends at it) spells it."""
 
-    month: str
+    snapshot: Snapshot
     text_pattern: str | None
     ssm_pattern: str | None
 
@@ -113,20 +140,25 @@ class Folders:
 @dataclasses.dataclass(frozen=True)
 class Layout:
     data_dir: str
-    pairs: dict[str, Pair]
-    snapshots: dict[str, Snapshot]
+    pairs: dict[Period, Pair]
+    snapshots: dict[Snapshot, SnapshotFiles]
     folders: Folders = dataclasses.field(default_factory=Folders, compare=False, repr=False)
 
-    def initial_month(self, pair: Pair) -> str:
-        """The first month of the chain of pairs that ``pair`` belongs to."""
-        ending_in = {p.new: p for p in self.pairs.values()}
-        month, seen = pair.old, {pair.old}
-        while month in ending_in:
-            month = ending_in[month].old
-            if month in seen:  # a cycle of pairs (12→01 … →12): no first month
-                break
-            seen.add(month)
-        return month
+    def initial_snapshot(self, pair: Pair) -> Snapshot:
+        """The first snapshot of the chain of periods that ``pair`` belongs to (periods run
+        forward, so the walk back ends)."""
+        ending_in: dict[Snapshot, Pair] = {}
+        for found in sorted(self.pairs.values(), key=lambda p: p.period):
+            ending_in.setdefault(found.period.new, found)
+        snapshot = pair.period.old
+        while snapshot in ending_in:
+            snapshot = ending_in[snapshot].period.old
+        return snapshot
+
+    def pair(self, period: Period) -> Pair | None:
+        """The folder of ``period`` in whichever spelling it was found (``0809`` for
+        ``2021-08_2021-09``)."""
+        return self.pairs.get(period)
 
     def has(self, folder: str) -> bool:
         return self.folders.isdir(folder)
@@ -142,30 +174,38 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> str | No
 
 
 def discover(data_dir: str | os.PathLike[str]) -> Layout:
-    """The pairs and snapshots present under ``data_dir`` (empty when the folder is missing)."""
+    """The periods and snapshots present under ``data_dir`` (empty when the folder is missing)."""
     data_dir = os.fspath(data_dir)
     folders = Folders()
     names = sorted(n.rstrip("/") for n in paths.listdir(data_dir)) if paths.isdir(data_dir) else []
-    pairs: dict[str, Pair] = {}
+    pairs: dict[Period, Pair] = {}
+    own: dict[Snapshot, tuple[Snapshot, str]] = {}
     for name in names:
-        match = _PAIR.match(name)
         folder = join(data_dir, name)
-        if match and folders.isdir(folder):
-            pairs[name] = Pair(name, match.group(1), match.group(2), folder)
-    by_new: dict[str, Pair] = {}
-    for pair in pairs.values():
-        by_new.setdefault(pair.new, pair)  # sorted: the earliest pair ending in a month wins
-    months = set(by_new) | {n for n in names if _MONTH.match(n)}
+        period, snapshot = period_folder(name), snapshot_folder(name)
+        if period is not None and folders.isdir(folder):
+            if period in pairs:
+                raise LayoutError(f"{data_dir}: {pairs[period].name}/ and {name}/ are one "
+                                  f"period ({period.dated().label}); keep one of them")
+            pairs[period] = Pair(period, folder)
+        elif snapshot is not None and folders.isdir(folder):
+            if snapshot in own:
+                raise LayoutError(f"{data_dir}: {own[snapshot][0].name}/ and {name}/ are one "
+                                  f"snapshot ({snapshot.iso}); keep one of them")
+            own[snapshot] = (snapshot, folder)
+    by_new: dict[Snapshot, Pair] = {}
+    for pair in sorted(pairs.values(), key=lambda p: p.period):
+        by_new.setdefault(pair.period.new, pair)  # the earliest period ending there wins
     snapshots = {}
-    for month in sorted(months):
-        own = join(data_dir, month)
-        pair = by_new.get(month)
-        text = _first_present(folders, (join(own, "full"), "full"),
+    for snapshot in sorted(set(by_new) | set(own)):
+        pair = by_new.get(snapshot)
+        spelled, folder = own.get(snapshot, (pair.period.new if pair else snapshot, None))
+        text = _first_present(folders, (join(folder, "full"), "full") if folder else None,
                               (pair.diffset, "full") if pair else None)
-        ssm = _first_present(folders, (join(own, "ssm"), "full"),
+        ssm = _first_present(folders, (join(folder, "ssm"), "full") if folder else None,
                              (pair.ssm, "full") if pair else None)
         if text or ssm:
-            snapshots[month] = Snapshot(month, text, ssm)
+            snapshots[snapshot] = SnapshotFiles(spelled, text, ssm)
     return Layout(data_dir, pairs, snapshots, folders)
 
 
@@ -174,3 +214,11 @@ def _first_present(folders: Folders, *candidates: tuple[str, str] | None) -> str
         if candidate and folders.isdir(candidate[0]):
             return shards(*candidate)
     return None
+
+
+def spelled(data_dir: str | os.PathLike[str], period: Period) -> Period:
+    """``period`` as ``data_dir`` spells its folder (``2021-08_2021-09`` → ``0809`` in a folder of
+    the 2021 layout), so its folders and task names are the data's; ``period`` itself when the
+    folder has none."""
+    found = discover(data_dir).pair(period)
+    return found.period if found is not None else period

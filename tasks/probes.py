@@ -1,25 +1,25 @@
 """TWiki-Probes and light-tuning tasks: one example per CSV row, in five formats.
 
-For probes ``DATA_DIR/<MMMM>/probes/{category}.csv`` (category unchanged, updated, new,
+For probes ``DATA_DIR/<period>/probes/{category}.csv`` (category unchanged, updated, new,
 deleted; ``changed`` = updated then new, the final paper's CHANGED) and light-tuning sets
 ``lighttuning_{category}.csv``:
 
 ==========================================  =======  ===========================================
 task                                        model    example (``variant`` it scores)
 ==========================================  =======  ===========================================
-``twiki_probes_MMMM_{category}``            GPT-2    targets: EOS (as BOS) + the probe text
+``twiki_probes_<P>_{category}``             GPT-2    targets: EOS (as BOS) + the probe text
                                                      ``subject relation object``, every text
                                                      token scored (``text``)
-``twiki_probes_MMMM_{category}_object``     GPT-2    inputs EOS + ``subject relation``, targets
+``twiki_probes_<P>_{category}_object``      GPT-2    inputs EOS + ``subject relation``, targets
                                                      `` object``: the object alone is scored or
                                                      generated (``object``)
-``twiki_probes_MMMM_{category}_cloze``      GPT-2    targets: EOS + the cloze sentence, the
+``twiki_probes_<P>_{category}_cloze``       GPT-2    targets: EOS + the cloze sentence, the
                                                      object's tokens scored (rows without a
                                                      cloze sentence: as ``_object``) (``cloze``)
-``twiki_probes_MMMM_{category}_ssm``        T5       ``subject relation <extra_id_0>`` →
+``twiki_probes_<P>_{category}_ssm``         T5       ``subject relation <extra_id_0>`` →
                                                      ``<extra_id_0> object``; the object's
                                                      tokens are scored (``text`` = ``object``)
-``twiki_probes_MMMM_{category}_ssm_cloze``  T5       the cloze sentence with the object masked
+``twiki_probes_<P>_{category}_ssm_cloze``   T5       the cloze sentence with the object masked
                                                      → ``<extra_id_0> object`` (rows without a
                                                      cloze sentence use the ``_ssm`` input, so
                                                      every format has one example per row)
@@ -35,10 +35,10 @@ so there is one probe perplexity (``docs/metrics.md``); a model's ``probe_exampl
 (:mod:`tw_jax.models.base`) builds the same spec row by row through ``model.span_example``. T5 inputs and targets end with EOS, never scored; GPT-2 rows start
 with EOS standing for BOS, so the first text token is scored too.
 
-Light-tuning tasks are named ``twiki_lighttuning_MMMM_{category}`` with the same suffixes, and
-``twiki_lighttuning_MMMM_all`` holds the UNCHANGED, UPDATED and NEW sets together (what one
-light-tuning run trains on). Open-book probes (``DATA_DIR/<MMMM>/probes_<retriever>/``, the
-CSVs with a ``context`` column of retrieved passages) are tasks ``twiki_probes_MMMM_<retriever>_
+Light-tuning tasks are named ``twiki_lighttuning_<P>_{category}`` with the same suffixes, and
+``twiki_lighttuning_<P>_all`` holds the UNCHANGED, UPDATED and NEW sets together (what one
+light-tuning run trains on). Open-book probes (``DATA_DIR/<period>/probes_<retriever>/``, the
+CSVs with a ``context`` column of retrieved passages) are tasks ``twiki_probes_<P>_<retriever>_
 {category}`` in the same formats: the context is read first (:func:`context_prefix`), the scored
 tokens are the closed-book ones.
 Every example also carries ``subject``, ``relation``, ``object`` and ``previous_object`` (UPDATED
@@ -61,19 +61,20 @@ import tensorflow as tf
 from tw_jax.data.tokens import Span, encode_with_offsets, object_span, span_mask
 from tw_jax.io import paths
 from tw_jax.preprocess.probes.probe_csv import SENTINEL, masked_cloze
-from tw_jax.tasks import metrics
+from tw_jax.tasks import metrics, names
 from tw_jax.tasks.layout import join
 from tw_jax.tasks.metrics import TARGETS_WEIGHTS
 from tw_jax.tasks.preprocessors import cache_point
 from tw_jax.tasks.registration import Registrar
 from tw_jax.tasks.sources import Formatter, concatenated, probe_rows
 from tw_jax.tasks.vocab import LazyVocabulary
+from tw_jax.time import Period
 
 CATEGORIES = ("unchanged", "updated", "new", "deleted")
 PASSTHROUGH = ("subject", "relation", "object", "previous_object")
 PROBE_SPLITS = ("validation", "test")
 LIGHTTUNING_SPLITS = ("train",)
-# The light-tuning sets one light-tuning run trains on (``twiki_lighttuning_MMMM_all``): not
+# The light-tuning sets one light-tuning run trains on (``twiki_lighttuning_<P>_all``): not
 # DELETED, whose facts no longer hold.
 LIGHTTUNING_MIX = ("unchanged", "updated", "new")
 # What a probe perplexity scores (the variant of a model's ``probe_example``).
@@ -248,7 +249,7 @@ FORMATS: tuple[ProbeFormat, ...] = (
 
 
 # The question-answering form of the probes (inputs → the object) per training objective:
-# what light-tuning trains a model of that objective on (``twiki_lighttuning_MMMM_all{suffix}``).
+# what light-tuning trains a model of that objective on (``twiki_lighttuning_<P>_all{suffix}``).
 QA_SUFFIX: dict[str, str] = {"lm": "_object", "ssm": "_ssm"}
 
 
@@ -375,42 +376,47 @@ def _has_rows(path: str) -> bool:
 
 def register_probe_folder(
     registrar: Registrar,
-    pair: str,
+    period: Period,
     folder: str,
     vocabularies: Mapping[str, seqio.Vocabulary],
     exists: Callable[[str], bool],
+    source: str | None = None,
 ) -> list[str]:
-    """Probe and light-tuning tasks of one ``probes/`` folder, for the CSVs present."""
-    names = []
+    """Probe and light-tuning tasks of one ``probes/`` folder (``source``: the retriever of an
+    open-book ``probes_<source>/`` folder), for the CSVs present."""
+    found = []
     for prefix, stem, splits in (
-        ("twiki_probes", "{}.csv", PROBE_SPLITS),
-        ("twiki_lighttuning", "lighttuning_{}.csv", LIGHTTUNING_SPLITS),
+        (names.PROBES, "{}.csv", PROBE_SPLITS),
+        (names.LIGHTTUNING, "lighttuning_{}.csv", LIGHTTUNING_SPLITS),
     ):
+        def name(category: str | None, suffix: str = "", prefix: str = prefix) -> str:
+            return names.probes(period, category, suffix, source, prefix=prefix)
+
+        lighttuning = prefix == names.LIGHTTUNING
         present = {c: join(folder, stem.format(c)) for c in CATEGORIES}
         present = {c: path for c, path in present.items() if exists(path)}
         for category, path in present.items():
-            names += register_row_tasks(
-                registrar, f"{prefix}_{pair}_{category}", _reader(path), vocabularies, splits
+            found += register_row_tasks(
+                registrar, name(category), _reader(path), vocabularies, splits
             )
         if "updated" in present and "new" in present:
             load = concatenated(_reader(present["updated"]), _reader(present["new"]))
-            names += register_row_tasks(
-                registrar, f"{prefix}_{pair}_changed", load, vocabularies, splits
+            found += register_row_tasks(
+                registrar, name("changed"), load, vocabularies, splits
             )
         mix = [_reader(present[c]) for c in LIGHTTUNING_MIX if c in present]
-        if prefix == "twiki_lighttuning" and mix:
-            names += register_row_tasks(
-                registrar, f"{prefix}_{pair}_all", concatenated(*mix), vocabularies, splits
+        if lighttuning and mix:
+            found += register_row_tasks(
+                registrar, name("all"), concatenated(*mix), vocabularies, splits
             )
         # seqio.Evaluator cannot evaluate a task without examples: the mixtures hold the
         # categories with rows (a month may delete no fact)
         categories = [c for c, path in present.items() if _has_rows(path)]
-        if prefix == "twiki_probes" and {"updated", "new"} & set(categories) and \
+        if not lighttuning and {"updated", "new"} & set(categories) and \
                 {"updated", "new"} <= set(present):
             categories.append("changed")  # a light-tuning mixture repeats no row
         for fmt in FORMATS:
-            name = f"{prefix}_{pair}{fmt.suffix}"
-            if registrar.eval_mixture(name, [f"{prefix}_{pair}_{c}{fmt.suffix}"
-                                             for c in categories]):
-                names.append(name)
-    return names
+            if registrar.eval_mixture(name(None, fmt.suffix),
+                                      [name(c, fmt.suffix) for c in categories]):
+                found.append(name(None, fmt.suffix))
+    return found

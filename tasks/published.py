@@ -6,13 +6,15 @@ released zips ``TWiki_Diffsets.zip``, ``TWiki_Probes.zip``, ``Wikipedia_Full.zip
 - ``TWiki_Diffsets/wikipedia_MMMM_gpt2.csv`` (``text``) → ``twiki_diffset_MMMM_lm``; when only
   ``wikipedia_MMMM_subset.csv`` (``id,url,title,text``) is there, its ``text`` is used;
 - ``Wikipedia_Full/…/part*.csv`` (``text``) → ``twiki_full_MM_lm``, the month MM read from the
-  folders below ``Wikipedia_Full`` (a two-digit name such as ``08`` or ``wikipedia_08``, else
-  ``YYYYMM``, else ``MMDD``);
+  folders below ``Wikipedia_Full`` (:func:`tw_jax.time.release_full_snapshot`: a two-digit
+  name such as ``08`` or ``wikipedia_08``, else ``YYYYMM``, else ``MMDD``);
 - ``TWiki_Probes/MMDD-MMDD_{changed,unchanged}.csv`` (``subject,relation,object``) →
   ``twiki_probes_MMMM_{changed,unchanged}`` in the four formats of :mod:`tw_jax.tasks.probes`
   (``0801-0901`` is pair ``0809``);
 
 plus ``twiki_mixreview_MMMM_lm`` where the initial month's full snapshot is present. The release
+is the 2021 benchmark: its periods and snapshots keep the 2021 layout's names
+(:mod:`tw_jax.time`). The release
 has no SSM version, NON-DiffSet or light-tuning sets, so those tasks need ``tw-jax`` data.
 
 The folder or zip may be local or in a bucket (``gs://``); :mod:`tw_jax.preprocess.dumps.released`
@@ -33,37 +35,39 @@ import tensorflow as tf
 from tw_jax.errors import DumpError
 from tw_jax.preprocess.dumps.released import PublishedFile, csv_texts, index_files
 from tw_jax.preprocess.probes.probe_csv import read_probe_rows
+from tw_jax.tasks import names
 from tw_jax.tasks.mixreview import MixReviewMixture
 from tw_jax.tasks.probes import PROBE_SPLITS, register_row_tasks
 from tw_jax.tasks.registration import Registrar
 from tw_jax.tasks.twiki import CORPUS_SPLITS, register_lm_task
+from tw_jax.time import Period, Snapshot, TimeError, release_full_snapshot, release_probe_period
 
-_DIFFSET = re.compile(r"^wikipedia_(\d{4})_(subset|gpt2)\.csv$")
-_PROBES = re.compile(r"^(\d{2})\d{2}-(\d{2})\d{2}_(changed|unchanged)\.csv$")
+_DIFFSET = re.compile(r"^wikipedia_([0-9]+)_(subset|gpt2)\.csv$")
+_PROBES = re.compile(r"^([0-9]+)-([0-9]+)_(changed|unchanged)\.csv$")
 _PART = re.compile(r"^part[^/]*\.csv$")
 
 
 @dataclass
 class Release:
-    diffsets: dict[str, dict[str, PublishedFile]] = field(default_factory=dict)
-    probes: dict[str, dict[str, PublishedFile]] = field(default_factory=dict)
-    full: dict[str, list[PublishedFile]] = field(default_factory=dict)
+    diffsets: dict[Period, dict[str, PublishedFile]] = field(default_factory=dict)
+    probes: dict[Period, dict[str, PublishedFile]] = field(default_factory=dict)
+    full: dict[Snapshot, list[PublishedFile]] = field(default_factory=dict)
 
 
-def full_month(file: PublishedFile) -> str:
-    """The month of a ``Wikipedia_Full`` part, from the folders between it and the root."""
+def full_month(file: PublishedFile) -> Snapshot:
+    """The snapshot of a ``Wikipedia_Full`` part, from the folders between it and the root."""
     parts = file.path.parts
-    below = parts[parts.index("Wikipedia_Full") + 1 : -1]
-    for pattern, group in (
-        (r"(?<!\d)(\d{2})(?!\d)", 1),
-        (r"(?<!\d)20\d{2}(\d{2})(?!\d)", 1),
-        (r"(?<!\d)(\d{2})\d{2}(?!\d)", 1),
-    ):
-        for part in below:
-            match = re.search(pattern, part)
-            if match and 1 <= int(match.group(group)) <= 12:
-                return match.group(group)
-    raise DumpError(file.name, None, "cannot tell the snapshot's month from its folders")
+    found = release_full_snapshot(parts[parts.index("Wikipedia_Full") + 1 : -1])
+    if found is None:
+        raise DumpError(file.name, None, "cannot tell the snapshot's month from its folders")
+    return found
+
+
+def _period(file: PublishedFile, read: Callable[[], Period]) -> Period:
+    try:
+        return read()
+    except TimeError as error:
+        raise DumpError(file.name, None, f"not a period of the release: {error}") from None
 
 
 def classify(files: list[PublishedFile]) -> Release:
@@ -71,10 +75,11 @@ def classify(files: list[PublishedFile]) -> Release:
     for file in files:
         name = file.path.name
         if match := _DIFFSET.match(name):
-            release.diffsets.setdefault(match.group(1), {})[match.group(2)] = file
+            period = _period(file, lambda m=match: Period.parse(m.group(1)))
+            release.diffsets.setdefault(period, {})[match.group(2)] = file
         elif match := _PROBES.match(name):
-            pair = match.group(1) + match.group(2)
-            release.probes.setdefault(pair, {})[match.group(3)] = file
+            period = _period(file, lambda m=match: release_probe_period(m.group(1), m.group(2)))
+            release.probes.setdefault(period, {})[match.group(3)] = file
         elif _PART.match(name) and "Wikipedia_Full" in file.path.parts:
             release.full.setdefault(full_month(file), []).append(file)
     for parts in release.full.values():
@@ -116,13 +121,14 @@ def _probe_loader(file: PublishedFile) -> Callable[[], list[dict[str, str]]]:
     return load
 
 
-def _initial_month(pairs: list[str], month: str) -> str:
-    ending_in = {p[2:]: p for p in sorted(pairs)}
-    seen = {month}
-    while month in ending_in and ending_in[month][:2] not in seen:
-        month = ending_in[month][:2]
-        seen.add(month)
-    return month
+def _initial_snapshot(periods: list[Period], snapshot: Snapshot) -> Snapshot:
+    """The first snapshot of the chain of released periods that ends at ``snapshot``."""
+    ending_in: dict[Snapshot, Period] = {}
+    for period in sorted(periods):
+        ending_in.setdefault(period.new, period)
+    while snapshot in ending_in:
+        snapshot = ending_in[snapshot].old
+    return snapshot
 
 
 def register_release(
@@ -131,30 +137,31 @@ def register_release(
     """Registers the tasks a release supports (see the module docstring); returns their names."""
     release = classify(index_files(root))
     gpt2 = vocabularies["gpt2"]
-    for pair, versions in sorted(release.diffsets.items()):
+    for period, versions in sorted(release.diffsets.items()):
         file = versions.get("gpt2") or versions["subset"]
         source = seqio.FunctionDataSource(texts_dataset_fn([file]), splits=CORPUS_SPLITS)
-        register_lm_task(registrar, f"twiki_diffset_{pair}_lm", source, gpt2)
-    for month, parts in sorted(release.full.items()):
+        register_lm_task(registrar, names.diffset(period, "lm"), source, gpt2)
+    full = {snapshot: snapshot for snapshot in release.full}  # as the release spells them
+    for snapshot, parts in sorted(release.full.items()):
         source = seqio.FunctionDataSource(texts_dataset_fn(parts), splits=CORPUS_SPLITS)
-        register_lm_task(registrar, f"twiki_full_{month}_lm", source, gpt2)
-    for pair, categories in sorted(release.probes.items()):
+        register_lm_task(registrar, names.full(snapshot, "lm"), source, gpt2)
+    for period, categories in sorted(release.probes.items()):
         for category, file in sorted(categories.items()):
             register_row_tasks(
                 registrar,
-                f"twiki_probes_{pair}_{category}",
+                names.probes(period, category),
                 _probe_loader(file),
                 vocabularies,
                 PROBE_SPLITS,
             )
-    for pair in sorted(release.diffsets):
-        initial = _initial_month(list(release.diffsets), pair[:2])
-        if initial in release.full:
+    for period in sorted(release.diffsets):
+        initial = _initial_snapshot(list(release.diffsets), period.old)
+        if initial in full:
             registrar.mixture(
                 MixReviewMixture(
-                    f"twiki_mixreview_{pair}_lm",
-                    f"twiki_diffset_{pair}_lm",
-                    f"twiki_full_{initial}_lm",
+                    names.mixreview(period, "lm"),
+                    names.diffset(period, "lm"),
+                    names.full(full[initial], "lm"),
                     preset="temporalwiki",
                 )
             )

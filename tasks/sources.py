@@ -25,6 +25,8 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from tw_jax.preprocess.probes.probe_csv import PROBE_FIELDS, read_probe_csv
+from tw_jax.tasks import names
+from tw_jax.tasks.layout import period_folder, snapshot_folder
 
 
 class TFRecordSource(seqio.TFExampleDataSource):
@@ -102,11 +104,11 @@ TFDS_BUILDER = "temporal_wiki"
 TFDS_VERSION = "1.*.*"
 _tfds: dict[str, str] = {"data_dir": "", "version": TFDS_VERSION}
 
-# <MMMM or MM>/<stage folder>/<name>.tfrecord-*-of-* → the config and split holding it
-_SHARDS = re.compile(r"(?:^|/)(\d{4}|\d{2})/(diffset|full|ssm)/(diffset|unchanged|full)"
+# <period or snapshot>/<stage folder>/<name>.tfrecord-*-of-* → the config and split holding it
+_SHARDS = re.compile(r"(?:^|/)([^/]+)/(diffset|full|ssm)/(diffset|unchanged|full)"
                      r"\.tfrecord-\*-of-\*$")
-# <MMMM>/probes[_<retriever>]/<category>.csv → the config (MMMM_probes[_<retriever>]) and split
-_PROBES = re.compile(r"(?:^|/)(\d{4})/(probes(?:_[a-z0-9]+)?)/"
+# <period>/probes[_<retriever>]/<category>.csv → the config (<P>_probes[_<retriever>]) and split
+_PROBES = re.compile(r"(?:^|/)([^/]+)/(probes(?:_[a-z0-9]+)?)/"
                      r"((?:lighttuning_)?(?:unchanged|updated|new|deleted))\.csv$")
 # The retrievers whose open-book probe folders (``probes_<retriever>/``) temporal_wiki has
 # configs for: the built-in ones; another retriever's folder stays on its files.
@@ -121,7 +123,7 @@ def use_tfds(data_dir: str | None, version: str = TFDS_VERSION) -> None:
     subprocesses); ``None`` switches back to the files, unless that variable is set.
     ``version`` pins one (default: the newest prepared 1.x). The examples are the same, in the same
     order: the builders keep the files' order. Open-book probe folders of the built-in retrievers
-    (``probes_bm25/``, ``probes_dpr/``) read ``MMMM_probes_<retriever>``; another retriever's
+    (``probes_bm25/``, ``probes_dpr/``) read ``<P>_probes_<retriever>``; another retriever's
     stays on its files."""
     _tfds.update(data_dir=os.fspath(data_dir) if data_dir else "", version=version)
 
@@ -140,12 +142,15 @@ def tfds_split(pattern: str) -> tuple[str, str] | None:
     match = _SHARDS.search(pattern.replace(os.sep, "/"))
     if match is None:
         return None
-    period, folder, name = match.groups()
-    if name == "full":  # the snapshot of the month a folder (MM, or a pair PPMM) ends in
-        return (f"full_{period[-2:]}" + ("_ssm" if folder == "ssm" else ""), "full")
-    if len(period) != 4 or folder == "full":
+    where, folder, name = match.groups()
+    period, snapshot = period_folder(where), snapshot_folder(where)
+    ssm = "_ssm" if folder == "ssm" else ""
+    if name == "full":  # the snapshot a folder (a snapshot, or a period's new one) holds
+        held = period.new if period is not None else snapshot
+        return None if held is None else (names.config("full_ssm" if ssm else "full", held), "full")
+    if period is None or folder == "full":
         return None
-    return (period + ("_ssm" if folder == "ssm" else ""), name)
+    return (names.config("ssm" if ssm else "diffset", period), name)
 
 
 class _InOrderLoader(seqio.utils.LazyTfdsLoader):
@@ -195,16 +200,18 @@ def probes_config(path: str) -> tuple[str, str] | None:
     match = _PROBES.search(path.replace(os.sep, "/"))
     if match is None:
         return None
-    pair, folder, split = match.groups()
+    where, folder, split = match.groups()
+    period = period_folder(where)
     retriever = folder.removeprefix("probes").removeprefix("_")
-    if retriever and (retriever not in TFDS_RETRIEVERS or split.startswith("lighttuning_")):
+    if period is None or retriever and (
+            retriever not in TFDS_RETRIEVERS or split.startswith("lighttuning_")):
         return None
-    return f"{pair}_{folder}", split
+    return names.config("probes", period, retriever), split
 
 
 def probe_rows(path: str) -> Callable[[], list[dict[str, str]]]:
     """What loads a probes CSV's rows: the file, or (after :func:`use_tfds`) the
-    ``temporal_wiki/MMMM_probes[_<retriever>]`` split prepared from it."""
+    ``temporal_wiki/<P>_probes[_<retriever>]`` split prepared from it."""
     config = probes_config(path) if tfds_active() else None
     if config is None:
         return lambda: read_probe_csv(path)

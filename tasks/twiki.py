@@ -1,22 +1,23 @@
-"""The TemporalWiki corpus tasks of a data folder (layout: :mod:`tw_jax.tasks.layout`).
+"""The TemporalWiki corpus tasks of a data folder (layout: :mod:`tw_jax.tasks.layout`; names:
+:mod:`tw_jax.tasks.names`, ``<P>`` a period's token such as ``0809`` or ``202412_202501``).
 
-Per month pair MMMM:
+Per period P:
 
-- ``twiki_diffset_MMMM_ssm`` (T5): ``ssm/diffset.*``, features ``inputs``/``targets`` with EOS.
-- ``twiki_diffset_MMMM_lm`` (GPT-2): ``diffset/diffset.*`` packed into blocks of the sequence
+- ``twiki_diffset_<P>_ssm`` (T5): ``ssm/diffset.*``, features ``inputs``/``targets`` with EOS.
+- ``twiki_diffset_<P>_lm`` (GPT-2): ``diffset/diffset.*`` packed into blocks of the sequence
   length (:func:`tw_jax.tasks.preprocessors.pack_lm`).
-- ``twiki_nondiff_MMMM_lm`` (GPT-2): ``diffset/unchanged.*``, the articles of the new snapshot
+- ``twiki_nondiff_<P>_lm`` (GPT-2): ``diffset/unchanged.*``, the articles of the new snapshot
   that did not change, for intrinsic evaluation.
-- ``twiki_intrinsic_MMMM_lm``: the evaluation mixture of those two (TemporalWiki's TWiki-DiffSets
+- ``twiki_intrinsic_<P>_lm``: the evaluation mixture of those two (TemporalWiki's TWiki-DiffSets
   and NON-TWiki-DiffSets perplexities), each task keeping its own metrics.
-- ``twiki_mixreview_MMMM_{ssm,lm}``: the DiffSet mixed with the initial snapshot
+- ``twiki_mixreview_<P>_{ssm,lm}``: the DiffSet mixed with the initial snapshot
   (:mod:`tw_jax.tasks.mixreview`).
-- probe and light-tuning tasks and their evaluation mixtures ``twiki_probes_MMMM[_object|_cloze|
+- probe and light-tuning tasks and their evaluation mixtures ``twiki_probes_<P>[_object|_cloze|
   _ssm|_ssm_cloze]`` (:mod:`tw_jax.tasks.probes`), and the open-book probes
-  ``twiki_probes_MMMM_<retriever>[...]`` of ``<MMMM>/probes_<retriever>/``.
+  ``twiki_probes_<P>_<retriever>[...]`` of ``<P>/probes_<retriever>/``.
 
-Per month MM with a full snapshot: ``twiki_full_MM_ssm`` and ``twiki_full_MM_lm`` (FULL training
-and the initial pretraining). Corpus tasks have a ``train`` and a ``validation`` split over the
+Per snapshot S with a full snapshot (``08``, ``202412``): ``twiki_full_<S>_ssm`` and
+``twiki_full_<S>_lm`` (FULL training and the initial pretraining). Corpus tasks have a ``train`` and a ``validation`` split over the
 same files (TemporalWiki evaluates intrinsic perplexity on whole sets, there is no held-out
 part), and a perplexity metric from scores.
 """
@@ -29,7 +30,7 @@ from collections.abc import Callable, Mapping
 import seqio
 
 from tw_jax.io import paths
-from tw_jax.tasks import metrics
+from tw_jax.tasks import metrics, names
 from tw_jax.tasks.layout import Layout, shards
 from tw_jax.tasks.mixreview import MixReviewMixture
 from tw_jax.tasks.preprocessors import cache_point, pack_lm, text_to_targets, tokenize_only
@@ -37,6 +38,7 @@ from tw_jax.tasks.probes import register_probe_folder
 from tw_jax.tasks.registration import Registrar
 from tw_jax.tasks.sources import stage_source
 from tw_jax.tasks.vocab import load_vocabularies
+from tw_jax.time import Period
 
 CORPUS_SPLITS = ("train", "validation")
 
@@ -102,69 +104,70 @@ def register_layout(
 ) -> list[str]:
     """Every task and mixture the folders of ``layout`` support; returns their names."""
     t5, gpt2 = vocabularies["t5"], vocabularies["gpt2"]
-    diffset_stage = "tw-jax diffset --out DATA_DIR/<MMMM>/diffset"
-    ssm_stage = "tw-jax ssm --in DATA_DIR/<MMMM>/diffset --out DATA_DIR/<MMMM>/ssm"
-    snapshot_stage = "tw-jax diffset (DATA_DIR/<PPMM>/diffset/full.*) or, for the initial month, "
-    snapshot_stage += "the snapshot written to DATA_DIR/<MM>/full/"
-    lm_tasks: dict[str, str] = {}
-    ssm_tasks: dict[str, str] = {}
-    for name, pair in layout.pairs.items():
+    diffset_stage = "tw-jax diffset --out DATA_DIR/<period>/diffset"
+    ssm_stage = "tw-jax ssm --in DATA_DIR/<period>/diffset --out DATA_DIR/<period>/ssm"
+    snapshot_stage = "tw-jax diffset (DATA_DIR/<period>/diffset/full.*) or, for the initial "
+    snapshot_stage += "snapshot, the snapshot written to DATA_DIR/<snapshot>/full/"
+    lm_tasks: dict[Period, str] = {}
+    ssm_tasks: dict[Period, str] = {}
+    for period, pair in layout.pairs.items():
         if layout.has(pair.diffset):
-            lm_tasks[name] = f"twiki_diffset_{name}_lm"
+            lm_tasks[period] = names.diffset(period, "lm")
             register_lm_task(
                 registrar,
-                lm_tasks[name],
+                lm_tasks[period],
                 text_source(shards(pair.diffset, "diffset"), diffset_stage),
                 gpt2,
             )
             register_lm_task(
                 registrar,
-                f"twiki_nondiff_{name}_lm",
+                names.nondiff(period),
                 text_source(shards(pair.diffset, "unchanged"), diffset_stage),
                 gpt2,
             )
-            registrar.eval_mixture(f"twiki_intrinsic_{name}_lm",
-                                   [lm_tasks[name], f"twiki_nondiff_{name}_lm"])
+            registrar.eval_mixture(names.intrinsic(period),
+                                   [lm_tasks[period], names.nondiff(period)])
         if layout.has(pair.ssm):
-            ssm_tasks[name] = f"twiki_diffset_{name}_ssm"
+            ssm_tasks[period] = names.diffset(period, "ssm")
             register_ssm_task(
-                registrar, ssm_tasks[name], shards(pair.ssm, "diffset"), ssm_stage, t5
+                registrar, ssm_tasks[period], shards(pair.ssm, "diffset"), ssm_stage, t5
             )
         if layout.has(pair.probes):
-            register_probe_folder(registrar, name, pair.probes, vocabularies, _lister(pair.probes))
+            register_probe_folder(registrar, period, pair.probes, vocabularies,
+                                  _lister(pair.probes))
         for retriever, folder in pair.context_folders().items():
-            # open book: twiki_probes_<MMMM>_<retriever>[_<category>][<format>]
-            register_probe_folder(registrar, f"{name}_{retriever}", folder, vocabularies,
-                                  _lister(folder))
-    for month, snapshot in layout.snapshots.items():
-        if snapshot.text_pattern:
+            # open book: twiki_probes_<period>_<retriever>[_<category>][<format>]
+            register_probe_folder(registrar, period, folder, vocabularies, _lister(folder),
+                                  source=retriever)
+    for files in layout.snapshots.values():
+        if files.text_pattern:
             register_lm_task(
                 registrar,
-                f"twiki_full_{month}_lm",
-                text_source(snapshot.text_pattern, snapshot_stage),
+                names.full(files.snapshot, "lm"),
+                text_source(files.text_pattern, snapshot_stage),
                 gpt2,
             )
-        if snapshot.ssm_pattern:
+        if files.ssm_pattern:
             register_ssm_task(
-                registrar, f"twiki_full_{month}_ssm", snapshot.ssm_pattern, ssm_stage, t5
+                registrar, names.full(files.snapshot, "ssm"), files.ssm_pattern, ssm_stage, t5
             )
-    for name, pair in layout.pairs.items():
-        snapshot = layout.snapshots.get(layout.initial_month(pair))
-        if snapshot is None:
+    for period, pair in layout.pairs.items():
+        files = layout.snapshots.get(layout.initial_snapshot(pair))
+        if files is None:
             continue
-        if name in lm_tasks and snapshot.text_pattern:
+        if period in lm_tasks and files.text_pattern:
             registrar.mixture(
                 MixReviewMixture(
-                    f"twiki_mixreview_{name}_lm", lm_tasks[name], f"twiki_full_{snapshot.month}_lm",
-                    preset="temporalwiki",
+                    names.mixreview(period, "lm"), lm_tasks[period],
+                    names.full(files.snapshot, "lm"), preset="temporalwiki",
                 )
             )
-        if name in ssm_tasks and snapshot.ssm_pattern:
+        if period in ssm_tasks and files.ssm_pattern:
             registrar.mixture(
                 MixReviewMixture(
-                    f"twiki_mixreview_{name}_ssm",
-                    ssm_tasks[name],
-                    f"twiki_full_{snapshot.month}_ssm",
+                    names.mixreview(period, "ssm"),
+                    ssm_tasks[period],
+                    names.full(files.snapshot, "ssm"),
                     preset="temporalwiki",
                 )
             )

@@ -2,15 +2,16 @@
 
 One JSON object per line, one measured number each::
 
-    {"method": "diff", "trained_through": "0910", "eval_month": "0910",
+    {"method": "diff", "trained_through": "2024-12_2025-01", "eval_month": "2024-12_2025-01",
      "category": "updated", "metric": "ppl", "value": 268.58}
 
 - ``method``: lower-case name; the paper's are :data:`METHODS` (others are allowed and sort last).
-- ``trained_through``: the last month pair the model was trained on (``"0910"``), or
+- ``trained_through``: the last period the model was trained on (a :class:`tw_jax.time.Period`,
+  written as its name: ``"2024-12_2025-01"``, or ``"0910"`` in the 2021 layout), or
   :data:`BASE` (``"base"``) for a model before any update (INITIAL, or phase 0 of FUAR).
-- ``eval_month``: the month pair whose probes or corpus were scored (``"0910"``), or
-  :data:`NO_MONTH` (``"-"``) for numbers tied to no evaluation set (``train_seconds``,
-  ``train_steps``, ``compile_seconds``).
+- ``eval_month``: the period whose probes or corpus were scored, or :data:`NO_MONTH` (``"-"``)
+  for numbers tied to no evaluation set (``train_seconds``, ``train_steps``,
+  ``compile_seconds``).
 - ``category`` and ``metric``: see :data:`METRICS`, which also says which categories each metric
   takes. Probe categories are the TemporalWiki ones plus ``changed`` (UPDATED then NEW, the final
   paper's CHANGED, scored as one set so its per-instance average is exact) and ``new_easy`` (CKL's
@@ -43,8 +44,10 @@ leaves ECBD's lines to ``tw-jax ecbd report``.
 
 A later line with the same key (method, trained_through, eval_month, category, metric, and the
 slice's items where it has one) replaces an earlier one, so re-running an evaluation just
-appends. Month ids are ``MMMM`` strings and sort as strings (``0809 < 0910 < 1011 < 1112``),
-which is the benchmark's order.
+appends. In a :class:`Result` the two period fields are typed (:class:`~tw_jax.time.Period`
+or :class:`~tw_jax.time.Mark`); periods order by date (``1112 < 1201 < 0102`` in the 2021
+layout, ``2024-12_2025-01 < 2025-01_2025-02``), and one period spelled two ways
+(``0809``, ``2021-08_2021-09``) is one key.
 
 The file may be local or in a bucket (``OUT_DIR`` a ``gs://`` URL). Locally, lines are appended
 whole with one ``write`` on a file opened in append mode and flushed to disk: concurrent writers
@@ -71,10 +74,17 @@ from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 from tw_jax.io.jsonl import append_lines, parse_record, write_records
+from tw_jax.time import (
+    BASE,
+    NO_MONTH,
+    Evaluated,
+    Period,
+    Trained,
+    parse_evaluated,
+    parse_trained,
+)
 
 RESULTS_FILE = "results.jsonl"
-BASE = "base"
-NO_MONTH = "-"
 
 METHODS: tuple[str, ...] = (
     "initial", "full", "diff", "recadam", "mixreview", "lora", "kadapter", "modular",
@@ -213,7 +223,6 @@ def metric_spec(metric: object) -> MetricSpec | None:
 
 
 _NAME = re.compile(r"^[a-z][a-z0-9_\-]*$")
-_MONTH = re.compile(r"^[0-9]{4}$")
 _SLICE_VALUE = re.compile(r"^[0-9A-Za-z][0-9A-Za-z_.\-]*$")
 FIELDS: tuple[str, ...] = ("method", "trained_through", "eval_month", "category", "metric", "value")
 SLICE = "slice"
@@ -231,16 +240,30 @@ def method_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class Result:
-    """One measured number; see the module docstring for each field."""
+    """One measured number; see the module docstring for each field. ``trained_through`` and
+    ``eval_month`` may be given as their names (``"0809"``, ``"base"``, ``"-"``): they are read
+    into the types, and a name that is neither a period nor its mark is a ``ValueError``."""
 
     method: str
-    trained_through: str
-    eval_month: str
+    trained_through: Trained
+    eval_month: Evaluated
     category: str
     metric: str
     value: float
     # Left out of the hash (a dict has none); equal results still hash alike.
     slice: dict[str, str] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        try:
+            trained = parse_trained(self.trained_through)
+        except ValueError as error:
+            raise ValueError(f"trained_through: {error}") from None
+        try:
+            evaluated = parse_evaluated(self.eval_month)
+        except ValueError as error:
+            raise ValueError(f"eval_month: {error}") from None
+        object.__setattr__(self, "trained_through", trained)
+        object.__setattr__(self, "eval_month", evaluated)
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -253,14 +276,12 @@ class Result:
         """Raise ``ValueError`` saying what is wrong with this result."""
         if not isinstance(self.method, str) or not _NAME.match(self.method):
             raise ValueError(f"method {self.method!r} is not a lower-case name")
-        if self.trained_through != BASE and not _MONTH.match(str(self.trained_through)):
-            raise ValueError(
-                f"trained_through {self.trained_through!r} is neither a MMMM month nor {BASE!r}"
-            )
-        if self.eval_month != NO_MONTH and not _MONTH.match(str(self.eval_month)):
-            raise ValueError(
-                f"eval_month {self.eval_month!r} is neither a MMMM month nor {NO_MONTH!r}"
-            )
+        if self.trained_through is not BASE and not isinstance(self.trained_through, Period):
+            raise ValueError(f"trained_through {self.trained_through} is neither a period nor "
+                             f"{BASE.value!r}")
+        if self.eval_month is not NO_MONTH and not isinstance(self.eval_month, Period):
+            raise ValueError(f"eval_month {self.eval_month} is neither a period nor "
+                             f"{NO_MONTH.value!r}")
         spec = metric_spec(self.metric)
         if spec is None:
             known = ", ".join([*METRICS, *METRIC_PATTERNS])
@@ -280,6 +301,7 @@ class Result:
         """The JSON line; ``slice`` (sorted) only when there is one, so a line without one is
         exactly what was written before it existed."""
         record = asdict(self)
+        record.update(trained_through=str(self.trained_through), eval_month=str(self.eval_month))
         if self.slice:
             record[SLICE] = dict(sorted(self.slice.items()))
         else:
@@ -377,8 +399,8 @@ def parse_line(line: str, path: str, number: int) -> Result:
     slice_ = record.get(SLICE, {})
     if not isinstance(slice_, dict):
         raise DumpError(path, where, f"slice must be a JSON object, not {slice_!r}")
-    result = Result(**{f: record[f] for f in FIELDS}, slice=slice_)
     try:
+        result = Result(**{f: record[f] for f in FIELDS}, slice=slice_)
         result.validate()
     except ValueError as error:
         raise DumpError(path, where, str(error)) from None
