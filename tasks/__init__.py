@@ -5,11 +5,13 @@ Importing this package registers every task of ``$TW_JAX_DATA_DIR`` (when it is 
 :func:`register_published` for the released TemporalWiki files. Calling either again replaces
 what it registered before.
 
-- Data layout and discovery: :mod:`tw_jax.tasks.layout`.
-- Corpus tasks (``twiki_diffset_MMMM_{ssm,lm}``, ``twiki_full_MM_{ssm,lm}``,
-  ``twiki_nondiff_MMMM_lm``): :mod:`tw_jax.tasks.twiki`.
-- Mix-Review mixtures (``twiki_mixreview_MMMM_{ssm,lm}``): :mod:`tw_jax.tasks.mixreview`.
-- Probes and light-tuning (``twiki_probes_MMMM_{category}``, ``twiki_lighttuning_MMMM_…``):
+- Data layout and discovery: :mod:`tw_jax.tasks.layout`; every name below is built by
+  :mod:`tw_jax.tasks.names` (``<P>`` a period's token such as ``0809`` or ``202412_202501``,
+  ``<S>`` a snapshot's such as ``08`` or ``202412``).
+- Corpus tasks (``twiki_diffset_<P>_{ssm,lm}``, ``twiki_full_<S>_{ssm,lm}``,
+  ``twiki_nondiff_<P>_lm``): :mod:`tw_jax.tasks.twiki`.
+- Mix-Review mixtures (``twiki_mixreview_<P>_{ssm,lm}``): :mod:`tw_jax.tasks.mixreview`.
+- Probes and light-tuning (``twiki_probes_<P>_{category}``, ``twiki_lighttuning_<P>_…``):
   :mod:`tw_jax.tasks.probes`; metrics: :mod:`tw_jax.tasks.metrics`.
 - The released files: :mod:`tw_jax.tasks.published`.
 - The offline cache (``use_cached=True``; ``DATA/seqio_cache``): :mod:`tw_jax.tasks.cache`.

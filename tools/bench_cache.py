@@ -27,6 +27,9 @@ import sys
 import tempfile
 import time
 
+from tw_jax.tasks import names
+from tw_jax.time import Period
+
 LENGTHS = {"inputs": 512, "targets": 128}
 
 
@@ -78,7 +81,7 @@ def main() -> None:
     import tw_jax.tasks
     from tw_jax.tasks.cache import CACHE_DIR_ENV
 
-    task = f"twiki_diffset_{args.pair}_ssm"
+    task = names.diffset(Period.parse(args.pair), "ssm")
     for scale in args.scale or [1, 100]:
         with tempfile.TemporaryDirectory() as work:
             data = synthetic_month(args.data, args.pair, scale, os.path.join(work, "data"))

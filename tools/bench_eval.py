@@ -57,6 +57,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_common  # noqa: E402
 from bench_common import BenchError  # noqa: E402
 
+from tw_jax.time import Period  # noqa: E402
+
 MONTH_PROBES = 13_000
 FIRST = ["Anna", "Boris", "Carla", "Dmitri", "Elena", "Farid", "Greta", "Hugo", "Ines", "Jonas",
          "Kira", "Luca", "Mona", "Nils", "Olga", "Pavel", "Rosa", "Stefan", "Tara", "Viktor"]
@@ -136,7 +138,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-MONTH = "0809"
+MONTH = Period.parse("0809")  # the folder the benchmark writes its probes into
 CATEGORY_FILES = ("unchanged", "updated", "new", "deleted")
 # --variant -> the perplexity group of the probe mixtures that scores it
 VARIANT_GROUPS = {"text": "ppl", "object": "ppl_object", "cloze": "ppl_cloze"}
@@ -154,7 +156,7 @@ def _vocabulary_files(args: argparse.Namespace, kind: str, texts: list[str], wor
     return files
 
 
-def month_folder(rows: list[dict[str, str]], data_dir: Path, month: str = MONTH
+def month_folder(rows: list[dict[str, str]], data_dir: Path, month: Period = MONTH
                  ) -> dict[str, int]:
     """Writes ``rows`` as ``data_dir/<month>/probes/<category>.csv`` (with a previous object:
     UPDATED; every fifth other row NEW; the rest UNCHANGED; DELETED empty); returns the counts."""
@@ -166,7 +168,7 @@ def month_folder(rows: list[dict[str, str]], data_dir: Path, month: str = MONTH
             continue
         split["new" if others % 5 == 4 else "unchanged"].append(row)
         others += 1
-    folder = data_dir / month / "probes"
+    folder = data_dir / month.name / "probes"
     folder.mkdir(parents=True, exist_ok=True)
     for category, chosen in split.items():
         with open(folder / f"{category}.csv", "w", newline="", encoding="utf-8") as handle:

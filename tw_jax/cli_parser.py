@@ -18,6 +18,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from tw_jax.time import Period, TimeError, parse_chain
+
 GIN_PREFIX = "--gin."
 
 
@@ -116,3 +118,21 @@ def add_rebuild_flag(parser: Any, help_text: str, *, old: Sequence[str] = ()) ->
     parser.add_argument(REBUILD_FLAG, action="store_true", dest="rebuild", help=help_text)
     if old:
         parser.add_argument(*old, action=_DeprecatedRebuild, dest="rebuild")
+
+
+def period_argument(text: str) -> Period:
+    """``type=period_argument``: a period in any spelling (``2024-12_2025-01``, ``0809``), or
+    argparse's one-line error saying the forms."""
+    try:
+        return Period.parse(text)
+    except TimeError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def chain_argument(text: str) -> list[Period]:
+    """``type=chain_argument``: a lifelong chain, comma-separated periods (``0809,0910``) or
+    snapshots (``2024-12,2025-01,2025-02``: the periods between them), in order."""
+    try:
+        return parse_chain(text.split(","))
+    except TimeError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None

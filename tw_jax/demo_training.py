@@ -38,7 +38,7 @@ DEMO_METRICS: tuple[str, ...] = ("ppl", "qa", "rank", "propn")
 class DemoTraining:
     """What the demo trains and measures (the CLI's knobs)."""
 
-    months: tuple[str, ...] = ("0809", "0910")
+    months: tuple[str, ...] = ("0809", "0910")  # period names (tw_jax.time), in chain order
     methods: tuple[str, ...] = DEMO_METHODS
     model_gin: str = "models/gpt2_tiny.gin"
     initial_steps: int = 300
@@ -111,7 +111,7 @@ def train_and_report(data_dir: str | Path, out_dir: str | Path,
     from tw_jax.evaluate.report import ResultIndex, probe_table
     from tw_jax.evaluate.report_cli import build_report
     from tw_jax.evaluate.results import read_results
-    from tw_jax.lifelong.runner import LifelongOptions, run_lifelong
+    from tw_jax.lifelong.runner import LifelongOptions, check_months, run_lifelong
     from tw_jax.runtime.compile_cache import configured, use_persistent_cache
 
     data_dir, out_dir = Path(data_dir), Path(out_dir)
@@ -123,10 +123,11 @@ def train_and_report(data_dir: str | Path, out_dir: str | Path,
         "tw_jax.models.GPT2Config.n_positions=256",
     ]
     seconds: dict[str, float] = {}
+    periods = check_months(settings.months)
     for method in ("initial", *settings.methods):
         started = time.perf_counter()
-        what = (f"the {settings.months[0][:2]} snapshot" if method == "initial"
-                else ", ".join(settings.months))
+        what = (f"the {periods[0].old.label} snapshot" if method == "initial"
+                else ", ".join(p.label for p in periods))
         print(f"{method.upper()}: training on {what}, then scoring it on every month's probes",
               flush=True)
         summary = run_lifelong(LifelongOptions(
@@ -138,7 +139,7 @@ def train_and_report(data_dir: str | Path, out_dir: str | Path,
             propn_length=settings.propn_length,
         ))
         seconds[method] = round(time.perf_counter() - started, 1)
-        trained = ", ".join(summary.trained) or "nothing (reused)"
+        trained = summary.trained_text() or "nothing (reused)"
         print(f"{method.upper()}: done in {seconds[method]:.0f} s (trained {trained}; "
               f"{summary.appended} results)", flush=True)
     written = build_report([str(runs)], out_dir / "report")

@@ -1,14 +1,17 @@
-"""``tw-jax lifelong``: train month after month and score every update on the probes.
+"""``tw-jax lifelong``: train period after period and score every update on the probes.
 
     tw-jax lifelong --gin_file=kadapter.gin --gin_file=models/gpt2_tiny.gin \\
-        --gin_file=runs/cpu_smoke.gin --months 0809,0910,1011 --data DATA_DIR --out OUT_DIR \\
-        [--eval-matrix] [--trainer t5x] [--xla-cache DIR]
+        --gin_file=runs/cpu_smoke.gin --months 2024-11,2024-12,2025-01 --data DATA_DIR \\
+        --out OUT_DIR [--eval-matrix] [--trainer t5x] [--xla-cache DIR]
 
-Gin files and bindings work as for ``tw-jax train`` (``--gin.KEY=VALUE`` too); the runner sets
-MODEL_DIR, MIXTURE_OR_TASK_NAME, INITIAL_CHECKPOINT_PATH and DATA_DIR for each month itself.
-Writes ``OUT_DIR/results.jsonl`` (read it with ``tw-jax report OUT_DIR``), checkpoints under
-``OUT_DIR/checkpoints/<method>/<MMMM>/`` and progress under ``OUT_DIR/state/``; a rerun skips
-finished months. ``--data``, ``--out`` and ``--initial-checkpoint`` may be local or in a bucket
+``--months`` is the chain of periods (:func:`tw_jax.time.parse_chain`): the snapshots it runs
+through (``2024-11,2024-12,2025-01``: two periods), or the periods themselves
+(``2024-11_2024-12,2024-12_2025-01``; in the 2021 layout ``0809,0910,1011``). Gin files and
+bindings work as for ``tw-jax train`` (``--gin.KEY=VALUE`` too); the runner sets MODEL_DIR,
+MIXTURE_OR_TASK_NAME, INITIAL_CHECKPOINT_PATH and DATA_DIR for each update itself. Writes
+``OUT_DIR/results.jsonl`` (read it with ``tw-jax report OUT_DIR``), checkpoints under
+``OUT_DIR/checkpoints/<method>/<period>/`` and progress under ``OUT_DIR/state/``; a rerun skips
+finished periods. ``--data``, ``--out`` and ``--initial-checkpoint`` may be local or in a bucket
 (``gs://``); they are resolved and checked here, once. See :mod:`tw_jax.lifelong.runner` for
 the schedule and INITIAL. ``--trainer t5x`` trains every update with the real ``python -m
 t5x.train`` (:mod:`tw_jax.t5x.lifelong`; ``bash tools/setup.sh t5x`` installs it), months chained
@@ -25,7 +28,7 @@ import logging
 import sys
 from typing import Any
 
-from tw_jax.cli_parser import add_gin_flags, gin_search_paths
+from tw_jax.cli_parser import add_gin_flags, chain_argument, gin_search_paths
 from tw_jax.evaluate.groups import METRIC_GROUPS, TRAINS_ON
 from tw_jax.io.cli_paths import input_path, output_path
 
@@ -37,14 +40,17 @@ def _csv(text: str) -> list[str]:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "lifelong",
-        help="train a method month after month and evaluate every update on the probes",
-        description="Train a method month after month (INITIAL first) and score every update "
-                    "on the probes; writes OUT_DIR/results.jsonl. A rerun skips finished months.",
+        help="train a method period after period and evaluate every update on the probes",
+        description="Train a method period after period (INITIAL first) and score every update "
+                    "on the probes; writes OUT_DIR/results.jsonl. A rerun skips finished "
+                    "periods.",
     )
     add_gin_flags(parser, file_help="gin file (repeatable); the first names the method "
                                     "(kadapter.gin)")
-    parser.add_argument("--months", required=True, type=_csv, metavar="MMMM,MMMM,...",
-                        help="month pairs in order, a chain such as 0809,0910,1011")
+    parser.add_argument("--months", required=True, type=chain_argument, metavar="P,P,...",
+                        help="the chain of periods, in order: the snapshots it runs through "
+                             "(2024-11,2024-12,2025-01), or the periods (2024-11_2024-12,"
+                             "2024-12_2025-01; in the 2021 layout 0809,0910,1011)")
     parser.add_argument("--data", default=None, metavar="DATA_DIR", type=input_path,
                         help="the data folder, local or gs:// (default: gin DATA_DIR or "
                              "$TW_JAX_DATA_DIR)")
@@ -58,7 +64,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="with --trainer t5x: a gin binding for T5X's runs only, after the "
                              "--gin ones (train/utils.DatasetConfig.pack=False)")
     parser.add_argument("--eval-matrix", action="store_true",
-                        help="score every checkpoint on every month's probes (Fig. 5)")
+                        help="score every checkpoint on every period's probes (Fig. 5)")
     parser.add_argument("--method", default=None,
                         help="method name in the results (default: the first gin file's stem); "
                              "bm25 or dpr: open book, INITIAL reading the passages tw-jax "
@@ -146,9 +152,9 @@ def run(args: argparse.Namespace) -> int:
     except TrainingPreempted as stopped:
         print(f"lifelong: {stopped}")
         return 0
-    trained = ", ".join(summary.trained) or "nothing (all finished)"
+    trained = summary.trained_text() or "nothing (all finished)"
     print(f"lifelong {summary.method}: trained {trained}; scored {len(summary.evaluated)} "
-          f"checkpoint x month pairs; {summary.appended} results appended to {summary.results}")
+          f"checkpoint x period pairs; {summary.appended} results appended to {summary.results}")
     for where, reason in sorted(summary.skipped.items()):
         print(f"  skipped {where}: {reason}")
     return 0

@@ -348,13 +348,38 @@ def parse_chain(items: Iterable[str]) -> list[Period]:
 
 
 class Mark(enum.Enum):
-    """What stands where a results row has no period."""
+    """What stands where a results row has no period. Marks order with periods: ``base`` before
+    every period (a model before any update), ``-`` after them, so rows sort by time."""
 
     BASE = "base"  # trained through nothing: a model before any update (INITIAL, phase 0)
     NO_MONTH = "-"  # a number tied to no evaluation set (training time, ECBD's cells)
 
     def __str__(self) -> str:
         return self.value
+
+    def _rank(self, other: object) -> tuple[int, int] | None:
+        mine = 0 if self is Mark.BASE else 2
+        if isinstance(other, Mark):
+            return mine, 0 if other is Mark.BASE else 2
+        if isinstance(other, Period):
+            return mine, 1
+        return None
+
+    def __lt__(self, other: object) -> bool:
+        ranks = self._rank(other)
+        return NotImplemented if ranks is None else ranks[0] < ranks[1]
+
+    def __le__(self, other: object) -> bool:
+        ranks = self._rank(other)
+        return NotImplemented if ranks is None else ranks[0] <= ranks[1]
+
+    def __gt__(self, other: object) -> bool:
+        ranks = self._rank(other)
+        return NotImplemented if ranks is None else ranks[0] > ranks[1]
+
+    def __ge__(self, other: object) -> bool:
+        ranks = self._rank(other)
+        return NotImplemented if ranks is None else ranks[0] >= ranks[1]
 
 
 BASE = Mark.BASE
@@ -363,29 +388,29 @@ Trained = Period | Mark
 Evaluated = Period | Mark
 
 
+def _period_or_mark(text: str | Period | Mark, mark: Mark) -> Period | Mark:
+    if isinstance(text, Period) or text is mark:
+        return text
+    if text == mark.value:
+        return mark
+    text = str(text)
+    try:
+        return Period.parse(text)
+    except TimeError as error:
+        if "_" in text or (len(text) == 4 and text.isdigit()):
+            raise  # spelled as a period, so what is wrong with it is the period's error
+        raise TimeError(f"{text!r} is neither a period ({PERIOD_FORMS}) nor "
+                        f"{mark.value!r}") from error
+
+
 def parse_trained(text: str | Trained) -> Trained:
     """``base`` or a period (a results row's ``trained_through``)."""
-    if isinstance(text, Period) or text is BASE:
-        return text
-    if text == BASE.value:
-        return BASE
-    try:
-        return Period.parse(str(text))
-    except TimeError:
-        raise TimeError(f"{text!r} is neither a period ({PERIOD_FORMS}) nor {BASE.value!r}") from None
+    return _period_or_mark(text, BASE)
 
 
 def parse_evaluated(text: str | Evaluated) -> Evaluated:
     """``-`` or a period (a results row's ``eval_month``)."""
-    if isinstance(text, Period) or text is NO_MONTH:
-        return text
-    if text == NO_MONTH.value:
-        return NO_MONTH
-    try:
-        return Period.parse(str(text))
-    except TimeError:
-        raise TimeError(f"{text!r} is neither a period ({PERIOD_FORMS}) nor "
-                        f"{NO_MONTH.value!r}") from None
+    return _period_or_mark(text, NO_MONTH)
 
 
 def label(value: Trained) -> str:

@@ -12,6 +12,9 @@ import pytest
 from tw_jax.evaluate.month_eval import EvalSettings, evaluate_month
 from tw_jax.io import progress
 from tw_jax.io.progress import INTERVAL_ENV
+from tw_jax.time import Period
+
+P0809 = Period.parse("0809")
 
 ROWS = {
     "unchanged": [("Ada Lovelace", "occupation", "mathematician", ""),
@@ -39,7 +42,7 @@ def test_a_month_reports_its_examples_and_its_end(probe_data, random_gpt2, gpt2_
     monkeypatch.setenv("TW_JAX_PROGRESS_SECONDS", "0")  # a line at every update
     model, params = random_gpt2
     settings = EvalSettings(groups=("ppl", "rank"), batch_size=4)
-    scores = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809", settings)
+    scores = evaluate_month(model, params, gpt2_vocab, str(probe_data), P0809, settings)
     values, skipped = scores.values, scores.skipped
     assert skipped == {"deleted": "no probe rows"}
     assert ("changed", "ppl") in values and ("updated", "rank_acc") in values
@@ -67,6 +70,6 @@ def test_a_quick_month_prints_nothing(probe_data, random_gpt2, gpt2_vocab, regis
     monkeypatch.delenv(INTERVAL_ENV, raising=False)
     monkeypatch.setattr(progress, "time", SimpleNamespace(monotonic=lambda: 0.0))
     model, params = random_gpt2
-    evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809",
+    evaluate_month(model, params, gpt2_vocab, str(probe_data), P0809,
                    EvalSettings(groups=("ppl",), batch_size=4))
     assert capsys.readouterr().err == ""

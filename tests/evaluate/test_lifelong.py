@@ -27,20 +27,29 @@ from tw_jax.lifelong.runner import (
     run_lifelong,
     training_task,
 )
+from tw_jax.time import NO_MONTH, Period
 
-MONTHS = ("0809", "0910")
+MONTHS = ("0809", "0910")  # the demo data's periods, in the 2021 layout
 MAX_PROBES = 16
 VOCAB_SIZE = "tw_jax.models.GPT2Config.vocab_size"
 
 
 def test_months_must_form_a_chain():
-    assert check_months(["0809", " 0910", "1011", ""]) == ["0809", "0910", "1011"]
+    assert [p.name for p in check_months(["0809", " 0910", "1011", ""])] == [
+        "0809", "0910", "1011"]
+    assert check_months(["1112", "1201", "0102"])[-1].new.date.isoformat() == "2022-02-01"
+    assert [p.name for p in check_months(["2024-11", "2024-12", "2025-01"])] == [
+        "2024-11_2024-12", "2024-12_2025-01"]  # the snapshots a chain runs through
+    assert check_months(["2024-11_2024-12", "2024-12_2025-01"]) == check_months(
+        ["2024-11", "2024-12", "2025-01"])
     with pytest.raises(LifelongError, match="0809 then 1011"):
         check_months(["0809", "1011"])
     with pytest.raises(LifelongError, match="'809'"):
         check_months(["809"])
-    with pytest.raises(LifelongError, match="no months"):
+    with pytest.raises(LifelongError, match="no periods"):
         check_months([])
+    with pytest.raises(LifelongError, match="not in date order"):
+        check_months(["2025-01", "2024-12"])
 
 
 def test_method_and_its_training_data():
@@ -49,12 +58,16 @@ def test_method_and_its_training_data():
     assert method_name(["mine.gin"], method="lora") == "lora"
     with pytest.raises(LifelongError, match="--method"):
         method_name(["My Run.gin"])
-    assert training_task("kadapter", "0910") == "twiki_diffset_0910_{objective}"
-    assert training_task("full", "0910") == "twiki_full_10_{objective}"
-    assert training_task("mixreview", "1011") == "twiki_mixreview_1011_{objective}"
-    assert training_task("mine", "0809", train_on="full") == "twiki_full_09_{objective}"
+    period = Period.parse
+    assert training_task("kadapter", period("0910")) == "twiki_diffset_0910_{objective}"
+    assert training_task("full", period("0910")) == "twiki_full_10_{objective}"
+    assert training_task("mixreview", period("1011")) == "twiki_mixreview_1011_{objective}"
+    assert training_task("mine", period("0809"), train_on="full") == "twiki_full_09_{objective}"
+    assert training_task("diff", period("2024-12_2025-01")) == (
+        "twiki_diffset_202412_202501_{objective}")
+    assert training_task("full", period("2024-02_2024-02-20")) == "twiki_full_20240220_{objective}"
     with pytest.raises(LifelongError, match="--train-on"):
-        training_task("mine", "0809")
+        training_task("mine", period("0809"))
     assert default_initial_gin_files(["lora.gin", "models/gpt2_tiny.gin"]) == [
         "initial.gin", "models/gpt2_tiny.gin",
     ]
@@ -218,11 +231,11 @@ def test_scores_are_those_of_the_month_checkpoint(first_run):
     config = gin.query_parameter("%MODEL").scoped_configurable_fn()
     run = build_run_model(config)
     vocabulary = LazyVocabulary("gpt2", str(data / "vocab" / "gpt2")).vocabulary
-    rows = read_probes(str(data), "0910", "unchanged", MAX_PROBES)
+    rows = read_probes(str(data), Period.parse("0910"), "unchanged", MAX_PROBES)
     # CHANGED is its own task, UPDATED then NEW rows, and --max-probes takes the first N
     # examples of every task (seqio's num_examples)
-    changed = (read_probes(str(data), "0910", "updated")
-               + read_probes(str(data), "0910", "new"))[:MAX_PROBES]
+    changed = (read_probes(str(data), Period.parse("0910"), "updated")
+               + read_probes(str(data), Period.parse("0910"), "new"))[:MAX_PROBES]
     with activate(run.mesh):
         params, step = load_params(run, out / "checkpoints" / "diff" / "0910", None)
         expected = {c: mean_perplexity(probe_perplexities(run.module, params, vocabulary, r))
@@ -320,12 +333,13 @@ def test_rerun_adds_nothing_then_eval_matrix_completes_the_matrix(first_run):
 
 def test_bad_input_is_reported(first_run, tmp_path, capsys):
     data = first_run["data"]
-    assert _cli(_argv(data, tmp_path / "o", "--months", "0809,1011")) == 2  # the last wins
-    assert "0809 then 1011" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:  # the last --months wins: refused as it is read
+        _cli(_argv(data, tmp_path / "o", "--months", "0809,1011"))
+    assert stopped.value.code == 2 and "0809 then 1011" in capsys.readouterr().err
     options = LifelongOptions(gin_files=["diff.gin", "models/gpt2_tiny.gin",
                                          "runs/cpu_smoke.gin"],
                               months=["1112"], out_dir=tmp_path / "o", data_dir=str(data))
-    with pytest.raises(LifelongError, match="no data for month 1112"):
+    with pytest.raises(LifelongError, match="1112: no data for 1112"):
         run_lifelong(options)
     assert not (tmp_path / "o" / "results.jsonl").exists()
 
@@ -471,10 +485,12 @@ def test_an_interrupted_run_resumes_where_it_stopped(first_run, tmp_path, monkey
     monkeypatch.setattr(lifelong, "evaluate_month", real)
 
     summary = run_lifelong(LifelongOptions(**options.__dict__))
-    assert summary.trained == ["0910"]  # INITIAL and 0809 finished before the crash
-    assert summary.evaluated == [("0809", "0809"), ("0910", "0910")]
+    p0809, p0910 = (Period.parse(m) for m in MONTHS)
+    assert summary.trained == [p0910]  # INITIAL and 0809 finished before the crash
+    assert summary.evaluated == [(p0809, p0809), (p0910, p0910)]
+
     def aligned(key: tuple) -> bool:  # what a run without --eval-matrix writes
-        return key[0] == "initial" or key[2] in ("-", key[1])
+        return key[0] == "initial" or key[2] in (NO_MONTH, key[1])
 
     expected = {r.key: r.value for r in read_results([first_run["out"] / "results.jsonl"])
                 if aligned(r.key)}
@@ -509,7 +525,7 @@ def test_open_book_reads_initial_with_each_months_contexts(first_run, tmp_path, 
     assert _cli(argv) == 2  # no contexts yet: the command that writes them is named
     assert "tw-jax probe-contexts" in capsys.readouterr().err
     for month in MONTHS:
-        write_probe_contexts(str(data), month, retriever_class("bm25")())
+        write_probe_contexts(str(data), Period.parse(month), retriever_class("bm25")())
     assert _cli(argv) == 0
     assert "skipped bm25/rank: open book" in capsys.readouterr().out
     lines = _lines(out / "results.jsonl")

@@ -11,12 +11,16 @@ import pytest
 from eval_helpers import PROBE_FIELDS as FIELDS
 from probe_oracle import previous_answers, probe_answers, probe_perplexities
 
-from tw_jax.evaluate.mixture_eval import MixtureEvaluators, mixture_name, probe_forms, task_category
+from tw_jax.evaluate.mixture_eval import MixtureEvaluators, probe_forms
 from tw_jax.evaluate.month_eval import EvalSettings, evaluate_month
 from tw_jax.evaluate.per_probe import probe_keys
 from tw_jax.evaluate.qa import qa_scores
 from tw_jax.models.gpt2 import GPT2
+from tw_jax.tasks import names
 from tw_jax.tasks.metrics import mean_perplexity
+from tw_jax.time import Period
+
+P0809 = Period.parse("0809")
 
 ROWS = {
     "unchanged": [
@@ -73,7 +77,7 @@ def _assert_same(values: dict, expected: dict) -> None:
 def test_gpt2_through_the_mixtures_equals_row_by_row(probe_data, random_gpt2, gpt2_vocab):
     model, params = random_gpt2
     groups = ("ppl", "ppl_object", "ppl_cloze", "qa")
-    found = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809",
+    found = evaluate_month(model, params, gpt2_vocab, str(probe_data), P0809,
                            EvalSettings(groups=groups, batch_size=4))
     values = found.values
     assert found.skipped == {"deleted": "no probe rows"}
@@ -86,7 +90,7 @@ def test_per_probe_scores_give_the_numbers_exactly(probe_data, random_gpt2, gpt2
     """Each perplexity's per-probe log-likelihoods and token counts, keyed by probe, average to
     the category's number bit for bit; a key names the probe, whichever category holds it."""
     model, params = random_gpt2
-    found = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809",
+    found = evaluate_month(model, params, gpt2_vocab, str(probe_data), P0809,
                            EvalSettings(groups=("ppl", "ppl_object", "qa"), batch_size=4))
     assert set(found.probes) == {(c, g) for c in CATEGORIES for g in ("ppl", "ppl_object")}
     for (category, metric), scores in found.probes.items():
@@ -106,7 +110,7 @@ def test_per_probe_scores_give_the_numbers_exactly(probe_data, random_gpt2, gpt2
 
 def test_t5_through_the_mixtures_equals_row_by_row(probe_data, random_t5, t5_vocab):
     model, params = random_t5
-    values = evaluate_month(model, params, t5_vocab, str(probe_data), "0809",
+    values = evaluate_month(model, params, t5_vocab, str(probe_data), P0809,
                             EvalSettings(groups=("ppl", "ppl_cloze", "qa"), batch_size=4,
                                          max_new_tokens=4)).values
     expected = _expected(model, params, t5_vocab, ("ppl", "ppl_cloze"))
@@ -121,7 +125,7 @@ def test_t5_through_the_mixtures_equals_row_by_row(probe_data, random_t5, t5_voc
 
 def test_max_probes_takes_the_first_rows_of_every_task(probe_data, random_gpt2, gpt2_vocab):
     model, params = random_gpt2
-    found = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809",
+    found = evaluate_month(model, params, gpt2_vocab, str(probe_data), P0809,
                            EvalSettings(groups=("ppl",), batch_size=4, max_probes=1))
     values = found.values
     for category in ("unchanged", "updated", "new"):
@@ -139,11 +143,11 @@ def test_evaluators_are_built_once_per_mixture(probe_data, random_gpt2, gpt2_voc
     model, params = random_gpt2
     evaluators = MixtureEvaluators()
     settings = EvalSettings(groups=("ppl", "qa"), batch_size=4)
-    first = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809", settings,
+    first = evaluate_month(model, params, gpt2_vocab, str(probe_data), P0809, settings,
                            evaluators=evaluators).values
     built = dict(evaluators._built)
     assert sorted(key[0] for key in built) == ["twiki_probes_0809", "twiki_probes_0809_object"]
-    second = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809", settings,
+    second = evaluate_month(model, params, gpt2_vocab, str(probe_data), P0809, settings,
                             evaluators=evaluators).values
     assert evaluators._built == built and second == first
     assert evaluators.examples(built[next(iter(built))]) == 3 + 2 + 2 + 4
@@ -161,7 +165,7 @@ def test_another_folders_tasks_are_replaced_by_this_ones(probe_data, random_gpt2
             ",".join(FIELDS) + "\nX,occupation,Y,,\n")
     register_probes(other)
     model, params = random_gpt2
-    values = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809",
+    values = evaluate_month(model, params, gpt2_vocab, str(probe_data), P0809,
                             EvalSettings(groups=("ppl",), batch_size=4)).values
     assert values[("unchanged", "ppl")] == pytest.approx(mean_perplexity(
         probe_perplexities(model, params, gpt2_vocab, _rows("unchanged"))), rel=2e-5)
@@ -169,12 +173,16 @@ def test_another_folders_tasks_are_replaced_by_this_ones(probe_data, random_gpt2
 
 
 def test_names_and_forms():
-    assert mixture_name("0809", "_object") == "twiki_probes_0809_object"
-    assert mixture_name("0809", "_ssm", "bm25") == "twiki_probes_0809_bm25_ssm"
-    assert task_category("twiki_probes_0809_bm25_changed_ssm", "0809", "_ssm", "bm25") == "changed"
-    assert task_category("twiki_probes_0809_new", "0809", "") == "new"
+    assert names.probes(P0809, None, "_object") == "twiki_probes_0809_object"
+    assert names.probes(P0809, None, "_ssm", "bm25") == "twiki_probes_0809_bm25_ssm"
+    assert names.probe_category("twiki_probes_0809_bm25_changed_ssm", P0809, "_ssm",
+                                "bm25") == "changed"
+    assert names.probe_category("twiki_probes_0809_new", P0809, "") == "new"
+    dated = Period.parse("2024-12_2025-01")
+    assert names.probes(dated, "updated", "_ssm") == "twiki_probes_202412_202501_updated_ssm"
+    assert names.probe_category("twiki_probes_202412_202501_bm25_new", dated, "", "bm25") == "new"
     with pytest.raises(ValueError, match="not a probe task"):
-        task_category("twiki_probes_0910_new", "0809", "")
+        names.probe_category("twiki_probes_0910_new", P0809, "")
 
 
 def test_forms_by_objective(random_gpt2, random_t5):
@@ -192,6 +200,6 @@ def test_tasks_of_another_vocabulary_are_an_error_not_nan(probe_data, random_gpt
     with pytest.raises(ValueError, match=r"twiki_probes_0809_\w+: its vocabulary \(.*\) has "
                        rf"{gpt2_vocab.vocab_size} tokens, the model's embedding "
                        rf"{gpt2_vocab.vocab_size - 1}"):
-        evaluate_month(smaller, params, gpt2_vocab, str(probe_data), "0809",
+        evaluate_month(smaller, params, gpt2_vocab, str(probe_data), P0809,
                        EvalSettings(groups=("ppl",), batch_size=4),
                        evaluators=MixtureEvaluators())

@@ -15,6 +15,9 @@ from tw_jax.evaluate import eval_batches
 from tw_jax.evaluate.mixture_eval import MixtureEvaluators
 from tw_jax.evaluate.month_eval import EvalSettings, evaluate_month
 from tw_jax.tasks.metrics import mean_perplexity
+from tw_jax.time import Period
+
+P0809 = Period.parse("0809")
 
 FIELDS = ["subject", "relation", "object", "previous_object", "cloze"]
 ROWS = {
@@ -73,13 +76,13 @@ def test_a_later_checkpoint_through_kept_batches_equals_a_fresh_evaluator(
     settings = EvalSettings(groups=("ppl", "ppl_object", "ppl_cloze", "qa"), batch_size=2,
                             max_new_tokens=4)
     evaluators = MixtureEvaluators()
-    first = evaluate_month(model, params, vocab, str(probe_data), "0809", settings,
+    first = evaluate_month(model, params, vocab, str(probe_data), P0809, settings,
                            evaluators=evaluators)
     datasets = [d for e in evaluators._built.values() for d in e.cached_model_datasets.values()]
     assert datasets and all(eval_batches.registered(d) for d in datasets)
-    kept = evaluate_month(model, _other(params), vocab, str(probe_data), "0809", settings,
+    kept = evaluate_month(model, _other(params), vocab, str(probe_data), P0809, settings,
                           evaluators=evaluators)
-    fresh = evaluate_month(model, _other(params), vocab, str(probe_data), "0809", settings,
+    fresh = evaluate_month(model, _other(params), vocab, str(probe_data), P0809, settings,
                            evaluators=MixtureEvaluators())
     _assert_identical(kept, fresh)
     assert kept.values[("unchanged", "ppl")] != first.values[("unchanged", "ppl")]
@@ -93,19 +96,19 @@ def test_rewritten_probe_files_are_read_anew(probe_data, random_gpt2, gpt2_vocab
     model, params = random_gpt2
     settings = EvalSettings(groups=("ppl", "qa"), batch_size=2)
     evaluators = MixtureEvaluators(capacity=2)  # a month's two mixtures: "" and "_object"
-    before = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809", settings,
+    before = evaluate_month(model, params, gpt2_vocab, str(probe_data), P0809, settings,
                             evaluators=evaluators)
     old = [d for e in evaluators._built.values() for d in e.cached_model_datasets.values()]
     rewritten = dict(ROWS, unchanged=[*ROWS["unchanged"][1:3],
                                       ("Oslo", "mayor", "Anne Lindboe", "", "")])
     _write(probe_data / "0809" / "probes", rewritten)
-    after = evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809", settings,
+    after = evaluate_month(model, params, gpt2_vocab, str(probe_data), P0809, settings,
                            evaluators=evaluators)
     assert after.counts["unchanged"] == 3 and before.counts["unchanged"] == 5
     rows = [dict(zip(FIELDS, r, strict=True)) for r in rewritten["unchanged"]]
     assert after.values[("unchanged", "ppl")] == pytest.approx(
         mean_perplexity(probe_perplexities(model, params, gpt2_vocab, rows)), rel=2e-5)
-    _assert_identical(after, evaluate_month(model, params, gpt2_vocab, str(probe_data), "0809",
+    _assert_identical(after, evaluate_month(model, params, gpt2_vocab, str(probe_data), P0809,
                                             settings, evaluators=MixtureEvaluators()))
     # the new data built new evaluators; the old ones went, and their batches with them
     assert len(evaluators._built) == 2

@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 import seqio
 
-from tw_jax.evaluate.mixture_eval import mixture_name
 from tw_jax.evaluate.seqio_eval import ModelFeatureConverter, SeqioModel
 from tw_jax.evaluate.task_metrics import compute_metrics, task_examples
+from tw_jax.tasks import names
+from tw_jax.time import Period
 
 ROWS = {
     "unchanged": [("Ada Lovelace", "occupation", "mathematician", "", "Ada was a mathematician ."),
@@ -37,7 +38,7 @@ def test_the_metrics_are_seqios_own(probe_data, family, suffix, request):
     model, params = request.getfixturevalue(f"random_{family}")
     vocab = request.getfixturevalue(f"{family}_vocab")
     fns = SeqioModel(model, params, vocabulary=vocab, batch_size=2, max_new_tokens=4)
-    evaluator = _evaluator(mixture_name("0809", suffix), model)
+    evaluator = _evaluator(names.probes(Period.parse("0809"), None, suffix), model)
     future, outputs = evaluator.evaluate(compute_metrics=True, score_fn=fns.score_fn,
                                          predict_fn=fns.predict_fn)
     expected = future.result()
@@ -57,7 +58,7 @@ def test_the_metrics_are_seqios_own(probe_data, family, suffix, request):
 def test_only_the_asked_outputs_metrics(probe_data, random_t5, t5_vocab):
     model, params = random_t5
     fns = SeqioModel(model, params, batch_size=2, max_new_tokens=4)
-    evaluator = _evaluator(mixture_name("0809", "_ssm"), model)
+    evaluator = _evaluator(names.probes(Period.parse("0809"), None, "_ssm"), model)
     _, outputs = evaluator.evaluate(compute_metrics=False, score_fn=fns.score_fn,
                                     predict_fn=fns.predict_fn)
     everything = compute_metrics(evaluator, outputs)
@@ -71,10 +72,10 @@ def test_only_the_asked_outputs_metrics(probe_data, random_t5, t5_vocab):
 
 def test_examples_are_read_once_per_evaluator_in_seqios_order(probe_data, random_t5):
     model, _ = random_t5
-    evaluator = _evaluator(mixture_name("0809", "_ssm"), model)
+    evaluator = _evaluator(names.probes(Period.parse("0809"), None, "_ssm"), model)
     read = task_examples(evaluator)
     assert task_examples(evaluator) is read
     changed = read.examples["twiki_probes_0809_changed_ssm"]
     assert [ex["object"].decode() for ex in changed] == ["Carlos Moedas", "Stano Wevton",
                                                          "Groris Funley"]
-    assert task_examples(_evaluator(mixture_name("0809", "_ssm"), model)) is not read
+    assert task_examples(_evaluator(names.probes(Period.parse("0809"), None, "_ssm"), model)) is not read

@@ -24,6 +24,7 @@ from tw_jax.evaluate.month_eval import read_probes
 from tw_jax.lifelong.runner import LifelongOptions, run_lifelong
 from tw_jax.models import GPT2Config, T5Config, model_for
 from tw_jax.tasks import LazyVocabulary
+from tw_jax.time import Period
 
 MONTH = "0809"
 MAX_PROBES = 16
@@ -53,7 +54,8 @@ def _initial(tmp: Path, model_gin: str, metrics: list[str], data_bindings, train
     lines = [json.loads(t) for t in (out / "results.jsonl").read_text().splitlines()]
     report = {(r["category"], r["metric"]): r["value"] for r in lines
               if (r["method"], r["trained_through"], r["eval_month"]) == ("initial", "base", MONTH)}
-    return {"model_dir": out / "checkpoints" / "initial" / MONTH[:2], "report": report}
+    return {"model_dir": out / "checkpoints" / "initial" / Period.parse(MONTH).old.name,
+            "report": report}
 
 
 def _eval(model_gin: str, model_dir: Path, task: str, data_bindings, *extra: str) -> dict:
@@ -70,7 +72,7 @@ def _eval(model_gin: str, model_dir: Path, task: str, data_bindings, *extra: str
 def _scored(config, vocabulary, category: str, variant: str, data_dir: Path) -> tuple[int, int]:
     """(probes, scored tokens) the runner scored for ``category`` (CHANGED: UPDATED + NEW)."""
     parts = ("updated", "new") if category == "changed" else (category,)
-    rows = [r for part in parts for r in read_probes(str(data_dir), MONTH, part, MAX_PROBES)]
+    rows = [r for part in parts for r in read_probes(str(data_dir), Period.parse(MONTH), part, MAX_PROBES)]
     assert len(rows) <= MAX_PROBES  # so the eval's first batch holds the same rows
     examples = [model_for(config).probe_example(vocabulary, row, variant) for row in rows]
     return len(rows), int(sum(sum(e.weights) for e in examples))

@@ -22,6 +22,7 @@ from tw_jax.retrieval.bm25 import BM25Retriever
 from tw_jax.retrieval.index import MARKER, source_index
 from tw_jax.retrieval.recall import has_answer
 from tw_jax.retrieval.snapshot import article_passages, read_snapshot, snapshot_source
+from tw_jax.time import Period
 
 MONTH = "0809"
 CATEGORIES = ("unchanged", "updated", "new", "deleted")
@@ -178,7 +179,7 @@ def test_a_rerun_reuses_the_index_and_a_changed_snapshot_rebuilds_it(twiki, tmp_
 
 def test_an_interrupted_rerun_leaves_no_stats(twiki, tmp_path, monkeypatch):
     data = _copy(twiki, tmp_path)
-    pc.write_probe_contexts(str(data), MONTH, BM25Retriever())
+    pc.write_probe_contexts(str(data), Period.parse(MONTH), BM25Retriever())
     stats = data / MONTH / "probes_bm25" / "stats.json"
     assert stats.is_file()
 
@@ -187,7 +188,7 @@ def test_an_interrupted_rerun_leaves_no_stats(twiki, tmp_path, monkeypatch):
 
     monkeypatch.setattr(pc, "category_contexts", fails)
     with pytest.raises(OSError, match="connection lost"):
-        pc.write_probe_contexts(str(data), MONTH, BM25Retriever())
+        pc.write_probe_contexts(str(data), Period.parse(MONTH), BM25Retriever())
     assert not stats.exists()
 
 

@@ -14,10 +14,12 @@ from tw_jax.evaluate.plots import misalignment_panels, shared_scale
 from tw_jax.evaluate.report import ResultIndex, probe_table
 from tw_jax.evaluate.results import BASE, NO_MONTH, Result, append_results
 from tw_jax.evaluate.summary import learned_kept, summary_table
-from tw_jax.lifelong.runner import _time_results
+from tw_jax.lifelong.state import UpdateState
+from tw_jax.time import Period
 from tw_jax.train.metrics_log import first_step_seconds
 
 CATS = ("unchanged", "updated", "new", "changed")
+P0809, P0910 = Period.parse("0809"), Period.parse("0910")
 PPL = {  # (method, trained_through, month): Un, Up, New, Chg
     ("initial", BASE, "0809"): (400.0, 300.0, 200.0, 250.0),
     ("initial", BASE, "0910"): (200.0, 100.0, 400.0, 300.0),
@@ -53,9 +55,9 @@ def _results(counted: bool = True) -> list[Result]:
 def test_learned_against_kept_per_method_and_month():
     points = learned_kept(ResultIndex(_results()))
     assert points == [
-        ("diff", "0809", pytest.approx(-30.0), pytest.approx(10.0)),  # 175/250, 440/400
-        ("diff", "0910", pytest.approx(-50.0), pytest.approx(5.0)),   # 150/300, 210/200
-        ("lora", "0809", pytest.approx(-2.0), pytest.approx(-1.0)),   # 245/250, 396/400
+        ("diff", P0809, pytest.approx(-30.0), pytest.approx(10.0)),  # 175/250, 440/400
+        ("diff", P0910, pytest.approx(-50.0), pytest.approx(5.0)),   # 150/300, 210/200
+        ("lora", P0809, pytest.approx(-2.0), pytest.approx(-1.0)),   # 245/250, 396/400
     ]
 
 
@@ -69,8 +71,8 @@ def test_one_colour_per_method_in_every_figure():
 def test_misalignment_panels_share_one_colour_scale():
     panels = misalignment_panels(ResultIndex(_results()), "changed")
     assert [(m, trained, evaluated, grid) for m, trained, evaluated, grid in panels] == [
-        ("diff", ["0809", "0910"], ["0809", "0910"], [[175.0, None], [None, 150.0]]),
-        ("lora", ["0809"], ["0809", "0910"], [[245.0, None]]),
+        ("diff", [P0809, P0910], [P0809, P0910], [[175.0, None], [None, 150.0]]),
+        ("lora", [P0809], [P0809, P0910], [[245.0, None]]),
     ]
     assert shared_scale(panels) == (150.0, 245.0)  # LoRA's 245 is as light as it is anywhere
 
@@ -133,8 +135,12 @@ def test_time_split_recorded_per_update(tmp_path):
     assert first_step_seconds(model_dir, 10) == 12.5
     assert first_step_seconds(model_dir, 0) is None
     assert first_step_seconds(tmp_path / "none", 0) is None
-    state = {"train_seconds": 30.0, "step": 28, "resumed_from_step": 10, "compile_seconds": 12.5}
-    assert [(r.metric, r.value) for r in _time_results("diff", "0910", state)] == [
-        ("train_seconds", 30.0), ("train_steps", 18.0), ("compile_seconds", 12.5)]
-    assert [r.metric for r in _time_results("bm25", "0910", {"train_seconds": 3.0})] == [
-        "train_seconds"]
+    state = UpdateState("m", train_seconds=30.0, step=28, resumed_from_step=10,
+                        compile_seconds=12.5)
+    period = Period.parse("0910")
+    assert [(r.metric, r.value, r.trained_through, r.eval_month)
+            for r in state.time_results("diff", period)] == [
+        ("train_seconds", 30.0, period, NO_MONTH), ("train_steps", 18.0, period, NO_MONTH),
+        ("compile_seconds", 12.5, period, NO_MONTH)]
+    assert [r.metric for r in UpdateState("m", train_seconds=3.0).time_results("bm25", period)
+            ] == ["train_seconds"]

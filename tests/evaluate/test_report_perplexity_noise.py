@@ -20,6 +20,9 @@ from tw_jax.evaluate.per_probe import (
 from tw_jax.evaluate.report import ResultIndex, probe_table
 from tw_jax.evaluate.results import BASE, Result, append_results
 from tw_jax.evaluate.summary import summary_table
+from tw_jax.time import Period
+
+P0809 = Period.parse("0809")
 
 
 def test_identical_values_are_noise():
@@ -78,28 +81,28 @@ def _run() -> tuple[list[Result], dict]:
     rng = np.random.default_rng(3)
     base = {c: rng.lognormal(5.0, 0.8, 40) for c in ("unchanged", "updated")}
     scores = {("initial", BASE): {c: _scores(v) for c, v in base.items()},
-              ("diff", "0809"): {"unchanged": _scores(base["unchanged"]
+              ("diff", P0809): {"unchanged": _scores(base["unchanged"]
                                                       * rng.normal(1.0, 0.02, 40)),
                                  "updated": _scores(base["updated"] * 0.6)}}
-    results = [Result(m, t, "0809", c, metric, value)
+    results = [Result(m, t, P0809, c, metric, value)
                for (m, t), per_category in scores.items() for c, s in per_category.items()
                for metric, value in (("ppl", s.mean()), ("n_probes", 40.0))]
     return results, scores
 
 
 def _probe_index(scores: dict) -> dict:
-    return {(m, t, "0809", c, "ppl"): s for (m, t), per in scores.items()
+    return {(m, t, P0809, c, "ppl"): s for (m, t), per in scores.items()
             for c, s in per.items()}
 
 
 def test_tables_mark_perplexity_within_noise():
     results, scores = _run()
     index = ResultIndex(results, _probe_index(scores))
-    assert index.noisy("diff", "0809", "unchanged", "ppl")
-    assert not index.noisy("diff", "0809", "updated", "ppl")
+    assert index.noisy("diff", P0809, "unchanged", "ppl")
+    assert not index.noisy("diff", P0809, "updated", "ppl")
     table = probe_table(index, "ppl")
     assert table.headers[2:] == ["0809 Un (n=40)", "0809 Up (n=40)"]
-    diff = scores[("diff", "0809")]
+    diff = scores[("diff", P0809)]
     assert table.rows[1][2:] == [f"{diff['unchanged'].mean():.2f}~",
                                  f"{diff['updated'].mean():.2f}"]
     assert table.rows[0][2:] == [f"{s.mean():.2f}" for s in scores[("initial", BASE)].values()]
@@ -119,14 +122,14 @@ def test_tables_mark_perplexity_within_noise():
 def test_scores_that_do_not_give_the_number_or_pair_are_not_used():
     results, scores = _run()
     probes = _probe_index(scores)
-    key = ("diff", "0809", "0809", "unchanged", "ppl")
+    key = ("diff", P0809, P0809, "unchanged", "ppl")
     stale = dict(probes)
     stale[key] = _scores(np.exp(-probes[key].log_likelihood / probes[key].tokens) * 1.5)
-    assert not ResultIndex(results, stale).noisy("diff", "0809", "unchanged", "ppl")
+    assert not ResultIndex(results, stale).noisy("diff", P0809, "unchanged", "ppl")
     other = [{**row, "object": "X"} for row in ROWS]
     moved = dict(probes)
     moved[key] = ProbeScores(probe_keys(other), probes[key].log_likelihood, probes[key].tokens)
-    assert not ResultIndex(results, moved).noisy("diff", "0809", "unchanged", "ppl")
+    assert not ResultIndex(results, moved).noisy("diff", P0809, "unchanged", "ppl")
 
 
 def test_files_round_trip_and_render_in_the_report(tmp_path, capsys):
@@ -134,7 +137,7 @@ def test_files_round_trip_and_render_in_the_report(tmp_path, capsys):
     run = tmp_path / "run"
     append_results(run, results)
     for (method, trained), per_category in scores.items():
-        path = per_probe_path(str(run), method, trained, "0809")
+        path = per_probe_path(str(run), method, trained, P0809)
         write_file(path, {("unchanged", "ppl"): per_category["unchanged"]})
         write_file(path, {("updated", "ppl"): per_category["updated"]})  # added, not replaced
         back = read_file(path)
@@ -149,7 +152,7 @@ def test_files_round_trip_and_render_in_the_report(tmp_path, capsys):
     assert [row.count("~") for row in rows] == [1, 1]  # UNCHANGED in the summary and Table 3
     assert "paired bootstrap over the n probes" in report
 
-    bad = per_probe_path(str(run), "diff", "0809", "0809")
+    bad = per_probe_path(str(run), "diff", P0809, P0809)
     with open(bad, "wb") as handle:
         handle.write(b"not a zip")
     with pytest.raises(DumpError, match="not a per-probe .npz file"):

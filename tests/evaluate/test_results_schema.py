@@ -19,6 +19,7 @@ from tw_jax.evaluate.results import (
     metric_spec,
     read_results,
 )
+from tw_jax.time import Period
 
 
 def _r(method="diff", trained="0910", month="0910", category="updated", metric="ppl", value=1.5):
@@ -48,22 +49,36 @@ def test_several_runs_combine(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("result", "message"),
+    ("fields", "message"),
     [
-        (_r(metric="perplexity"), "unknown metric 'perplexity'"),
-        (_r(metric="propn_ppl_diffset", category="updated"), "takes category diffset"),
-        (_r(metric="train_seconds"), "takes category all"),
-        (_r(trained="2021-09"), "trained_through '2021-09'"),
-        (_r(month="base"), "eval_month 'base'"),
-        (_r(method="DIFF"), "method 'DIFF'"),
-        (_r(value=float("nan")), "not a finite number"),
-        (_r(value="3.0"), "not a finite number"),
+        ({"metric": "perplexity"}, "unknown metric 'perplexity'"),
+        ({"metric": "propn_ppl_diffset", "category": "updated"}, "takes category diffset"),
+        ({"metric": "train_seconds"}, "takes category all"),
+        ({"trained": "2021-09"}, "trained_through: '2021-09' is neither a period"),
+        ({"trained": "2025-01_2024-12"}, "trained_through: .* is not before"),
+        ({"month": "base"}, "eval_month: 'base' is neither a period"),
+        ({"method": "DIFF"}, "method 'DIFF'"),
+        ({"value": float("nan")}, "not a finite number"),
+        ({"value": "3.0"}, "not a finite number"),
     ],
 )
-def test_invalid_results_are_refused_before_writing(tmp_path, result, message):
+def test_invalid_results_are_refused_before_writing(tmp_path, fields, message):
     with pytest.raises(ValueError, match=message):
-        append_results(tmp_path, [_r(), result])
+        append_results(tmp_path, [_r(), _r(**fields)])
     assert not (tmp_path / "results.jsonl").exists()
+
+
+def test_periods_are_typed_written_by_name_and_one_key_in_either_spelling(tmp_path):
+    dated = _r(trained="2024-12_2025-01", month="2025-01_2025-02")
+    assert dated.trained_through == Period.parse("202412_202501")
+    assert json.loads(dated.to_json())["trained_through"] == "2024-12_2025-01"
+    path = append_results(tmp_path, [_r(value=1.0), dated, _r(trained="2021-09_2021-10",
+                                                              month="2021-09_2021-10", value=2.0)])
+    assert [json.loads(line)["eval_month"] for line in path.read_text().splitlines()] == [
+        "0910", "2025-01_2025-02", "2021-09_2021-10"]
+    merged = read_results([tmp_path])  # 0910 and 2021-09_2021-10 are one period: one key
+    assert sorted((r.eval_month, r.value) for r in merged) == [
+        (Period.parse("0910"), 2.0), (Period.parse("2025-01_2025-02"), 1.5)]
 
 
 @pytest.mark.parametrize(
@@ -130,7 +145,8 @@ def test_a_slice_round_trips_sorted_and_is_part_of_the_key(tmp_path):
     assert [r.to_json() for r in read] == lines
     assert read[1].key == ("t5-small", BASE, NO_MONTH, "2017-2019", "ecbd_ppl_entity",
                            ("input", "no_ent"), ("span_type", "NP"), ("split", "test"))
-    assert _r().key == ("diff", "0910", "0910", "updated", "ppl")  # no slice: five parts
+    assert _r().key == ("diff", Period.parse("0910"), Period.parse("0910"), "updated",
+                        "ppl")  # no slice: five parts
     # Cells differing only in their slice are kept apart; the same slice in another order is
     # the same key, so the later line replaces the earlier one.
     append_results(tmp_path, [Result("t5-small", BASE, NO_MONTH, "2017-2019", "ecbd_ppl_entity",

@@ -176,10 +176,11 @@ def test_lifelong_with_t5x_chains_the_months_on_t5xs_checkpoints(tmp_path, t5x_e
 
 
 def test_another_trainer_does_not_continue_a_t5x_chain(tmp_path):
-    from tw_jax.lifelong.runner import LifelongError, _check_trainer
+    from tw_jax.lifelong.runner import LifelongError, check_trainer
+    from tw_jax.lifelong.state import UpdateState
 
-    _check_trainer("s.json", {"trainer": "t5x"}, T5XTrainer())
+    check_trainer("s.json", UpdateState("m", trainer="t5x"), T5XTrainer())
     with pytest.raises(LifelongError, match="trained by t5x, and this run trains with tw_jax"):
-        _check_trainer("s.json", {"trainer": "t5x"}, TwJaxTrainer())
+        check_trainer("s.json", UpdateState("m", trainer="t5x"), TwJaxTrainer())
     with pytest.raises(LifelongError, match="trained by tw_jax"):  # states before trainers
-        _check_trainer("s.json", {}, T5XTrainer())
+        check_trainer("s.json", UpdateState("m"), T5XTrainer())

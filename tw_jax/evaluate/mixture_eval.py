@@ -1,24 +1,26 @@
-"""A month's probe metric groups through the probe tasks' evaluation mixtures, as seqio users
-evaluate: ``seqio.Evaluator`` on ``twiki_probes_MMMM<form>`` (:mod:`tw_jax.tasks.probes`) with
+"""A period's probe metric groups through the probe tasks' evaluation mixtures, as seqio users
+evaluate: ``seqio.Evaluator`` on ``twiki_probes_<P><form>`` (:mod:`tw_jax.tasks.probes`) with
 tw_jax's model functions (:mod:`tw_jax.evaluate.seqio_eval`). The numbers are the tasks' own
 metric functions (:func:`tw_jax.tasks.metrics.perplexity`, :func:`~tw_jax.tasks.metrics.squad`),
 so the lifelong runner, its report and ``tw-jax eval`` share one code path.
 
 Which mixture gives a metric group, by the model's training objective:
 
-==============  ====================  =====================
-group           ``lm`` (GPT-2)        ``ssm`` (T5)
-==============  ====================  =====================
-``ppl``         ``twiki_probes_MMMM``  ``…_ssm``
-``ppl_object``  ``…_object``          ``…_ssm``
-``ppl_cloze``   ``…_cloze``           ``…_ssm_cloze``
-``qa``          ``…_object``          ``…_ssm``
-==============  ====================  =====================
+==============  =====================  =====================
+group           ``lm`` (GPT-2)         ``ssm`` (T5)
+==============  =====================  =====================
+``ppl``         ``twiki_probes_<P>``   ``…_ssm``
+``ppl_object``  ``…_object``           ``…_ssm``
+``ppl_cloze``   ``…_cloze``            ``…_ssm_cloze``
+``qa``          ``…_object``           ``…_ssm``
+==============  =====================  =====================
+
+``<P>`` is the period's token (:mod:`tw_jax.tasks.names`: ``0809``, ``202412_202501``).
 
 Each task of a mixture is a category (``changed`` is its own task: UPDATED then NEW), so its
 metrics are that category's. ``max_probes`` is seqio's ``num_examples``: the first N examples of
 every task (CHANGED: the first N of UPDATED then NEW). Open-book probes (``source``, a retriever
-name) are the mixtures ``twiki_probes_MMMM_<source><form>``: the same rows with retrieved
+name) are the mixtures ``twiki_probes_<P>_<source><form>``: the same rows with retrieved
 passages read first.
 """
 
@@ -42,6 +44,8 @@ from tw_jax.evaluate.seqio_eval import ModelFeatureConverter, SeqioModel
 from tw_jax.evaluate.task_metrics import compute_metrics, task_examples
 from tw_jax.io import paths
 from tw_jax.models import model_for
+from tw_jax.tasks import names
+from tw_jax.time import Period
 
 Values = dict[tuple[str, str], float]
 # (category, metric) -> an (examples, 2) array: each example's [log-likelihood, scored tokens]
@@ -67,20 +71,6 @@ def probe_forms(model: Any, groups: Sequence[str]) -> dict[str, list[str]]:
         if group in forms:
             found.setdefault(forms[group], []).append(group)
     return found
-
-
-def mixture_name(month: str, suffix: str, source: str | None = None) -> str:
-    """``twiki_probes_<month>[_<source>]<suffix>``."""
-    return f"twiki_probes_{month}{f'_{source}' if source else ''}{suffix}"
-
-
-def task_category(task: str, month: str, suffix: str, source: str | None = None) -> str:
-    """The category of one of a mixture's tasks (``twiki_probes_0809_updated_object`` →
-    ``updated``)."""
-    head = mixture_name(month, "", source) + "_"
-    if not task.startswith(head) or not task.endswith(suffix):
-        raise ValueError(f"{task} is not a probe task of {mixture_name(month, suffix, source)}")
-    return task[len(head) : len(task) - len(suffix)] if suffix else task[len(head) :]
 
 
 # id of an evaluator's cached model dataset -> its examples (enumerated 0..n-1)
@@ -250,19 +240,20 @@ class FormRun:
 
 
 def plan_forms(
-    model: Any, month: str, groups: Sequence[str], evaluators: MixtureEvaluators, *,
+    model: Any, period: Period, groups: Sequence[str], evaluators: MixtureEvaluators, *,
     max_probes: int | None = None, source: str | None = None, data: str = "",
 ) -> list[FormRun]:
     """The mixtures that give the probe groups among ``groups``, their evaluators built
     (``data``: the fingerprint of the files they read)."""
     plan = []
     for suffix, wanted in probe_forms(model, groups).items():
-        evaluator = evaluators.get(mixture_name(month, suffix, source), model, max_probes, data)
+        evaluator = evaluators.get(names.probes(period, None, suffix, source), model,
+                                   max_probes, data)
         plan.append(FormRun(evaluator, suffix, tuple(wanted), evaluators.examples(evaluator)))
     return plan
 
 
-def run_forms(fns: SeqioModel, month: str, plan: Sequence[FormRun],
+def run_forms(fns: SeqioModel, period: Period, plan: Sequence[FormRun],
               source: str | None = None) -> tuple[Values, Scores]:
     """``{(category, metric): value}`` of a plan: a ``ppl*`` group is its tasks'
     ``perplexity``, ``qa`` their ``em``/``f1`` (and ``em_previous``/``f1_previous`` where a
@@ -277,7 +268,7 @@ def run_forms(fns: SeqioModel, month: str, plan: Sequence[FormRun],
             score_fn=fns.score_fn if form.asks_perplexity else _unscored,
             predict_fn=fns.predict_fn if form.asks_qa else _unasked)
         for task, metrics in compute_metrics(form.evaluator, outputs, form.output_types).items():
-            category = task_category(task, month, form.suffix, source)
+            category = names.probe_category(task, period, form.suffix, source)
             values.update(_group_values(category, metrics, form.groups))
             if form.asks_perplexity:
                 pairs = np.asarray(outputs[task][seqio.metrics.ModelOutputType.SCORE],

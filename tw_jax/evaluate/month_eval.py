@@ -1,4 +1,5 @@
-"""Every zero-shot measurement of one checkpoint on one month's evaluation data.
+"""Every zero-shot measurement of one checkpoint on one period's evaluation data (a month,
+or any :class:`tw_jax.time.Period`).
 
 The lifelong runner asks for *metric groups*; each group turns into one or more result metrics
 of :mod:`tw_jax.evaluate.results`:
@@ -17,11 +18,11 @@ group          result metrics                                  categories
 =============  ==============================================  ====================================
 
 The probe groups (``ppl*`` and ``qa``) are measured as any seqio user measures them:
-``seqio.Evaluator`` on the month's probe mixtures with tw_jax's model functions
+``seqio.Evaluator`` on the period's probe mixtures with tw_jax's model functions
 (:mod:`tw_jax.evaluate.mixture_eval`), so the numbers are the probe tasks' metric functions,
 ``tw-jax eval``'s. ``changed`` is its own task (UPDATED then NEW rows), so its mean is exact.
-Rank classification reads the probe rows of ``DATA/<MMMM>/probes/<category>.csv``; proper-noun
-perplexity the month's DiffSet (``diffset.jsonl``) and NON-DiffSet (``unchanged.jsonl``)
+Rank classification reads the probe rows of ``DATA/<period>/probes/<category>.csv``; proper-noun
+perplexity the period's DiffSet (``diffset.jsonl``) and NON-DiffSet (``unchanged.jsonl``)
 articles cut into ``propn_instances`` blocks of ``propn_length`` tokens
 (:mod:`tw_jax.evaluate.propn`). Tagging a corpus with spaCy costs far more than scoring it, so
 :class:`BlockCache` tags each (month, corpus) once per vocabulary and keeps the sampled blocks in
@@ -51,12 +52,10 @@ from tw_jax.evaluate.mixture_eval import (
     SHARED,
     FormRun,
     MixtureEvaluators,
-    mixture_name,
     plan_forms,
     probe_fingerprint,
     probe_forms,
     run_forms,
-    task_category,
     vocabulary_name,
 )
 from tw_jax.evaluate.per_probe import PerProbe, ProbeScores, probe_keys
@@ -69,6 +68,8 @@ from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 from tw_jax.io.progress import progress
 from tw_jax.preprocess.probes.probe_csv import read_probe_csv
+from tw_jax.tasks import names
+from tw_jax.time import Period
 
 CATEGORIES: tuple[str, ...] = ("unchanged", "updated", "new", "deleted")
 CHANGED = "changed"
@@ -107,12 +108,13 @@ class EvalSettings:
             raise ValueError("propn needs at least 1 instance of at least 2 tokens")
 
 
-def read_probes(data_dir: str, month: str, category: str, limit: int | None = None) -> list[dict]:
-    """Rows of ``DATA/<month>/probes/<category>.csv`` (the first ``limit`` when given)."""
+def read_probes(data_dir: str, period: Period, category: str,
+                limit: int | None = None) -> list[dict]:
+    """Rows of ``DATA/<period>/probes/<category>.csv`` (the first ``limit`` when given)."""
 
-    path = paths.join(data_dir, month, "probes", f"{category}.csv")
+    path = paths.join(data_dir, period.name, "probes", f"{category}.csv")
     if not paths.exists(path):
-        raise DumpError(path, None, f"no {category} probes for {month} (run tw-jax probes)")
+        raise DumpError(path, None, f"no {category} probes for {period.label} (run tw-jax probes)")
     rows = read_probe_csv(path)
     return rows[:limit] if limit is not None else rows
 
@@ -133,7 +135,7 @@ def _rank(module: Any, params: Any, vocabulary: Any, rows: Mapping[str, list],
 
 
 class BlockCache:
-    """Proper-noun-tagged blocks per (month, corpus), sampled once, kept under ``folder``.
+    """Proper-noun-tagged blocks per (period, corpus), sampled once, kept under ``folder``.
 
     The file name carries the sampling settings and a fingerprint of the vocabulary (its
     size and the ids of a fixed text), so a model with another tokenizer never reads blocks
@@ -145,7 +147,7 @@ class BlockCache:
     def __init__(self, folder: str | os.PathLike[str] | None, settings: EvalSettings) -> None:
         self.folder = os.fspath(folder) if folder is not None else None
         self.settings = settings
-        self._memory: dict[tuple[str, str, str], Any] = {}
+        self._memory: dict[tuple[Period, str, str], Any] = {}
         self._nlp: Any = None
 
     def _fingerprint(self, vocabulary: Any) -> str:
@@ -153,14 +155,16 @@ class BlockCache:
         text = f"{vocabulary.vocab_size}:{ids}:{vocabulary.eos_id}"
         return hashlib.sha1(text.encode()).hexdigest()[:10]
 
-    def blocks(self, vocabulary: Any, data_dir: str, month: str, corpus: str) -> list[Any] | None:
-        """The month's sampled blocks of ``corpus`` (``None`` when it has no file)."""
+    def blocks(self, vocabulary: Any, data_dir: str, period: Period,
+               corpus: str) -> list[Any] | None:
+        """The period's sampled blocks of ``corpus`` (``None`` when it has no file)."""
 
         s = self.settings
-        key = (month, corpus, self._fingerprint(vocabulary))
+        key = (period, corpus, self._fingerprint(vocabulary))
         if key in self._memory:
             return self._memory[key]
-        name = f"{month}_{corpus}_{s.propn_instances}x{s.propn_length}_s{s.propn_seed}_{key[2]}"
+        name = (f"{period.name}_{corpus}_{s.propn_instances}x{s.propn_length}_s{s.propn_seed}_"
+                f"{key[2]}")
         cached = paths.join(self.folder, f"{name}.npz") if self.folder is not None else None
         if cached is not None and paths.isfile(cached):
             with np.load(io.BytesIO(paths.read_bytes(cached))) as stored:
@@ -168,7 +172,7 @@ class BlockCache:
                           for i, ids, flags in zip(stored["index"], stored["ids"],
                                                    stored["propn"], strict=True)]
         else:
-            source = paths.join(data_dir, month, "diffset", PROPN_CORPORA[corpus])
+            source = paths.join(data_dir, period.name, "diffset", PROPN_CORPORA[corpus])
             if not paths.isfile(source):
                 return None
             if self._nlp is None:
@@ -187,13 +191,13 @@ class BlockCache:
         return blocks
 
 
-def _propn(module: Any, params: Any, vocabulary: Any, data_dir: str, month: str,
+def _propn(module: Any, params: Any, vocabulary: Any, data_dir: str, period: Period,
            settings: EvalSettings, cache: BlockCache, skipped: dict[str, str],
            bar: Any) -> Values:
     values: Values = {}
     for corpus, filename in PROPN_CORPORA.items():
         bar.update(settings.propn_instances)
-        blocks = cache.blocks(vocabulary, data_dir, month, corpus)
+        blocks = cache.blocks(vocabulary, data_dir, period, corpus)
         if not blocks:
             skipped[corpus] = (f"no {filename}" if blocks is None else
                                f"{filename} is shorter than one {settings.propn_length}-token block")
@@ -227,52 +231,54 @@ class MonthScores:
 
 
 def evaluate_month(
-    model: Any, params: Any, vocabulary: Any, data_dir: str, month: str,
+    model: Any, params: Any, vocabulary: Any, data_dir: str, period: Period,
     settings: EvalSettings, cache: BlockCache | None = None, *, mesh: Any = None,
     evaluators: MixtureEvaluators | None = None, source: str | None = None,
 ) -> MonthScores:
-    """Every measurement of one checkpoint on ``month`` (:class:`MonthScores`).
+    """Every measurement of one checkpoint on ``period`` (:class:`MonthScores`), spelled as the
+    data folder spells it (:func:`tw_jax.tasks.layout.spelled`).
 
     ``model`` (a model object, config or module) with ``params`` on ``mesh`` (None: one
-    device). The probe groups go through the month's probe mixtures (registered for
+    device). The probe groups go through the period's probe mixtures (registered for
     ``data_dir`` here when they are not); ``evaluators`` keeps their tokenised examples for the
     next checkpoint; ``source`` names a retriever whose open-book probes to read instead.
     """
+    where = paths.join(data_dir, period.name)
     skipped: dict[str, str] = {}
     values: Values = {}
     probe_groups = [g for g in settings.groups if g != "propn"]
     rows: dict[str, list] = {}
     plan: list[FormRun] = []
     if probe_groups:
-        rows = {c: read_probes(data_dir, month, c, settings.max_probes) for c in CATEGORIES}
+        rows = {c: read_probes(data_dir, period, c, settings.max_probes) for c in CATEGORIES}
         skipped.update({c: "no probe rows" for c, r in rows.items() if not r})
         if not any(rows.get(c) for c in CHANGED_PARTS):
             skipped[CHANGED] = "no updated or new probe rows"
-        plan = _plan(model, data_dir, month, probe_groups, settings, evaluators, source, rows)
+        plan = _plan(model, data_dir, period, probe_groups, settings, evaluators, source, rows)
     fns = SeqioModel(model, params, mesh, vocabulary=vocabulary,
                      qa_protocol=settings.qa_protocol, batch_size=settings.batch_size,
                      max_new_tokens=settings.max_new_tokens, beam_size=settings.beam_size)
-    with _month_progress(month, settings, rows, plan) as bar:
+    with _period_progress(period, settings, rows, plan) as bar:
         fns.on_examples = bar.update
         try:
-            scored, per_example = run_forms(fns, month, plan, source)
+            scored, per_example = run_forms(fns, period, plan, source)
             values.update(scored)
         except ValueError as error:
-            raise ValueError(f"{data_dir}/{month}: {error}") from None
+            raise ValueError(f"{where}: {error}") from None
         for group in settings.groups:
             if group in ("rank", "propn"):
                 try:
-                    values.update(_group(group, model, params, vocabulary, data_dir, month,
+                    values.update(_group(group, model, params, vocabulary, data_dir, period,
                                          rows, settings, cache, skipped, bar))
                 except ValueError as error:
-                    raise ValueError(f"{data_dir}/{month} {group}: {error}") from None
+                    raise ValueError(f"{where} {group}: {error}") from None
     for (category, metric), value in values.items():
         if not np.isfinite(value):
-            raise ValueError(f"{data_dir}/{month} {category} {metric}: not finite ({value})")
+            raise ValueError(f"{where} {category} {metric}: not finite ({value})")
     if rows:  # CHANGED is its own task: the first max_probes of UPDATED then NEW
         rows[CHANGED] = [r for c in CHANGED_PARTS for r in rows[c]][: settings.max_probes]
     return MonthScores(values, skipped, {c: len(r) for c, r in rows.items()},
-                       _per_probe(per_example, rows, f"{data_dir}/{month}"))
+                       _per_probe(per_example, rows, where))
 
 
 def _per_probe(per_example: Mapping[tuple[str, str], np.ndarray],
@@ -289,28 +295,29 @@ def _per_probe(per_example: Mapping[tuple[str, str], np.ndarray],
     return scores
 
 
-def _plan(model: Any, data_dir: str, month: str, groups: Sequence[str], settings: EvalSettings,
+def _plan(model: Any, data_dir: str, period: Period, groups: Sequence[str],
+          settings: EvalSettings,
           evaluators: MixtureEvaluators | None, source: str | None,
           rows: Mapping[str, list]) -> list[FormRun]:
-    """The month's probe mixtures for ``groups``, checked to hold the categories the data
+    """The period's probe mixtures for ``groups``, checked to hold the categories the data
     folder has rows for (a registry of another folder would silently score other probes)."""
-    needed = [mixture_name(month, suffix, source) for suffix in probe_forms(model, groups)]
+    needed = [names.probes(period, None, suffix, source) for suffix in probe_forms(model, groups)]
     tw_jax.tasks.ensure_registered(data_dir, needed)
-    folder = (contexts_dir(data_dir, month, source) if source
-              else paths.join(data_dir, month, "probes"))
+    folder = (contexts_dir(data_dir, period, source) if source
+              else paths.join(data_dir, period.name, "probes"))
     data = probe_fingerprint(folder, [f"{c}.csv" for c in CATEGORIES])
     data += "|" + "|".join(sorted({_vocabulary_path(name) for name in needed}))
-    plan = plan_forms(model, month, groups, evaluators or SHARED,
+    plan = plan_forms(model, period, groups, evaluators or SHARED,
                       max_probes=settings.max_probes, source=source, data=data)
     expected = {c for c, r in rows.items() if r}
     if any(rows.get(c) for c in CHANGED_PARTS):
         expected.add(CHANGED)
     for form in plan:
-        found = {task_category(t.name, month, form.suffix, source)
+        found = {names.probe_category(t.name, period, form.suffix, source)
                  for t in form.evaluator.eval_tasks}
         if found != expected:
             raise ValueError(
-                f"{data_dir}/{month}: the registered probe tasks hold {sorted(found)}, the "
+                f"{paths.join(data_dir, period.name)}: the registered probe tasks hold {sorted(found)}, the "
                 f"probe files {sorted(expected)} (re-register: tw_jax.tasks.register_all)")
     return plan
 
@@ -320,9 +327,9 @@ def _vocabulary_path(mixture: str) -> str:
     return vocabulary_name(seqio.get_mixture_or_task(mixture).output_features["targets"].vocabulary)
 
 
-def _month_progress(month: str, settings: EvalSettings, rows: Mapping[str, list],
+def _period_progress(period: Period, settings: EvalSettings, rows: Mapping[str, list],
                     plan: Sequence[FormRun]) -> Any:
-    """A bar (a terminal) or a plain line a minute (a log) over the month's model calls: every
+    """A bar (a terminal) or a plain line a minute (a log) over the period's model calls: every
     example of each probe mixture once per model function, the rank rows and the proper-noun
     blocks."""
     calls = sum(form.calls for form in plan)
@@ -330,10 +337,10 @@ def _month_progress(month: str, settings: EvalSettings, rows: Mapping[str, list]
         calls += sum(len(r) for r in rows.values())
     if "propn" in settings.groups:
         calls += settings.propn_instances * len(PROPN_CORPORA)
-    return progress(total=calls, desc=f"evaluating {month}", unit="examples", leave=False)
+    return progress(total=calls, desc=f"evaluating {period.label}", unit="examples", leave=False)
 
 
-def _group(group: str, model: Any, params: Any, vocabulary: Any, data_dir: str, month: str,
+def _group(group: str, model: Any, params: Any, vocabulary: Any, data_dir: str, period: Period,
            rows: Mapping[str, list], settings: EvalSettings, cache: BlockCache | None,
            skipped: dict[str, str], bar: Any) -> Values:
     """Rank classification or proper-noun perplexity (see the module docstring)."""
@@ -342,5 +349,5 @@ def _group(group: str, model: Any, params: Any, vocabulary: Any, data_dir: str, 
         if not ranked:
             skipped["rank"] = "no probe row has a previous object"
         return ranked
-    return _propn(model, params, vocabulary, data_dir, month, settings,
+    return _propn(model, params, vocabulary, data_dir, period, settings,
                   cache or BlockCache(None, settings), skipped, bar)

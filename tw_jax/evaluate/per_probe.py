@@ -31,6 +31,7 @@ from tw_jax.evaluate.results import Result, results_path
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 from tw_jax.tasks.metrics import instance_perplexities, mean_perplexity
+from tw_jax.time import Evaluated, Trained
 
 FOLDER = "per_probe"
 FIELDS = ("key", "log_likelihood", "tokens")
@@ -80,10 +81,11 @@ def probe_keys(rows: Sequence[Mapping[str, str]]) -> np.ndarray:
     return np.asarray(keys, np.int64).reshape(-1)
 
 
-def per_probe_path(out_dir: str | os.PathLike[str], method: str, trained_through: str,
-                   eval_month: str) -> str:
-    """``OUT/per_probe/<method>/<trained_through>/<eval_month>.npz``."""
-    return paths.join(os.fspath(out_dir), FOLDER, method, trained_through, f"{eval_month}.npz")
+def per_probe_path(out_dir: str | os.PathLike[str], method: str, trained_through: Trained,
+                   eval_month: Evaluated) -> str:
+    """``OUT/per_probe/<method>/<trained_through>/<eval_month>.npz`` (the periods' names)."""
+    return paths.join(os.fspath(out_dir), FOLDER, method, str(trained_through),
+                      f"{eval_month}.npz")
 
 
 def read_file(path: str) -> PerProbe:
@@ -121,7 +123,7 @@ def write_file(path: str, scores: Mapping[tuple[str, str], ProbeScores]) -> None
 
 
 # (method, trained_through, eval_month, category, metric) -> scores, like Result.key
-ProbeIndex = dict[tuple[str, str, str, str, str], ProbeScores]
+ProbeIndex = dict[tuple[str, Trained, Evaluated, str, str], ProbeScores]
 
 
 def read_runs(run_dirs: Iterable[str | os.PathLike[str]], results: Iterable[Result]) -> ProbeIndex:

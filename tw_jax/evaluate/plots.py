@@ -37,6 +37,7 @@ from tw_jax.evaluate.results import BASE  # noqa: E402
 from tw_jax.evaluate.summary import learned_category, learned_kept  # noqa: E402
 from tw_jax.io import paths  # noqa: E402
 from tw_jax.io.atomic import atomic_open  # noqa: E402
+from tw_jax.time import Period  # noqa: E402
 
 PathLike = str | os.PathLike[str]
 
@@ -80,7 +81,7 @@ def _save(figure: plt.Figure, path: PathLike, layout: bool = True) -> paths.Path
     return paths.as_path(path)
 
 
-def _initial(index: ResultIndex, month: str, category: str, metric: str) -> float | None:
+def _initial(index: ResultIndex, month: Period, category: str, metric: str) -> float | None:
     return index.get("initial", BASE, month, category, metric)
 
 
@@ -125,7 +126,7 @@ def plot_learned_kept(
     handles = [plt.Line2D([], [], color=colours[m], marker="o", linestyle="", label=m.upper())
                for m in methods]
     handles += [plt.Line2D([], [], color="grey", marker=marker[m], linestyle="",
-                           label=f"month {m}") for m in months]
+                           label=f"month {m.label}") for m in months]
     axis.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return _save(figure, path)
 
@@ -145,7 +146,7 @@ def plot_relative_propn(index: ResultIndex, path: PathLike) -> paths.Path | None
                 value, base = index.aligned(method, month, category, metric), _initial(
                     index, month, category, metric)
                 if value is not None and base:
-                    xs.append(month)
+                    xs.append(month.label)
                     ys.append(value / base)
             if ys:
                 axis.plot(xs, ys, marker="o", label=method.upper(), color=colours[method])
@@ -178,7 +179,8 @@ def plot_probe_average(
         ys = [math.nan if v is None else v for v in values]
         axis.plot(range(len(months)), ys, marker="o", label=method.upper(),
                   color=colours[method])
-    axis.set_xticks(range(len(months)), months)
+    labels, style = _tick_labels(months)
+    axis.set_xticks(range(len(months)), labels, **style)
     axis.set_xlabel("month of the update and of its probes")
     axis.set_ylabel(f"average probe {metric} (lower is better; axis not from 0)")
     axis.set_title("Stability-plasticity average of TWiki-Probes perplexity")
@@ -186,7 +188,16 @@ def plot_probe_average(
     return _save(figure, path)
 
 
-Panel = tuple[str, list[str], list[str], list[list[float | None]]]
+Panel = tuple[str, list[Period], list[Period], list[list[float | None]]]
+
+
+def _tick_labels(periods: list[Period]) -> tuple[list[str], dict[str, object]]:
+    """Tick labels of periods, and how to draw them: slanted when they carry years
+    (``2024-12→2025-01`` would overlap its neighbours), level for the 2021 layout's ``0809``."""
+    labels = [p.label for p in periods]
+    if all(p.legacy for p in periods):
+        return labels, {}
+    return labels, {"rotation": 30, "ha": "right"}
 
 
 def misalignment_panels(index: ResultIndex, category: str, metric: str = "ppl") -> list[Panel]:
@@ -228,8 +239,9 @@ def plot_misalignment(
                 label = "n/a" if value is None else f"{value:.1f}"
                 axis.text(c, r, label, ha="center", va="center", fontsize=8, color="black",
                           bbox={"facecolor": "white", "alpha": 0.6, "linewidth": 0, "pad": 1})
-        axis.set_xticks(range(len(evaluated)), evaluated)
-        axis.set_yticks(range(len(trained)), trained)
+        labels, style = _tick_labels(evaluated)
+        axis.set_xticks(range(len(evaluated)), labels, **style)
+        axis.set_yticks(range(len(trained)), [p.label for p in trained])
         axis.set_xlabel("evaluated on probes of")
         if axis is axes[0][0]:
             axis.set_ylabel("trained through")

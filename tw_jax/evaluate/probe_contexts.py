@@ -2,20 +2,20 @@
 from its month's snapshot, so a reader can be scored with retrieval beside DIFF, K-Adapter,
 LoRA and Mix-Review.
 
-For month pair ``MMMM`` and a retriever (``bm25``, ``dpr``: :mod:`tw_jax.retrieval`):
+For a period ``P`` (``0809``, ``2024-12_2025-01``) and a retriever (``bm25``, ``dpr``: :mod:`tw_jax.retrieval`):
 
-- the index holds every article of the new snapshot, ``DATA/MMMM/diffset/full.jsonl``, cut into
+- the index holds every article of the new snapshot, ``DATA/P/diffset/full.jsonl``, cut into
   passages of at most ``chunk_words`` words (:mod:`tw_jax.retrieval.snapshot`), stored
-  in ``DATA/MMMM/probes_context/index/<retriever>/`` and reused while ``full.jsonl``, the
+  in ``DATA/P/probes_context/index/<retriever>/`` and reused while ``full.jsonl``, the
   retriever's settings and ``chunk_words`` are unchanged;
-- each probe of ``DATA/MMMM/probes/{unchanged,updated,new,deleted}.csv`` (those present) asks
+- each probe of ``DATA/P/probes/{unchanged,updated,new,deleted}.csv`` (those present) asks
   ``"{subject} {relation}"``, the fact without its object, and gets the top ``k`` passages;
 - its ``context`` is those passages best first, each as ``"{title}: {text}"``, joined by spaces
   with whitespace runs collapsed, then cut to at most ``context_words`` words by dropping words
   from the END, so the lowest-ranked passage goes first and the best one is kept longest (the
   truncation rule of EvolvingQA's open-book inputs, :mod:`tw_jax.evaluate.open_book`, counted in
   words here because the reader and its tokenizer are not known yet);
-- ``DATA/MMMM/probes_<retriever>/{category}.csv`` holds the probe CSV's columns, in its order,
+- ``DATA/P/probes_<retriever>/{category}.csv`` holds the probe CSV's columns, in its order,
   plus ``context``, written as the Probes stage writes its CSVs (UTF-8, RFC 4180 quoting,
   ``\\n`` line ends; :func:`~tw_jax.preprocess.probes.probe_csv.read_probe_csv` reads them back
   with ``context``); ``stats.json``, written last, is the completion marker: the settings
@@ -48,6 +48,7 @@ from tw_jax.retrieval.base import Passage, Retriever
 from tw_jax.retrieval.index import MonthIndex, source_index
 from tw_jax.retrieval.recall import has_answer
 from tw_jax.retrieval.snapshot import DEFAULT_CHUNK_WORDS, snapshot_source
+from tw_jax.time import Period
 
 PROBES = "probes"
 CONTEXT = "context"
@@ -71,15 +72,15 @@ class ContextOptions:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
 
 
-def output_dir(data: str, month: str, retriever: str) -> str:
-    """``DATA/MMMM/probes_<retriever>``."""
-    return paths.join(data, month, f"{PROBES}_{retriever}")
+def output_dir(data: str, period: Period, retriever: str) -> str:
+    """``DATA/<period>/probes_<retriever>``."""
+    return paths.join(data, period.name, f"{PROBES}_{retriever}")
 
 
-def probe_files(data: str, month: str) -> dict[str, str]:
-    """Category → ``DATA/MMMM/probes/<category>.csv``, for the categories present; the folder
-    must be a finished Probes stage output."""
-    folder = paths.join(data, month, PROBES)
+def probe_files(data: str, period: Period) -> dict[str, str]:
+    """Category → ``DATA/<period>/probes/<category>.csv``, for the categories present; the
+    folder must be a finished Probes stage output."""
+    folder = paths.join(data, period.name, PROBES)
     if not paths.isdir(folder):
         raise DumpError(folder, None, f"no probes folder (run {_PROBES_STAGE})")
     require_complete(folder, _PROBES_STAGE)
@@ -180,15 +181,15 @@ def category_contexts(index: MonthIndex, category: str, path: str,
     return CategoryContexts(category, columns, out, ids, seconds)
 
 
-def write_probe_contexts(data: str, month: str, retriever: Retriever,
+def write_probe_contexts(data: str, period: Period, retriever: Retriever,
                          options: ContextOptions = ContextOptions(), *,
                          force_index: bool = False) -> dict[str, Any]:
-    """Builds (or reuses) the month's index, writes every category's CSV with contexts and then
+    """Builds (or reuses) the period's index, writes every category's CSV with contexts and then
     ``stats.json``; returns what ``stats.json`` holds."""
-    files = probe_files(data, month)
-    index = source_index(snapshot_source(data, month, chunk_words=options.chunk_words),
+    files = probe_files(data, period)
+    index = source_index(snapshot_source(data, period.name, chunk_words=options.chunk_words),
                          retriever, force=force_index)
-    out = output_dir(data, month, index.retriever.name)
+    out = output_dir(data, period, index.retriever.name)
     paths.makedirs(out)
     discard(paths.join(out, STATS_FILE))  # from here on the folder is not a finished output
     for category in CATEGORIES:
@@ -202,7 +203,7 @@ def write_probe_contexts(data: str, month: str, retriever: Retriever,
     questions = sum(len(c.rows) for c in done)
     seconds = sum(c.seconds for c in done)
     stats = {
-        "month": month,
+        "month": period.name,
         "settings": {"retriever": index.retriever.name, "k": options.k,
                      "context_words": options.context_words,
                      "chunk_words": options.chunk_words,

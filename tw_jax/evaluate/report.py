@@ -7,9 +7,10 @@
 - :func:`ckl_table` — CKL Table 2: EM on IL/UL/NL/NLE (``unchanged``/``updated``/``new``/
   ``new_easy``) of each method's latest model, and FUAR over all its phases.
 
-A month column shows each method's model *aligned* with it: trained through that month and
-evaluated on its probes; a method without month-trained models (INITIAL) shows its ``base``
-model. Missing numbers print as ``-``.
+A month column shows each method's model *aligned* with it: trained through that period and
+evaluated on its probes; a method without period-trained models (INITIAL) shows its ``base``
+model. Missing numbers print as ``-``. Periods are columns in date order, headed by their label
+(:attr:`tw_jax.time.Period.label`: ``2024-12→2025-01``; ``0809`` in the 2021 layout).
 
 FUAR tasks from TemporalWiki-style months ``m_1 < … < m_n`` (phase ``i`` = trained through
 ``m_i``, phase 0 = ``base``): ``T^U_i`` = UPDATED of ``m_i``, ``T^A_i`` = NEW of ``m_i``,
@@ -54,6 +55,7 @@ from tw_jax.evaluate.results import (
 )
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
+from tw_jax.time import Evaluated, Period, Trained
 
 CATEGORY_LABELS = {"unchanged": "Un", "updated": "Up", "new": "New", "deleted": "Del",
                    "changed": "Chg"}
@@ -94,19 +96,22 @@ class ResultIndex:
         self.values = {r.key: r.value for r in results if tabulated(r)}
         self.per_probe = dict(probes or {})  # per-probe perplexity scores, where runs kept them
 
-    def get(self, method: str, trained: str, month: str, category: str, metric: str) -> float | None:
+    def get(self, method: str, trained: Trained, month: Evaluated, category: str,
+            metric: str) -> float | None:
         return self.values.get((method, trained, month, category, metric))
 
     def methods(self) -> list[str]:
         found = {k[0] for k in self.values}
         return [m for m in METHODS if m in found] + sorted(found - set(METHODS))
 
-    def eval_months(self, metric: str | None = None) -> list[str]:
+    def eval_months(self, metric: str | None = None) -> list[Period]:
+        """The evaluated periods (with results for ``metric``), in date order."""
         return sorted({k[2] for k in self.values if k[2] != NO_MONTH
                        and (metric is None or k[4] == metric)})
 
-    def trained_months(self, method: str, metric: str | None = None) -> list[str]:
-        """Months the method's models were trained through (with results for ``metric``)."""
+    def trained_months(self, method: str, metric: str | None = None) -> list[Period]:
+        """Periods the method's models were trained through (with results for ``metric``), in
+        date order."""
         return sorted({k[1] for k in self.values if k[0] == method and k[1] != BASE
                        and (metric is None or k[4] == metric)})
 
@@ -116,13 +121,13 @@ class ResultIndex:
     def categories(self, metric: str) -> set[str]:
         return {k[3] for k in self.values if k[4] == metric}
 
-    def aligned(self, method: str, month: str, category: str, metric: str) -> float | None:
+    def aligned(self, method: str, month: Period, category: str, metric: str) -> float | None:
         """The method's model trained through ``month`` on ``month``'s set, else its base model."""
         key = self.aligned_key(method, month, category, metric)
         return None if key is None else self.values[key]
 
-    def aligned_key(self, method: str, month: str, category: str,
-                    metric: str) -> tuple[str, str, str, str, str] | None:
+    def aligned_key(self, method: str, month: Period, category: str,
+                    metric: str) -> tuple[str, Trained, Period, str, str] | None:
         """The key of :meth:`aligned`'s number (None: there is none)."""
         key = (method, month, month, category, metric)
         if key not in self.values and not self.trained_months(method):
@@ -155,7 +160,7 @@ class ResultIndex:
         return (f"{fmt_hours(trained)} train + {fmt_hours(compiled / 3600.0)} compile "
                 f"({steps:.0f} steps)")
 
-    def probes(self, month: str, category: str) -> str | None:
+    def probes(self, month: Period, category: str) -> str | None:
         """``n=21`` (``n=20-21`` when methods saw different counts) of a month's category, from
         ``n_probes``; None when not recorded."""
         counts = sorted({int(v) for k, v in self.values.items()
@@ -164,7 +169,7 @@ class ResultIndex:
             return None
         return f"n={counts[0]}" if len(counts) == 1 else f"n={counts[0]}-{counts[-1]}"
 
-    def noisy(self, method: str, month: str, category: str, metric: str) -> bool:
+    def noisy(self, method: str, month: Period, category: str, metric: str) -> bool:
         """Whether the method's aligned score differs from INITIAL's by no more than sampling
         noise (:mod:`tw_jax.evaluate.noise`); False when it cannot be told."""
         if method == "initial":
@@ -180,7 +185,7 @@ class ResultIndex:
         (value, n), (base, base_n) = pairs
         return within_noise(value, n, base, base_n)
 
-    def _paired_noise(self, method: str, month: str, category: str, metric: str) -> bool:
+    def _paired_noise(self, method: str, month: Period, category: str, metric: str) -> bool:
         """The paired bootstrap over probes of a perplexity, where both models kept per-probe
         scores of the same probes that give the numbers shown."""
         scores = [self._shown_scores(self.aligned_key(m, month, category, metric))
@@ -189,7 +194,8 @@ class ResultIndex:
             return False
         return bootstrap_within_noise(scores[0].perplexities(), scores[1].perplexities())
 
-    def _shown_scores(self, key: tuple[str, str, str, str, str] | None) -> ProbeScores | None:
+    def _shown_scores(self, key: tuple[str, Trained, Period, str, str] | None
+                      ) -> ProbeScores | None:
         """Per-probe scores whose mean is the number shown for ``key`` (a per-probe file left
         by another evaluation than the results line's is not used)."""
         scores = self.per_probe.get(key) if key is not None else None
@@ -251,7 +257,7 @@ def fmt_hours(hours: float | None) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
-def probe_average(index: ResultIndex, method: str, month: str, metric: str) -> float | None:
+def probe_average(index: ResultIndex, method: str, month: Period, metric: str) -> float | None:
     """Stability-plasticity average: mean(Un, Chg) when CHANGED was scored (final paper), else
     0.5·Un + 0.25·Up + 0.25·New (preprint)."""
     get = lambda c: index.aligned(method, month, c, metric)  # noqa: E731
@@ -274,9 +280,9 @@ def probe_table(index: ResultIndex, metric: str, probe_set: str = TWIKI_PROBES) 
     )
     headers = ["Method", "Time"]
     for month in months:
-        headers += [with_n(f"{month} {CATEGORY_LABELS[c]}", index.probes(month, c))
+        headers += [with_n(f"{month.label} {CATEGORY_LABELS[c]}", index.probes(month, c))
                     for c in categories]
-        headers += [f"{month} Avg"] if with_avg else []
+        headers += [f"{month.label} Avg"] if with_avg else []
     rows = []
     for method in index.methods():
         cells = [method.upper(), index.time_cell(method)]
@@ -311,7 +317,7 @@ def probe_table(index: ResultIndex, metric: str, probe_set: str = TWIKI_PROBES) 
 
 
 def _phase_score(
-    index: ResultIndex, method: str, phase: str, month: str, category: str, metric: str
+    index: ResultIndex, method: str, phase: Trained, month: Period, category: str, metric: str
 ) -> float | None:
     value = index.get(method, phase, month, category, metric)
     if value is None and phase == BASE:
@@ -325,10 +331,10 @@ def method_fuar(index: ResultIndex, method: str, metric: str = "em") -> Fuar | N
     months = index.trained_months(method, metric)
     if not months:
         return None
-    phases = [BASE, *months]
+    phases: list[Trained] = [BASE, *months]
     evaluated = index.eval_months(metric)
 
-    def series(category: str, month: str) -> list[float | None]:
+    def series(category: str, month: Period) -> list[float | None]:
         return [_phase_score(index, method, p, month, category, metric) for p in phases]
 
     scores: dict[str, list[float | None]] = {}
@@ -336,7 +342,7 @@ def method_fuar(index: ResultIndex, method: str, metric: str = "em") -> Fuar | N
     update: list[str | None] = [None]
     acquire: list[str | None] = [None]
 
-    def define(category: str, month: str | None, needed: Sequence[int]) -> str | None:
+    def define(category: str, month: Period | None, needed: Sequence[int]) -> str | None:
         if month is None or month not in evaluated:
             return None
         name = f"{category}@{month}"

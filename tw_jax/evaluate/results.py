@@ -138,13 +138,13 @@ METRICS: dict[str, MetricSpec] = {
     "ppl": MetricSpec(f"zero-shot probe perplexity, {_PER_PROBE}: GPT-2 on the probe text (every "
                       "token, EOS in front as BOS); T5 on the object given 'subject relation "
                       "<extra_id_0>' (object tokens only). tw-jax eval's `perplexity` on "
-                      "twiki_probes_MMMM_<category> (_ssm for T5)", QA_CATEGORIES, True),
+                      "twiki_probes_<P>_<category> (_ssm for T5)", QA_CATEGORIES, True),
     "ppl_object": MetricSpec(f"GPT-2 perplexity of the object tokens given 'subject relation', "
-                             f"{_PER_PROBE} (twiki_probes_MMMM_<category>_object)",
+                             f"{_PER_PROBE} (twiki_probes_<P>_<category>_object)",
                              QA_CATEGORIES, True),
     "ppl_cloze": MetricSpec(f"perplexity of the object in the cloze sentence, {_PER_PROBE} "
                             "(GPT-2: object tokens given the sentence before it; T5: object "
-                            "given the masked sentence, twiki_probes_MMMM_<category>_ssm_cloze)",
+                            "given the masked sentence, twiki_probes_<P>_<category>_ssm_cloze)",
                             QA_CATEGORIES, True),
     "lt_ppl": MetricSpec(f"probe perplexity after light-tuning (TemporalWiki Table 4), as ppl: "
                          f"{_PER_PROBE}", QA_CATEGORIES, True),

@@ -25,6 +25,7 @@ from tw_jax.evaluate.report import (
     with_n,
 )
 from tw_jax.evaluate.results import METRICS
+from tw_jax.time import Period
 
 FLOOR_PERCENT = 1.0  # below 1% right on every probe set, an accuracy table says nothing
 _PERCENT_METRICS = ("em", "f1", "em_previous", "f1_previous", "lt_em", "lt_f1")
@@ -48,8 +49,9 @@ def learned_category(index: ResultIndex, metric: str = "ppl") -> str:
     return "changed" if "changed" in index.categories(metric) else "new"
 
 
-def learned_kept(index: ResultIndex, metric: str = "ppl") -> list[tuple[str, str, float, float]]:
-    """``(method, month, learned %, kept %)`` of every trained method and month: the change of
+def learned_kept(index: ResultIndex,
+                 metric: str = "ppl") -> list[tuple[str, Period, float, float]]:
+    """``(method, period, learned %, kept %)`` of every trained method and period: the change of
     ``metric`` on CHANGED (NEW) and on UNCHANGED against INITIAL's on the same probes, the two
     axes of the report's opening figure."""
     learned = learned_category(index, metric)
@@ -98,14 +100,15 @@ def summary_table(index: ResultIndex, metric: str = "ppl") -> Table | None:
                with_n(f"{label} (learned)", learned_n), "Avg", "Un vs INITIAL",
                f"{label} vs INITIAL"]
     notes = [
-        f"{metric} on month {month}'s probes of each method's model after its update through "
-        f"{month} ({better} is better). Un: facts that stayed, where forgetting shows; "
+        f"{metric} on month {month.label}'s probes of each method's model after its update "
+        f"through {month.label} ({better} is better). Un: facts that stayed, where forgetting shows; "
         f"{label}: {'updated and new' if learned == 'changed' else 'new'} facts, where "
         "learning shows; Avg as in the tables below.",
         "vs INITIAL: the change from the model every update starts from.",
         noise_note(metric, "n_probes" in index.metrics(), index.has_probes(metric)),
     ]
-    return Table(f"summary_{metric}", f"Summary: what each update learned and kept ({month})",
+    return Table(f"summary_{metric}",
+                 f"Summary: what each update learned and kept ({month.label})",
                  headers, rows, notes)
 
 

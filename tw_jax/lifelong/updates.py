@@ -8,24 +8,25 @@ checkpoint in the update's MODEL_DIR, which the runner then scores with tw_jax's
 
 An update starts from the state the runner recorded for the update before it (INITIAL: the gin's
 ``INITIAL_CHECKPOINT_PATH``, or nothing): its ``model_dir`` is a tw_jax checkpoint any trainer
-can start from, and a trainer may record more there (T5X: its own checkpoint, so the next month
-continues from it without a conversion). The state a trainer returns is written to
-``OUT/state/<method>/<update>.json`` as is, with ``trainer`` naming who trained it, so a rerun
-with another trainer on the same OUT is refused instead of mixing two trainers in one chain.
+can start from, and a trainer may record more there (T5X: its own checkpoint in
+:attr:`~tw_jax.lifelong.state.UpdateState.extra`, so the next month continues from it without a
+conversion). The state a trainer returns is written to ``OUT/state/<method>/<update>.json`` as
+is, with ``trainer`` naming who trained it, so a rerun with another trainer on the same OUT is
+refused instead of mixing two trainers in one chain.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Protocol
 
+from tw_jax.lifelong.state import TW_JAX, UpdateState
 from tw_jax.train import trainer
 from tw_jax.train.config import TrainConfig
 from tw_jax.train.metrics_log import first_step_seconds
 from tw_jax.train.preemption import TrainingPreempted
-
-TW_JAX = "tw_jax"
 
 
 class UpdateTrainer(Protocol):
@@ -35,7 +36,7 @@ class UpdateTrainer(Protocol):
     name: str
 
     def train(self, run: TrainConfig, gin_files: Sequence[str], model_dir: str, task: str,
-              start: Mapping[str, Any] | None, data_dir: str | None = None) -> dict[str, Any]:
+              start: UpdateState | None, data_dir: str | None = None) -> UpdateState:
         """``run``: the update as tw-jax's gin describes it (steps, batch, lengths, model);
         ``gin_files``: the method's files; ``start``: the state of the update it continues
         (its ``model_dir`` a tw_jax checkpoint), None to start from ``run``'s own start;
@@ -43,21 +44,19 @@ class UpdateTrainer(Protocol):
         ...
 
 
-def start_checkpoint(run: TrainConfig, start: Mapping[str, Any] | None) -> str | None:
+def start_checkpoint(run: TrainConfig, start: UpdateState | None) -> str | None:
     """The tw_jax checkpoint (or Hugging Face folder) an update starts from."""
     if start is not None:
-        return str(start["model_dir"])
+        return start.model_dir
     return run.initial_checkpoint_path
 
 
 def update_state(trainer_name: str, task: str, model_dir: str, start_from: str | None,
-                 step: int, start_step: int, seconds: float) -> dict[str, Any]:
+                 step: int, start_step: int, seconds: float) -> UpdateState:
     """The state every trainer records for a finished update."""
-    return {
-        "trainer": trainer_name, "task": task, "model_dir": str(model_dir),
-        "initial_checkpoint": start_from, "step": step, "resumed_from_step": start_step,
-        "train_seconds": seconds, "seconds_recorded": False, "evaluated": [],
-    }
+    return UpdateState(model_dir=str(model_dir), trainer=trainer_name, task=task,
+                       initial_checkpoint=start_from, step=step, resumed_from_step=start_step,
+                       train_seconds=seconds)
 
 
 class TwJaxTrainer:
@@ -67,7 +66,7 @@ class TwJaxTrainer:
     name = TW_JAX
 
     def train(self, run: TrainConfig, gin_files: Sequence[str], model_dir: str, task: str,
-              start: Mapping[str, Any] | None, data_dir: str | None = None) -> dict[str, Any]:
+              start: UpdateState | None, data_dir: str | None = None) -> UpdateState:
         del gin_files, data_dir  # parsed and registered already: ``run`` is what they describe
         start_from = start_checkpoint(run, start)
         started = time.perf_counter()
@@ -79,12 +78,4 @@ class TwJaxTrainer:
             raise TrainingPreempted(summary.preempted, str(model_dir), summary.step)
         state = update_state(self.name, task, model_dir, start_from, summary.step,
                              summary.start_step, seconds)
-        compiled = first_step_seconds(model_dir, summary.start_step)
-        if compiled is not None:
-            state["compile_seconds"] = compiled
-        return state
-
-
-def trained_by(state: Mapping[str, Any]) -> str:
-    """Who trained a recorded update (states written before trainers were named: tw_jax)."""
-    return str(state.get("trainer", TW_JAX))
+        return replace(state, compile_seconds=first_step_seconds(model_dir, summary.start_step))

@@ -32,11 +32,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from tw_jax.io import paths
+from tw_jax.lifelong.state import UpdateState
 from tw_jax.lifelong.updates import start_checkpoint, update_state
 from tw_jax.runtime import checkpoints as tw_checkpoints
 from tw_jax.runtime import gin_setup, task_data
@@ -138,7 +139,7 @@ class T5XTrainer:
         ]
 
     def train(self, run: TrainConfig, gin_files: Sequence[str], model_dir: str, task: str,
-              start: Mapping[str, Any] | None, data_dir: str | None = None) -> dict[str, Any]:
+              start: UpdateState | None, data_dir: str | None = None) -> UpdateState:
         t5x_dir = paths.join(model_dir, T5X_DIR)
         start_from = start_checkpoint(run, start)
         t5x_start = self._t5x_start(start, start_from, model_dir)
@@ -163,15 +164,14 @@ class T5XTrainer:
         if not paths.isdir(paths.join(model_dir, tw_checkpoints.CHECKPOINTS, str(step))):
             from_t5x(last, model_dir)  # not converted yet (a rerun after a crash just here)
         state = update_state(self.name, task, model_dir, start_from, step, 0, seconds)
-        state.update(t5x_checkpoint=last, t5x_start=t5x_start)
-        return state
+        return replace(state, extra={"t5x_checkpoint": last, "t5x_start": t5x_start})
 
-    def _t5x_start(self, start: Mapping[str, Any] | None, start_from: str | None,
+    def _t5x_start(self, start: UpdateState | None, start_from: str | None,
                    model_dir: str) -> str | None:
         """The T5X checkpoint an update starts from: the previous update's own, else its
         tw_jax checkpoint (or Hugging Face folder) converted once into ``t5x_start/``."""
-        if start is not None and start.get("t5x_checkpoint"):
-            return str(start["t5x_checkpoint"])
+        if start is not None and start.extra.get("t5x_checkpoint"):
+            return str(start.extra["t5x_checkpoint"])
         if start_from is None:
             return None
         converted = paths.join(model_dir, START_DIR, f"{T5X_STEP_PREFIX}_0")
