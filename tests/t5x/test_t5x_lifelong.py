@@ -1,7 +1,8 @@
 """``tw-jax lifelong --trainer t5x``: the real ``python -m t5x.train`` trains every month, each
 month starts from the previous month's T5X checkpoint, and tw_jax's evaluators score what T5X
 trained (converted bit for bit); a rerun does nothing and another trainer on the same OUT is
-refused."""
+refused. The months are periods named with years that cross one (``2021-12_2022-01``), so T5X
+trains the tasks those names register (``twiki_diffset_202112_202201_lm``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from dated_data import dated_copy
 
 from tw_jax import lifelong_cli
 from tw_jax.cli_parser import OneLineErrorParser
@@ -18,11 +20,13 @@ from tw_jax.evaluate.groups import TRAINS_ON
 from tw_jax.lifelong.updates import TwJaxTrainer
 from tw_jax.runtime import gin_setup
 from tw_jax.t5x.lifelong import T5XTrainer, T5XTrainingError, t5x_gin_files
+from tw_jax.tasks import names
+from tw_jax.time import Period
 from tw_jax.train.gin_config import train_config
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 2
-MONTHS = ("0809", "0910")
+MONTHS = ("2021-11_2021-12", "2021-12_2022-01")  # the session's 0809 and 0910, dated
 
 
 def test_the_t5x_files_of_a_method_are_its_t5x_file_and_the_model_and_run_files_it_includes(
@@ -129,10 +133,11 @@ def test_lifelong_with_t5x_chains_the_months_on_t5xs_checkpoints(tmp_path, t5x_e
 
     initial = _initial(tmp_path / "initial")
     out = tmp_path / "out"
+    data = dated_copy(t5x_env["data_dir"], tmp_path / "data")
     argv = ["lifelong", "--trainer", "t5x", "--gin_file=lora.gin",
             "--gin_file=models/gpt2_tiny.gin", "--gin_file=runs/cpu_smoke.gin",
             f"--gin.TRAIN_STEPS={STEPS}", "--gin.BATCH_SIZE=2", "--gin.SCHEDULE=constant",
-            "--months", ",".join(MONTHS), "--data", str(t5x_env["data_dir"]),
+            "--months", ",".join(MONTHS), "--data", str(data),
             "--out", str(out), "--initial-checkpoint", str(initial),
             "--max-probes", "8", "--eval-batch-size", "8"]
     assert _cli(argv) == 0
@@ -142,29 +147,31 @@ def test_lifelong_with_t5x_chains_the_months_on_t5xs_checkpoints(tmp_path, t5x_e
     last = {m: runs[m] / "t5x" / f"checkpoint_{STEPS}" for m in MONTHS}
     for month in MONTHS:  # each update counts its own steps from 0, as tw-jax train's do
         assert states[month]["trainer"] == "t5x"
+        assert states[month]["task"] == names.diffset(Period.parse(month))
         assert states[month]["t5x_checkpoint"] == str(last[month])
         # what tw_jax scored is what T5X trained, bit for bit
         assert _same(_flat(read_params(runs[month])), _t5x(last[month]))
 
-    # 0809 starts from INITIAL converted for T5X; its LoRA parameters start from scratch
-    start = _t5x(runs["0809"] / "t5x" / "checkpoint_0")
+    first, second = MONTHS
+    # the first starts from INITIAL converted for T5X; its LoRA parameters start from scratch
+    start = _t5x(runs[first] / "t5x" / "checkpoint_0")
     given = _flat(read_params(initial))
     lora = {n for n in start if n.endswith(("lora_a", "lora_b"))}
     assert lora and set(start) - lora == set(given)
     assert all(np.array_equal(start[n], given[n]) for n in given)
-    # 0910 continues from 0809's last T5X checkpoint (its trained LoRA included), and only
-    # LoRA moves
-    start = _t5x(runs["0910"] / "t5x" / "checkpoint_0")
-    assert states["0910"]["t5x_start"] == str(last["0809"])
-    assert _same(start, _t5x(last["0809"]))
-    end = _t5x(last["0910"])
+    # the second continues from the first's last T5X checkpoint (its trained LoRA included),
+    # and only LoRA moves
+    start = _t5x(runs[second] / "t5x" / "checkpoint_0")
+    assert states[second]["t5x_start"] == str(last[first])
+    assert _same(start, _t5x(last[first]))
+    end = _t5x(last[second])
     assert {n for n in start if not np.array_equal(start[n], end[n])} == lora
 
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     scored = {(r["method"], r["trained_through"], r["eval_month"]) for r in rows
               if r["metric"] == "ppl"}
-    assert scored == {("initial", "base", "0809"), ("initial", "base", "0910"),
-                      ("lora", "0809", "0809"), ("lora", "0910", "0910")}
+    assert scored == {("initial", "base", first), ("initial", "base", second),
+                      ("lora", first, first), ("lora", second, second)}
     assert all(np.isfinite(r["value"]) and r["value"] > 1 for r in rows if r["metric"] == "ppl")
     seconds = {r["trained_through"] for r in rows if r["metric"] == "train_seconds"}
     assert seconds == set(MONTHS)

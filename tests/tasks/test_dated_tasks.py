@@ -8,43 +8,17 @@ from pathlib import Path
 
 import pytest
 import seqio
+from dated_data import dated_copy, renamed
 
 import tw_jax.tasks
 from tw_jax.tasks import names
 from tw_jax.tasks.layout import LayoutError, discover, spelled
 from tw_jax.time import Period, Snapshot
 
-# The session's 2021 folders, renamed to a world that starts in November and crosses the year.
-DATED = {"08": "2021-11", "0809": "2021-11_2021-12", "0910": "2021-12_2022-01",
-         "1011": "2022-01_2022-02"}
-
-
-def _dated_copy(data_dir: Path, to: Path) -> Path:
-    """The data folder with its period and snapshot folders renamed (links to the originals:
-    the files are the same, only the names differ)."""
-    to.mkdir()
-    for child in data_dir.iterdir():
-        target = to / DATED.get(child.name, child.name)
-        target.symlink_to(child, target_is_directory=child.is_dir())
-    return to
-
-
-# What each 2021 name becomes: the periods, and every snapshot (the new ones of the periods too).
-TOKENS = {**{p: Period.parse(d).token for p, d in DATED.items() if "_" in d},
-          **{m: Snapshot.parse("2021-11").plus_months(i).token
-             for i, m in enumerate(("08", "09", "10", "11"))}}
-
-
-def _renamed(name: str) -> str:
-    for legacy in sorted(TOKENS, key=len, reverse=True):
-        if f"_{legacy}_" in name or name.endswith(f"_{legacy}"):
-            return name.replace(f"_{legacy}", f"_{TOKENS[legacy]}", 1)
-    return name
-
 
 @pytest.fixture(scope="module")
 def dated(task_data, tmp_path_factory) -> dict:
-    folder = _dated_copy(task_data["data_dir"], tmp_path_factory.mktemp("dated") / "data")
+    folder = dated_copy(task_data["data_dir"], tmp_path_factory.mktemp("dated") / "data")
     legacy = tw_jax.tasks.register_all(task_data["data_dir"], t5_vocab=str(task_data["t5"]),
                                        gpt2_vocab=str(task_data["gpt2"]))
     found = tw_jax.tasks.register_all(folder, t5_vocab=str(task_data["t5"]),
@@ -53,7 +27,7 @@ def dated(task_data, tmp_path_factory) -> dict:
 
 
 def test_every_task_of_the_2021_layout_is_there_with_its_years(dated):
-    assert sorted(dated["names"]) == sorted(_renamed(n) for n in dated["legacy"])
+    assert sorted(dated["names"]) == sorted(renamed(n) for n in dated["legacy"])
     assert {"twiki_diffset_202111_202112_ssm", "twiki_diffset_202112_202201_lm",
             "twiki_full_202111_lm", "twiki_full_202201_ssm", "twiki_probes_202112_202201",
             "twiki_probes_202112_202201_updated_object", "twiki_lighttuning_202111_202112_all",
@@ -81,11 +55,11 @@ def test_the_examples_are_the_2021_folders(dated, task_data):
                 if not isinstance(v, bytes)}
 
     for legacy in ("twiki_probes_0910_new", "twiki_diffset_0910_ssm"):
-        assert first(_renamed(legacy), dated["folder"]) == first(legacy, task_data["data_dir"])
+        assert first(renamed(legacy), dated["folder"]) == first(legacy, task_data["data_dir"])
 
 
 def test_one_period_in_two_spellings_is_an_error(task_data, tmp_path):
-    folder = _dated_copy(task_data["data_dir"], tmp_path / "data")
+    folder = dated_copy(task_data["data_dir"], tmp_path / "data")
     (folder / "0809").symlink_to(task_data["data_dir"] / "0809", target_is_directory=True)
     (folder / "2021-08_2021-09").symlink_to(task_data["data_dir"] / "0809",
                                             target_is_directory=True)
