@@ -48,6 +48,7 @@ from tw_jax.tasks.preprocessors import cache_point, tokenize_keep_text
 from tw_jax.tasks.registration import Registrar
 from tw_jax.tasks.sources import RowsSource, tfds_active, tfds_rows
 from tw_jax.tasks.vocab import LazyVocabulary, load_vocabularies, t5_path
+from tw_jax.time import is_year, parse_year
 
 SENTINEL_0, SENTINEL_1 = "<extra_id_0>", "<extra_id_1>"
 SPLITS = ("dev", "test")
@@ -207,8 +208,8 @@ def subset_order(subset: str) -> tuple[int, int, str]:
     """``popular`` first, then years in order, then any other name."""
     if subset == "popular":
         return (0, 0, subset)
-    if re.fullmatch(r"-?\d+", subset):
-        return (1, int(subset), subset)
+    if is_year(subset):
+        return (1, parse_year(subset), subset)
     return (2, 0, subset)
 
 

@@ -32,7 +32,7 @@ import re
 
 from tw_jax.io import paths
 from tw_jax.preprocess.runners.accounting import STATS_FILE
-from tw_jax.time import Period, Snapshot, TimeError
+from tw_jax.time import Period, Snapshot, period_named, snapshot_named
 
 DATA_DIR_ENV = "TW_JAX_DATA_DIR"
 T5_VOCAB_ENV = "TW_JAX_T5_VOCAB"
@@ -55,22 +55,9 @@ class LayoutError(ValueError):
     """A data folder whose folders cannot be told apart (one period in two spellings)."""
 
 
-def period_folder(name: str) -> Period | None:
-    """The period a data folder's child named ``name`` holds (None: not a period folder)."""
-    try:
-        period = Period.parse(name)
-    except TimeError:
-        return None
-    return period if period.name == name else None
-
-
-def snapshot_folder(name: str) -> Snapshot | None:
-    """The snapshot a data folder's child named ``name`` holds (None: not a snapshot folder)."""
-    try:
-        snapshot = Snapshot.parse(name)
-    except TimeError:
-        return None
-    return snapshot if snapshot.name == name else None
+# The period or snapshot a data folder's child holds, from its name (None: it holds none).
+period_folder = period_named
+snapshot_folder = snapshot_named
 
 
 @dataclasses.dataclass(frozen=True)

@@ -36,6 +36,8 @@ from tw_jax import demo_record
 from tw_jax.demo_training import DEMO_METHODS, DemoTraining
 from tw_jax.io import jsonl
 from tw_jax.io.cli_paths import output_path
+from tw_jax.sample_world.span import DEFAULT_SPAN, Span, SpanError
+from tw_jax.time import Period
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", default="demo_out", type=output_path,
                         help="output folder (default: demo_out)")
     parser.add_argument("--seed", type=int, default=0, help="sample world seed")
+    parser.add_argument("--start", default=DEFAULT_SPAN.start.iso, metavar="YYYY-MM",
+                        help="the sample world's first month (default "
+                             f"{DEFAULT_SPAN.start.iso}, TemporalWiki's; four monthly snapshots "
+                             "from it, e.g. 2021-11 to cross a year)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes per stage")
     parser.add_argument("--no-train", action="store_true",
                         help="build the data only: no training, evaluation or report")
@@ -103,7 +109,7 @@ def _steps(text: str) -> int:
 
 
 def run_demo(out: str | Path, seed: int = 0, workers: int = 1,
-             world: DemoWorld = DemoWorld()) -> dict[str, Any]:
+             world: DemoWorld = DemoWorld(), span: Span = DEFAULT_SPAN) -> dict[str, Any]:
     from tw_jax.preprocess.diffset.local import build_diffset
     from tw_jax.preprocess.diffset.score import score
     from tw_jax.preprocess.probes.finish import ProbeOptions
@@ -114,7 +120,8 @@ def run_demo(out: str | Path, seed: int = 0, workers: int = 1,
     world_dir, data_dir = out / "sample_world", out / "data"
     started = time.perf_counter()
     size = {} if world.entities is None else {"n_entities": world.entities}
-    built = build_sample_world(world_dir, seed=seed, change_rounds=world.change_rounds, **size)
+    built = build_sample_world(world_dir, seed=seed, change_rounds=world.change_rounds,
+                               span=span, **size)
     summary: dict[str, Any] = {"sample_world": str(world_dir), "data": str(data_dir), "pairs": {}}
     months = built["months"]
     for old_month, new_month, pair in zip(months, months[1:], built["pairs"], strict=False):
@@ -147,24 +154,26 @@ def run_demo(out: str | Path, seed: int = 0, workers: int = 1,
             "probes": {c: v["final"] for c, v in probes["categories"].items()},
         }
     first = months[0]
-    initial = data_dir / _month_folder(first) / "full"
+    initial = data_dir / _snapshot_folder(built["pairs"]) / "full"
     build_diffset(None, wikipedia_dump(world_dir, first), initial, workers=workers, progress=False)
-    summary["vocab"] = {k: str(v) for k, v in _vocabularies(data_dir, months, built["pairs"]).items()}
+    summary["vocab"] = {k: str(v) for k, v in _vocabularies(data_dir, initial,
+                                                            built["pairs"]).items()}
     summary["ssm"] = _salient_spans(data_dir, initial, built["pairs"], workers)
     summary["seconds"] = round(time.perf_counter() - started, 2)
     return summary
 
 
-def _month_folder(month: str) -> str:
-    """``2021-08`` → ``08``: the data folder of one snapshot."""
-    return month[-2:]
+def _snapshot_folder(pairs: list[str]) -> str:
+    """The data folder of the world's first snapshot, spelled as its periods spell it (``08``
+    for the 2021 benchmark's months, else ``2021-11``)."""
+    return Period.parse(pairs[0]).old.name
 
 
-def _vocabularies(data_dir: Path, months: list[str], pairs: list[str]) -> dict[str, Path]:
+def _vocabularies(data_dir: Path, initial: Path, pairs: list[str]) -> dict[str, Path]:
     """Tiny T5 and GPT-2 vocabularies trained on every article text of the world."""
     from tw_jax.data.vocab_training import write_demo_vocabularies
 
-    sources = [data_dir / _month_folder(months[0]) / "full" / "full.jsonl"]
+    sources = [initial / "full.jsonl"]
     sources += [data_dir / pair / "diffset" / "full.jsonl" for pair in pairs]
 
     def texts():
@@ -190,8 +199,14 @@ def _salient_spans(
     return counts
 
 
-def _settings(args: argparse.Namespace) -> DemoTraining:
+def _span(args: argparse.Namespace) -> Span:
+    return Span.parse(args.start, DEFAULT_SPAN.months)
+
+
+def _settings(args: argparse.Namespace, span: Span = DEFAULT_SPAN) -> DemoTraining:
+    """The training settings: the world's first two periods, and the CLI's knobs."""
     return DemoTraining(
+        months=tuple(p.name for p in span.periods[:2]),
         methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
         initial_steps=args.initial_steps, update_steps=args.update_steps,
         update_epochs=None if args.update_steps else args.update_epochs,
@@ -206,7 +221,12 @@ def run(args: argparse.Namespace) -> int:
     from tw_jax.train.preemption import TrainingPreempted
 
     resolve_model(DEFAULT_MODEL)  # the SSM files need it: fail now, not after the data
-    settings = _settings(args)
+    try:
+        span = _span(args)
+    except SpanError as error:
+        print(f"tw-jax demo: error: {error}", file=sys.stderr)
+        return 2
+    settings = _settings(args, span)
     if not args.no_train:
         try:  # every argument checked before the data is built or anything trains
             check_settings(settings)
@@ -215,6 +235,8 @@ def run(args: argparse.Namespace) -> int:
             return 2
     out = Path(args.out)
     world = {"seed": args.seed, **dataclasses.asdict(DEMO_WORLD)}
+    if span != DEFAULT_SPAN:  # recorded only when not the default: older records are that
+        world["start"] = span.start.iso
     training = None if args.no_train else dataclasses.asdict(settings)
     try:
         if args.fresh:
@@ -224,24 +246,26 @@ def run(args: argparse.Namespace) -> int:
         print(f"tw-jax demo: error: {error}", file=sys.stderr)
         return 2
     try:
-        return _run(args, settings, record or {"world": world})
+        return _run(args, settings, record or {"world": world}, span)
     except TrainingPreempted as stopped:
         # Ctrl-C (or SIGTERM) saved a checkpoint: one line, exit 0, as tw-jax train and lifelong.
         print(f"demo: {stopped}", file=sys.stderr)
         return 0
 
 
-def _run(args: argparse.Namespace, settings: DemoTraining, record: dict[str, Any]) -> int:
+def _run(args: argparse.Namespace, settings: DemoTraining, record: dict[str, Any],
+         span: Span = DEFAULT_SPAN) -> int:
     started = time.perf_counter()
     out = Path(args.out)
     summary = record.get("data")
     reused = summary is not None
     if summary is None:
-        summary = run_demo(out, seed=args.seed, workers=args.workers, world=DEMO_WORLD)
+        summary = run_demo(out, seed=args.seed, workers=args.workers, world=DEMO_WORLD, span=span)
         record = {**record, "data": summary}
         demo_record.write_record(out, record)  # the data is complete
     for pair, figures in summary["pairs"].items():
         articles = figures["articles"]
+        pair = Period.parse(pair).label
         print(
             f"DiffSet {pair}: {articles['new']} new + {articles['changed']} changed articles, "
             f"{figures['diffset_tokens']} tokens; vs ground truth: "

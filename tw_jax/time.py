@@ -296,6 +296,26 @@ def _legacy_after(old: Snapshot, two_digits: str, text: str) -> Snapshot:
     return Snapshot(_dt.date(year, month, 1), legacy=two_digits)
 
 
+def period_named(name: str) -> Period | None:
+    """The period a folder named ``name`` holds: ``name`` must be the period's own name
+    (:attr:`Period.name`: ``2024-12_2025-01`` or ``0809``), so ``vocab`` or ``202412_202501``
+    (a task-name token) are not period folders."""
+    try:
+        period = Period.parse(name)
+    except TimeError:
+        return None
+    return period if period.name == name else None
+
+
+def snapshot_named(name: str) -> Snapshot | None:
+    """The snapshot a folder named ``name`` holds (its own name: ``2024-12``, ``08``)."""
+    try:
+        snapshot = Snapshot.parse(name)
+    except TimeError:
+        return None
+    return snapshot if snapshot.name == name else None
+
+
 def periods_between(snapshots: Sequence[Snapshot]) -> list[Period]:
     """The consecutive periods of snapshots in date order (``a, b, c`` → ``a_b, b_c``)."""
     ordered = sorted(snapshots)

@@ -47,6 +47,7 @@ from tw_jax.preprocess.ckl.release import (
 from tw_jax.preprocess.ckl.release_files import find_files, lama_files, read_lama_set
 from tw_jax.preprocess.probes.probe_csv import masked_cloze
 from tw_jax.preprocess.probes.records import PREVIOUS_SEPARATOR, Probe, csv_text
+from tw_jax.time import Period
 
 MANIFEST = "ckl_phases.json"
 PROBE_CATEGORIES = ("unchanged", "updated", "new", "deleted")
@@ -63,11 +64,18 @@ class PhaseSpec:
     new_easy: str | None = None
 
 
+# CKL's phases are named as periods of the 2021 layout (tw_jax.time): D_0 is its month 00, and
+# phase i runs from month i-1 to month i, a chain the runner reads in order up to 0708 (2022-07
+# to 2022-08); the next name, 0809, is 2021's first period and would end the chain.
+MAX_PHASES = 8
+
+
 def pair_id(phase: int) -> str:
-    """The pseudo month pair of phase ``phase`` (1-based): 1 → ``0001``, 2 → ``0102``."""
-    if not 1 <= phase <= 99:
-        raise ValueError(f"phase {phase} is outside 1..99")
-    return f"{phase - 1:02d}{phase:02d}"
+    """The pseudo period of phase ``phase`` (1-based): 1 → ``0001``, 2 → ``0102``."""
+    if not 1 <= phase <= MAX_PHASES:
+        raise ValueError(f"phase {phase} is outside 1..{MAX_PHASES} (CKL's phases are named as "
+                         f"the months 00..{MAX_PHASES:02d} of the 2021 layout)")
+    return Period.parse(f"{phase - 1:02d}{phase:02d}").name
 
 
 def probe_csv_text(rows: Sequence[LamaRow], label: str, category: str) -> tuple[str, int]:

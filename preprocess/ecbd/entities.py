@@ -15,17 +15,17 @@ property is tried. Deprecated statements never reach this module (the reader dro
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tw_jax.preprocess.dumps.wikidata import Entity, iter_entities
 from tw_jax.preprocess.runners.accounting import Skips
+from tw_jax.time import parse_years as years_of
+from tw_jax.time import wikidata_date
 
 # In the order their dates are preferred.
 ORIGINATION_PROPERTIES: tuple[str, ...] = ("P580", "P571", "P585", "P575", "P6949", "P9448")
 YEAR_PRECISION = 9
-_TIME = re.compile(r"^([+-]?)(\d+)-(\d\d)-(\d\d)T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,11 +49,7 @@ class OriginEntity:
 
 def _parse_time(value: str) -> tuple[int, int, int] | None:
     """(year, month, day) of a Wikidata time string (month/day 0 when unknown)."""
-    match = _TIME.match(value)
-    if match is None:
-        return None
-    sign = -1 if match.group(1) == "-" else 1
-    return sign * int(match.group(2)), int(match.group(3)), int(match.group(4))
+    return wikidata_date(value)
 
 
 def origination(entity: Entity, skips: Skips | None = None) -> tuple[str, str, int, int] | None:
@@ -85,11 +81,10 @@ def parse_years(text: str | None) -> tuple[int, int] | None:
     """``"2017-2021"`` → (2017, 2021), ``"2019"`` → (2019, 2019), ``"all"``/None → None (any)."""
     if text is None or text.strip().lower() in ("", "all"):
         return None
-    match = re.fullmatch(r"\s*(-?\d+)\s*(?:(?:-|\.\.|:)\s*(-?\d+)\s*)?", text)
-    if match is None:
+    found = years_of(text)
+    if found is None:
         raise ValueError(f"years {text!r}: expected YEAR, FIRST-LAST or 'all'")
-    first = int(match.group(1))
-    last = int(match.group(2)) if match.group(2) is not None else first
+    first, last = found
     if last < first:
         raise ValueError(f"years {text!r}: {last} is before {first}")
     return first, last

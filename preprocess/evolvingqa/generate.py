@@ -12,7 +12,6 @@ kept or dropped. The build folder and the QA folder may be local or ``gs://`` UR
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,8 +23,7 @@ from tw_jax.preprocess.evolvingqa import filters, layout, prompts
 from tw_jax.preprocess.evolvingqa.client import ChatClient
 from tw_jax.preprocess.evolvingqa.qa_csv import PAPER_FINETUNE_FRACTION, QA, write_qa_sets
 from tw_jax.preprocess.runners.accounting import require_complete
-
-_PAIR = re.compile(r"^\d{4}$")
+from tw_jax.time import period_named
 
 Outcome = tuple[QA | None, str]
 
@@ -120,8 +118,9 @@ def pairs_with_passages(data: str | os.PathLike[str]) -> list[str]:
     not: :func:`generate_with_llm` refuses an incomplete one rather than leave its pair out)."""
     if not paths.isdir(data):
         return []
-    return [name for name in paths.listdir(data)
-            if _PAIR.match(name) and paths.isdir(layout.extraction_dir(data, name))]
+    found = [name for name in paths.listdir(data)
+             if layout.is_pair(name) and paths.isdir(layout.extraction_dir(data, name))]
+    return sorted(found, key=period_named)
 
 
 def finished_pairs(data: str) -> list[str]:

@@ -12,20 +12,24 @@
                              generate``): unchanged_train.csv (QA fine-tuning),
                              unchanged_eval.csv, new_<MMMM>.csv, edited_<MMMM>.csv
 
-Month pairs are named ``MMMM`` (old month, new month) as everywhere in tw_jax; months are
-``YYYY-MM`` so prompts can say "written in August 2021". ``OUT`` is a local folder or a
+Months are snapshots (:class:`tw_jax.time.Snapshot`, written ``YYYY-MM``, or ``YYYY-MM-DD`` for
+a dump of a day other than the first) so prompts can say "written in August 2021"; a month pair
+is a period named as everywhere in tw_jax (:attr:`tw_jax.time.Period.name`: ``2023-11_2023-12``
+across any window, and ``0809`` for the 2021 benchmark's months, which every build of them
+wrote). A build folder's pairs are the names its ``build.json`` and folders hold, never
+recomputed, so a build written before periods had years (``0102`` for 2023-01 → 2023-02)
+reads as it was written. ``OUT`` is a local folder or a
 ``gs://`` URL: the folders below are strings joined by :func:`tw_jax.io.paths.join`, never
 :mod:`pathlib` paths (which would turn ``gs://b/x`` into the local ``gs:/b/x``).
 """
 
 from __future__ import annotations
 
-import calendar
 import os
-import re
 
 from tw_jax.io import paths
 from tw_jax.io.paths import PathLike
+from tw_jax.time import Snapshot, TimeError, benchmark_spelling, period_named, periods_between
 
 EXTRACTION = "evolvingqa"
 # The gin file each training stage starts from (the paper's settings): "qa" built the reader
@@ -40,52 +44,53 @@ EDITED_PAIRS = "edited.jsonl"
 UNCHANGED_TRAIN = "unchanged_train.csv"
 UNCHANGED_EVAL = "unchanged_eval.csv"
 
-_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
-_DUMP_DATE = re.compile(r"(?<!\d)(\d{4})(\d{2})\d{2}(?!\d)")
-
 
 class LayoutError(ValueError):
     """Months or folders that do not fit the layout."""
 
 
 def check_month(month: str) -> str:
-    match = _MONTH.match(month.strip())
-    if not match or not 1 <= int(match.group(2)) <= 12:
-        raise LayoutError(f"month {month!r} is not YYYY-MM (e.g. 2021-08)")
-    return month.strip()
+    """A month as the build writes it (``2021-08``; ``2024-02-20`` for a day other than the
+    first)."""
+    try:
+        snapshot = Snapshot.parse(month)
+    except TimeError:
+        snapshot = None
+    if snapshot is None or snapshot.legacy is not None:
+        raise LayoutError(f"month {month!r} is not YYYY-MM (e.g. 2021-08) or YYYY-MM-DD")
+    return snapshot.iso
 
 
 def month_of_dump(path: str | os.PathLike[str]) -> str:
     """``2021-08`` from a dump name such as ``enwiki-20210801-pages-articles.xml.bz2``."""
-    match = _DUMP_DATE.search(paths.as_path(path).name)
-    if not match or not 1 <= int(match.group(2)) <= 12:
+    found = Snapshot.of_dump(paths.as_path(path).name)
+    if found is None:
         raise LayoutError(f"cannot tell the month of {path} from its name; pass --months")
-    return f"{match.group(1)}-{match.group(2)}"
+    return found.iso
 
 
 def month_name(month: str) -> str:
     """``2021-08`` → ``August 2021``, as the paper's prompts name snapshots."""
-    year, number = check_month(month).split("-")
-    return f"{calendar.month_name[int(number)]} {year}"
+    return Snapshot.parse(check_month(month)).long_name
 
 
-def pair_name(old: str, new: str) -> str:
-    return old[-2:] + new[-2:]
+def is_pair(name: str) -> bool:
+    """Whether a build folder's child named ``name`` is a month pair's folder."""
+    return period_named(name) is not None
 
 
 def pairs_of(months: list[str]) -> list[tuple[str, str, str]]:
-    """(old month, new month, pair name) of consecutive months, checked to increase."""
+    """(old month, new month, pair name) of consecutive months, checked to increase; the pairs
+    named as :func:`tw_jax.time.benchmark_spelling` names them."""
     months = [check_month(m) for m in months]
     if len(months) < 2:
         raise LayoutError("EvolvingQA needs at least two snapshots (one month pair)")
-    for old, new in zip(months, months[1:], strict=False):
-        if new <= old:
-            raise LayoutError(f"months must increase: {old} then {new}")
-    names = [pair_name(o, n) for o, n in zip(months, months[1:], strict=False)]
-    if len(set(names)) != len(names):
-        raise LayoutError(f"month pairs {names} repeat; use a window of at most 12 months")
-    return [(o, n, p) for (o, n), p in zip(zip(months, months[1:], strict=False), names,
-                                          strict=True)]
+    snapshots = [Snapshot.parse(m) for m in months]
+    for old, new in zip(snapshots, snapshots[1:], strict=False):
+        if not old < new:
+            raise LayoutError(f"months must increase: {old.iso} then {new.iso}")
+    periods = periods_between(benchmark_spelling(snapshots))
+    return [(p.old.iso, p.new.iso, p.name) for p in periods]
 
 
 def diffset_dir(out: PathLike, pair: str) -> str:

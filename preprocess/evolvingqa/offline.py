@@ -27,12 +27,12 @@ be pointed at a storage emulator).
 from __future__ import annotations
 
 import os
-import re
 from collections import Counter
 from typing import Any
 
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
+from tw_jax.preprocess.evolvingqa import layout
 from tw_jax.preprocess.evolvingqa.filters import same_answer
 from tw_jax.preprocess.evolvingqa.qa_csv import PAPER_FINETUNE_FRACTION, QA, write_qa_sets
 from tw_jax.preprocess.evolvingqa.questions import question
@@ -44,17 +44,19 @@ from tw_jax.preprocess.evolvingqa.sources import (
 )
 from tw_jax.preprocess.probes.probe_csv import read_probe_csv
 from tw_jax.preprocess.runners.accounting import require_complete
+from tw_jax.time import period_named
 
 PREVIOUS_SEPARATOR = " | "
-_PAIR = re.compile(r"^\d{4}$")
 
 
 def probe_pairs(probes: str | os.PathLike[str]) -> list[str]:
-    """The month pairs of a data folder that have a ``<MMMM>/probes`` folder, in order."""
+    """The month pairs (periods) of a data folder that have a ``<period>/probes`` folder, in
+    date order."""
     if not paths.isdir(probes):
         return []
-    return [name for name in paths.listdir(probes)
-            if _PAIR.match(name) and paths.isdir(paths.join(probes, name, "probes"))]
+    found = [name for name in paths.listdir(probes)
+             if layout.is_pair(name) and paths.isdir(paths.join(probes, name, "probes"))]
+    return sorted(found, key=period_named)
 
 
 def _read(probes: str, pair: str, category: str) -> list[dict[str, str]]:

@@ -109,12 +109,12 @@ def _cli(argv: list[str]) -> int:
 
 
 def _keys(path: Path) -> set[tuple]:
-    return {(r.method, r.trained_through, r.eval_month, r.category, r.metric)
-            for r in read_results([path])}
+    """The results' keys, the periods by their names (``0001``)."""
+    return set(_values(path))
 
 
 def _values(path: Path) -> dict[tuple, float]:
-    return {(r.method, r.trained_through, r.eval_month, r.category, r.metric): r.value
+    return {(r.method, str(r.trained_through), str(r.eval_month), r.category, r.metric): r.value
             for r in read_results([path])}
 
 
@@ -300,27 +300,29 @@ def test_the_phases_folder_is_what_the_runner_reads(phases):
     from tw_jax.preprocess.probes.probe_csv import masked_cloze
     from tw_jax.runtime import task_data
     from tw_jax.tasks import register_all
+    from tw_jax.time import Period
 
     manifest = json.loads((phases / "ckl_phases.json").read_text())
-    assert [p["pair"] for p in manifest["phases"]] == check_months(["0001", "0102"])
+    assert [p["pair"] for p in manifest["phases"]] == [
+        p.name for p in check_months(["0001", "0102"])]
     assert manifest["phases"][1]["sets"] == {
         "unchanged": "ckl_invariant_lama", "updated": None,
         "new": "ckl_new_lama_easy_small_split2", "new_easy": None}
     names = register_all(phases)
     for month in ("0001", "0102"):
-        assert training_task("vanilla", month).format(objective="ssm") in names
+        assert training_task("vanilla", Period.parse(month)).format(objective="ssm") in names
         assert {f"twiki_probes_{month}_{c}_ssm_cloze" for c in ("unchanged", "new")} <= set(names)
     news = list(task_data.task_dataset("twiki_diffset_0102_ssm", {"inputs": 32, "targets": 16},
                                   shuffle=False, num_epochs=1).as_numpy_iterator())
     vocabulary = task_data.vocabulary("twiki_diffset_0102_ssm")
     assert [vocabulary.decode(e["targets"].tolist()) for e in news] == [NEWS[1][1]]
 
-    new = read_probes(str(phases), "0102", "new")
+    new = read_probes(str(phases), Period.parse("0102"), "new")
     assert [(r["subject"], r["object"], masked_cloze(r)) for r in new] == [
         ("NewLAMA-Easy", "Howard University", NLE[1][1])]
-    updated = read_probes(str(phases), "0001", "updated")
+    updated = read_probes(str(phases), Period.parse("0001"), "updated")
     assert updated[0]["previous_object"] == "Theresa May"
-    assert read_probes(str(phases), "0102", "updated") == []
+    assert read_probes(str(phases), Period.parse("0102"), "updated") == []
     # ppl_cloze on T5: the answer given the statement as CKL wrote it
     example = model_for(T5Config()).probe_example(vocabulary, new[0], "cloze")
     assert vocabulary.decode(list(example.inputs[:-1])) == NLE[1][1]

@@ -158,7 +158,7 @@ def test_the_paper_settings_are_in_the_gin_files():
 def test_continual_training_needs_the_months_ssm_corpus(tmp_path, capsys):
     assert _cli(["evolvingqa", "train", "--stage", "continual", "--data", str(tmp_path),
                  "--model-dir", str(tmp_path / "m"), *TINY]) == 2
-    assert "needs --month MMMM" in capsys.readouterr().err
+    assert "needs --month PERIOD" in capsys.readouterr().err
     assert _cli(["evolvingqa", "train", "--stage", "continual", "--data", str(tmp_path),
                  "--month", "0809", "--model-dir", str(tmp_path / "m"), *TINY]) == 2
     assert "no SSM corpus for 0809 (run tw-jax evolvingqa build)" in capsys.readouterr().err

@@ -53,7 +53,7 @@ def _checkpoint(out: str, method: str, trained_through: str) -> str:
     if state is None:
         raise DumpError(path, None, f"no {method} checkpoint through {trained_through} "
                         "(run tw-jax lifelong on the phases folder first)")
-    return str(state["model_dir"])
+    return state.model_dir
 
 
 def evaluate_phases(options: PhasesOptions) -> list[Result]:

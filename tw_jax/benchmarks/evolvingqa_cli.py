@@ -161,7 +161,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                        help="the build folder (DATA_DIR)")
     train.add_argument("--model-dir", required=True, type=output_path,
                        help="MODEL_DIR of this run")
-    train.add_argument("--month", default=None, metavar="MMMM", help="continual: the month pair")
+    train.add_argument("--month", default=None, metavar="PERIOD", help="continual: the month pair")
     train.add_argument("--qa", default=None, type=input_path,
                        help="qa: the QA folder (default DATA/qa)")
     train.add_argument("--initial-checkpoint", default=None, type=input_path,
@@ -182,7 +182,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                           help="QA folder or zip, released or generated (default DATA/qa)")
     evaluate.add_argument("--checkpoint", required=True, type=input_path,
                           help="MODEL_DIR, step or HF folder")
-    evaluate.add_argument("--month", required=True, metavar="MMMM",
+    evaluate.add_argument("--month", required=True, metavar="PERIOD",
                           help="the time step (results' eval_month)")
     evaluate.add_argument("--label", default=None,
                           help="the sets' file label, new_<LABEL>.csv (default --month)")
@@ -225,7 +225,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                           help="the build folder (tw-jax evolvingqa build --out)")
     retrieve.add_argument("--qa", default=None, type=input_path,
                           help="QA folder or zip (default DATA/qa)")
-    retrieve.add_argument("--month", required=True, metavar="MMMM",
+    retrieve.add_argument("--month", required=True, metavar="PERIOD",
                           help="the month pair whose snapshot is searched (e.g. 0809)")
     retrieve.add_argument("--label", default=None,
                           help="the sets' file label, new_<LABEL>.csv (default --month)")
@@ -350,14 +350,19 @@ def _training_data(args: argparse.Namespace) -> tuple[str, int]:
         register_evolvingqa(qa_dir, t5_vocab=args.t5_vocab, data_dir=args.data)
         return task_name(FINETUNE), len(read_qa_csv(paths.join(qa_dir, layout.UNCHANGED_TRAIN)))
     import tw_jax.tasks
+    from tw_jax.tasks import names
+    from tw_jax.tasks.layout import spelled
+    from tw_jax.time import Period
 
     if not args.month:
-        raise ValueError("--stage continual needs --month MMMM")
-    stats = paths.join(layout.ssm_dir(args.data, args.month), layout.STATS_FILE)
+        raise ValueError("--stage continual needs --month PERIOD")
+    period = spelled(args.data, Period.parse(args.month))  # the build's own folder name
+    stats = paths.join(layout.ssm_dir(args.data, period.name), layout.STATS_FILE)
     if not paths.exists(stats):
-        raise ValueError(f"{stats}: no SSM corpus for {args.month} (run tw-jax evolvingqa build)")
+        raise ValueError(f"{stats}: no SSM corpus for {period.label} (run tw-jax evolvingqa "
+                         "build)")
     tw_jax.tasks.register_all(args.data, t5_vocab=args.t5_vocab)
-    return f"twiki_diffset_{args.month}_ssm", int(json.loads(paths.read_text(stats))["examples"])
+    return names.diffset(period, "ssm"), int(json.loads(paths.read_text(stats))["examples"])
 
 
 def run_train(args: argparse.Namespace) -> int:

@@ -1,30 +1,34 @@
 """TemporalWiki as a TFDS builder: ``tfds build --imports tw_jax.datasets temporal_wiki/0809``.
 
-One builder, one config per month pair (or month) and kind, each from one of two sources named
-by its config (docs/tfds.md):
+One builder, one config per period (or snapshot) and kind, each from one of two sources named by
+its config (docs/tfds.md); ``<P>`` is a period's token and ``<S>`` a snapshot's
+(:mod:`tw_jax.tasks.names`: ``0809``/``08`` in the 2021 layout, ``202412_202501``/``202412``,
+``202402_20240220`` for a 19-day period):
 
 =========================  ======================  ==========================================
 config                     splits                  features
 =========================  ======================  ==========================================
-``MMMM``                   diffset, unchanged      id, title, text (Beam)
-``MMMM_ssm``               diffset                 id, title, inputs, targets
-``MMMM_probes``            unchanged, updated,     subject, relation, object, previous_object,
+``<P>``                    diffset, unchanged      id, title, text (Beam)
+``<P>_ssm``                diffset                 id, title, inputs, targets
+``<P>_probes``             unchanged, updated,     subject, relation, object, previous_object,
                            new, deleted, changed,  text, cloze, subject_id, relation_id,
                            lighttuning_<category>  object_id
-``MMMM_probes_<retr>``     unchanged, updated,     as ``MMMM_probes``, and context (open book:
+``<P>_probes_<retr>``      unchanged, updated,     as ``<P>_probes``, and context (open book:
                            new, deleted            ``probes_bm25/``, ``probes_dpr/``)
-``full_MM``                full                    id, title, text (Beam)
-``full_MM_ssm``            full                    id, title, inputs, targets
-``release_MMMM``           diffset                 id, title, text
-``release_MMMM_probes``    changed, unchanged      as ``MMMM_probes``
-``release_full_MM``        full                    id, title, text (Beam)
+``full_<S>``               full                    id, title, text (Beam)
+``full_<S>_ssm``           full                    id, title, inputs, targets
+``release_<P>``            diffset                 id, title, text
+``release_<P>_probes``     changed, unchanged      as ``<P>_probes``
+``release_full_<S>``       full                    id, title, text (Beam)
 =========================  ======================  ==========================================
 
-``MMMM`` is any pair of two months a data folder may hold (``0809``, or ``0810`` over two
-months); the release has consecutive pairs only. ``manual_dir`` is a data folder that tw_jax's
-stages wrote (:mod:`tw_jax.tasks.layout`) for the first six, a folder (or zip, or folder of
-the three zips) of the published release for the ``release_`` ones
-(:mod:`tw_jax.tasks.published`). Nothing is downloaded. A split holds a
+A config is made from its name (:func:`tw_jax.tasks.names.parse_config`), so any period a data
+folder holds has its configs (``temporal_wiki/202412_202501_probes``) without being listed;
+``BUILDER_CONFIGS`` lists the 2021 layout's (every pair of two of its twelve months, as
+before, and the release's). The release has TemporalWiki's consecutive 2021 pairs only.
+``manual_dir`` is a data folder that tw_jax's stages wrote (:mod:`tw_jax.tasks.layout`) for the
+first six, a folder (or zip, or folder of the three zips) of the published release for the
+``release_`` ones (:mod:`tw_jax.tasks.published`). Nothing is downloaded. A split holds a
 stage's examples in file order (:mod:`tw_jax.datasets.readers`), which is what lets a seqio
 task read it in place of the files (:func:`tw_jax.tasks.sources.use_tfds`).
 """
@@ -43,9 +47,11 @@ from tw_jax.datasets import readers
 from tw_jax.datasets.base import Builder
 from tw_jax.preprocess.dumps.released import PublishedFile, index_files
 from tw_jax.preprocess.runners.accounting import STATS_FILE
+from tw_jax.tasks import names
 from tw_jax.tasks.layout import Layout, Pair, discover, join, shards
 from tw_jax.tasks.published import Release, classify
 from tw_jax.tasks.sources import TFDS_RETRIEVERS
+from tw_jax.time import Period, Snapshot
 
 CITATION = """\
 @inproceedings{jang-etal-2022-temporalwiki,
@@ -62,13 +68,15 @@ CITATION = """\
 """
 HOMEPAGE = "https://github.com/joeljang/temporalwiki"
 
-MONTHS = [f"{m:02d}" for m in range(1, 13)]
-# The published pairs are consecutive months (0809 … 1112; December is followed by January).
-RELEASE_PAIRS = [f"{m}{MONTHS[(i + 1) % 12]}" for i, m in enumerate(MONTHS)]
-# A data folder may hold any pair of two months (``tw-jax diffset`` of 08 and 10 is ``0810``,
-# what changed over two months): a config for each, consecutive pairs first.
-PAIRS = RELEASE_PAIRS + [f"{old}{new}" for old in MONTHS for new in MONTHS
-                         if old != new and f"{old}{new}" not in RELEASE_PAIRS]
+# The 2021 layout's months in its order (08 … 07) and TemporalWiki's release (consecutive pairs).
+MONTHS = [Snapshot.parse(f"{m:02d}") for m in (*range(8, 13), *range(1, 8))]
+RELEASE_PAIRS = [Period.parse(f"{m.legacy}{n.legacy}")
+                 for m, n in zip(MONTHS, MONTHS[1:] + MONTHS[:1], strict=True)]
+# A 2021 data folder may hold any pair of two of its months (``tw-jax diffset`` of 08 and 10
+# is ``0810``, what changed over two months): a listed config for each, consecutive pairs first.
+PAIRS = RELEASE_PAIRS + [Period.parse(f"{old.legacy}{new.legacy}") for old in MONTHS
+                         for new in MONTHS if old != new
+                         and Period.parse(f"{old.legacy}{new.legacy}") not in RELEASE_PAIRS]
 CATEGORIES = ("unchanged", "updated", "new", "deleted")
 TEXT_FIELDS = {"id": "int", "title": "text", "text": "text"}
 SSM_FIELDS = {"id": "int", "title": "text", "inputs": "text", "targets": "text"}
@@ -77,58 +85,71 @@ SSM_FIELDS = {"id": "int", "title": "text", "inputs": "text", "targets": "text"}
 @dataclasses.dataclass
 class TemporalWikiConfig(tfds.core.BuilderConfig):
     """``kind``: diffset, ssm, probes, full or full_ssm; ``source``: ``data`` (a data folder)
-    or ``release`` (the published files); ``period``: the month pair, or the month of a full
+    or ``release`` (the published files); ``period``: the period, or the snapshot of a full
     snapshot; ``beam``: generated as a Beam pipeline (the configs that are big in a real
     month); ``retriever``: the open-book probes of ``probes_<retriever>/`` (a ``context``
     feature beside the probe's)."""
 
     kind: str = "diffset"
     source: str = "data"
-    period: str = ""
+    period: Period | Snapshot | None = None
     beam: bool = False
     retriever: str = ""
 
 
+_DESCRIPTIONS = {
+    ("data", "diffset"): "TWiki-DiffSet and NON-DiffSet of {what}.",
+    ("data", "ssm"): "The DiffSet of {what}, salient spans masked.",
+    ("data", "probes"): "TWiki-Probes and light-tuning sets of {what}.",
+    ("data", "full"): "The full Wikipedia snapshot of {what}.",
+    ("data", "full_ssm"): "The full snapshot of {what}, SSM-masked.",
+    ("release", "diffset"): "The published TWiki_Diffsets CSV of {what}.",
+    ("release", "probes"): "The published TWiki_Probes CSVs of {what}.",
+    ("release", "full"): "The published Wikipedia_Full snapshot of {what}.",
+}
+
+
+def config_of(name: str) -> TemporalWikiConfig | None:
+    """The config a name stands for (:func:`tw_jax.tasks.names.parse_config`); None when the
+    name is none, or names what neither source has (release configs exist for the 2021
+    release's consecutive pairs and their snapshots, open-book ones for the built-in
+    retrievers)."""
+    found = names.parse_config(name)
+    if found is None or (found.source, found.kind) not in _DESCRIPTIONS:
+        return None
+    if found.retriever and found.retriever not in TFDS_RETRIEVERS:
+        return None
+    if found.source == names.RELEASE:
+        if isinstance(found.period, Period) and found.period not in RELEASE_PAIRS:
+            return None
+        if isinstance(found.period, Snapshot) and found.period.legacy is None:
+            return None
+    period = found.period
+    what = (f"the period {period.dated().label}" if isinstance(period, Period)
+            else f"{period.dated().iso}")
+    description = _DESCRIPTIONS[(found.source, found.kind)].format(what=what)
+    if found.retriever:
+        description = (f"TWiki-Probes of {what} with the passages {found.retriever} retrieved "
+                       "for each (open book).")
+    beam = found.kind in ("diffset", "full") and not (
+        found.source == names.RELEASE and found.kind == "diffset")
+    return TemporalWikiConfig(name=name, kind=found.kind, source=found.source, period=period,
+                              beam=beam, retriever=found.retriever, description=description)
+
+
 def _configs() -> list[TemporalWikiConfig]:
-    made = []
+    """The listed configs: every kind of every 2021 pair and month, and the release's."""
+    listed: list[str] = []
     for pair in PAIRS:
-        what = f"the month pair {pair[:2]}→{pair[2:]}"
-        made += [
-            TemporalWikiConfig(name=pair, kind="diffset", period=pair, beam=True,
-                               description=f"TWiki-DiffSet and NON-DiffSet of {what}."),
-            TemporalWikiConfig(name=f"{pair}_ssm", kind="ssm", period=pair,
-                               description=f"The DiffSet of {what}, salient spans masked."),
-            TemporalWikiConfig(name=f"{pair}_probes", kind="probes", period=pair,
-                               description=f"TWiki-Probes and light-tuning sets of {what}."),
-        ]
-        made += [
-            TemporalWikiConfig(name=f"{pair}_probes_{retriever}", kind="probes",
-                               period=pair, retriever=retriever,
-                               description=f"TWiki-Probes of {what} with the passages "
-                                           f"{retriever} retrieved for each (open book).")
-            for retriever in TFDS_RETRIEVERS  # the open-book folders of the built-in retrievers
-        ]
+        listed += [names.config(kind, pair) for kind in ("diffset", "ssm", "probes")]
+        listed += [names.config("probes", pair, retriever) for retriever in TFDS_RETRIEVERS]
     for pair in RELEASE_PAIRS:
-        what = f"the month pair {pair[:2]}→{pair[2:]}"
-        made += [
-            TemporalWikiConfig(name=f"release_{pair}", kind="diffset", source="release",
-                               period=pair,
-                               description=f"The published TWiki_Diffsets CSV of {what}."),
-            TemporalWikiConfig(name=f"release_{pair}_probes", kind="probes", source="release",
-                               period=pair,
-                               description=f"The published TWiki_Probes CSVs of {what}."),
-        ]
-    for month in MONTHS:
-        made += [
-            TemporalWikiConfig(name=f"full_{month}", kind="full", period=month, beam=True,
-                               description=f"The full Wikipedia snapshot of month {month}."),
-            TemporalWikiConfig(name=f"full_{month}_ssm", kind="full_ssm", period=month,
-                               description=f"The full snapshot of month {month}, SSM-masked."),
-            TemporalWikiConfig(name=f"release_full_{month}", kind="full", source="release",
-                               period=month, beam=True,
-                               description=f"The published Wikipedia_Full snapshot of {month}."),
-        ]
-    return made
+        listed += [names.config(kind, pair, source=names.RELEASE)
+                   for kind in ("diffset", "probes")]
+    for month in sorted(MONTHS, key=lambda m: int(m.token)):
+        listed += [names.config("full", month), names.config("full_ssm", month),
+                   names.config("full", month, source=names.RELEASE)]
+    return [config for config in map(config_of, listed) if config is not None]
 
 
 def _features(kind: str, retriever: str = "") -> tfds.features.FeaturesDict:
@@ -159,11 +180,19 @@ class TemporalWiki(Builder):
     BUILDER_CONFIGS = _configs()
     MANUAL_DOWNLOAD_INSTRUCTIONS = """\
     Nothing is downloaded. Pass --manual_dir as
-    - for the configs MMMM, MMMM_ssm, MMMM_probes, full_MM, full_MM_ssm: the data folder that
-      tw_jax's stages wrote (DATA/<MMMM>/{diffset,ssm,probes}, DATA/<MM>/{full,ssm});
+    - for the configs <P>, <P>_ssm, <P>_probes, full_<S>, full_<S>_ssm: the data folder that
+      tw_jax's stages wrote (DATA/<period>/{diffset,ssm,probes}, DATA/<snapshot>/{full,ssm});
     - for the release_ configs: the published TemporalWiki release, a folder holding
       TWiki_Diffsets.zip, TWiki_Probes.zip and Wikipedia_Full.zip (or their contents).
     """
+
+    @classmethod
+    def get_builder_config(cls, name: str, version: str | tfds.core.Version | None = None
+                           ) -> TemporalWikiConfig | None:
+        """A listed config, else the one its name stands for (any period's: :func:`config_of`);
+        None (TFDS's "not found" with the closest names) when it stands for none."""
+        listed = super().get_builder_config(name, version)
+        return listed if listed is not None else config_of(name)
 
     def _info(self) -> tfds.core.DatasetInfo:
         config = self.builder_config
@@ -217,7 +246,7 @@ def _data_splits(config: TemporalWikiConfig, layout: Layout) -> dict[str, Shards
                                 else snapshot.ssm_pattern)
         if not pattern:
             raise FileNotFoundError(
-                f"{where}: no full snapshot of month {config.period} "
+                f"{where}: no full snapshot of {config.period.dated().iso} "
                 f"({'tw-jax diffset' if config.kind == 'full' else 'tw-jax ssm'} writes it)")
         fields = TEXT_FIELDS if config.kind == "full" else SSM_FIELDS
         return {"full": _tfrecord_shards(pattern, fields)}
@@ -227,7 +256,8 @@ def _data_splits(config: TemporalWikiConfig, layout: Layout) -> dict[str, Shards
     folder = config.kind  # diffset, ssm or probes: the pair's folder of that name
     if pair is None or not layout.has(join(pair.folder, folder)):
         raise FileNotFoundError(
-            f"{join(where, config.period, folder)}: no such folder; `tw-jax {folder}` writes it")
+            f"{join(where, config.period.name, folder)}: no such folder; `tw-jax {folder}` "
+            "writes it")
     if config.kind == "diffset":
         # a split without examples is left out (TFDS refuses one): a month may change nothing
         return {name: _tfrecord_shards(shards(pair.diffset, name), TEXT_FIELDS)
@@ -245,7 +275,7 @@ def _open_book_splits(config: TemporalWikiConfig, pair: Pair | None,
     name = f"probes_{config.retriever}"
     folder = pair.context_folders().get(config.retriever) if pair else None
     if folder is None:
-        missing = join(where, config.period, name)
+        missing = join(where, config.period.name, name)
         raise FileNotFoundError(
             f"{missing}: no finished open-book probe folder (its {STATS_FILE} is written last); "
             f"`tw-jax probe-contexts --retriever {config.retriever}` writes it")
@@ -291,16 +321,16 @@ def _release_splits(config: TemporalWikiConfig, release: Release, root: str) -> 
     period = config.period
     if config.kind == "full":
         if period not in release.full:
-            raise FileNotFoundError(f"{root}: no Wikipedia_Full parts of month {period}")
+            raise FileNotFoundError(f"{root}: no Wikipedia_Full parts of month {period.name}")
         return {"full": _published_texts(release.full[period])}
     if config.kind == "probes":
         if period not in release.probes:
             raise FileNotFoundError(
-                f"{root}: no TWiki_Probes/{period[:2]}01-{period[2:]}01_*.csv")
+                f"{root}: no TWiki_Probes/{period.old.name}01-{period.new.name}01_*.csv")
         return {category: (lambda f=file: [lambda: readers.published_probe_examples(f)])
                 for category, file in sorted(release.probes[period].items())}
     if period not in release.diffsets:
-        raise FileNotFoundError(f"{root}: no TWiki_Diffsets/wikipedia_{period}_*.csv")
+        raise FileNotFoundError(f"{root}: no TWiki_Diffsets/wikipedia_{period.name}_*.csv")
     versions = release.diffsets[period]
     # the file the release's task reads (the GPT-2 training text), else the subset
     return {"diffset": _published_texts([versions.get("gpt2") or versions["subset"]])}

@@ -24,9 +24,9 @@ def write_article(w: World, e: Entity, *, new: bool = False) -> Article:
     if r.random() < 0.1 and len(sections) > 1:  # an editors' note on a line of its own
         sections[r.randrange(1, len(sections))].blocks.insert(0, Raw(r.choice(EDITOR_NOTES)))
     if new:
-        dmy = f"{MONTH_NAMES[8 + w.month - 2]} 2021"
+        dmy = w.changing().long_name
     else:
-        dmy = f"{r.choice(MONTH_NAMES)} {r.randint(2015, 2020)}"
+        dmy = f"{r.choice(MONTH_NAMES)} {r.randint(w.year(2015), w.year(2020))}"
     interwiki = tuple(sorted(r.sample(INTERWIKI, r.randint(0, 3))))
     see_also: tuple[str, ...] = ()
     if r.random() < 0.2:

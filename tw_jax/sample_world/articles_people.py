@@ -6,6 +6,8 @@ slots come from ``person_ctx``: the entity's statements and prose-only attribute
 
 from __future__ import annotations
 
+from tw_jax.time import wikidata_date
+
 from . import phrases as P
 from .compose import add_refs, date_text, elink, make, para, pick, pronouns
 from .infobox import coached_clubs
@@ -71,7 +73,8 @@ def award_items(w: World, e: Entity, ctx: dict) -> list:
     out = []
     for st in e.claims.get("P166", []):
         if st.counts():
-            year = int(dict(st.qualifiers).get("P585", ("time", "+2015"))[1][1:5])
+            when = dict(st.qualifiers).get("P585")
+            year = wikidata_date(when[1])[0] if when else w.year(2015)
             out.append(make(w, f"award_{st.value[1]}", P.AWARD_ITEM, ctx, award=link(w.label(st.value[1])), year=year))
     return out
 
@@ -110,14 +113,14 @@ def footballer(w: World, e: Entity) -> list[Section]:
         position=link(f"{pos.capitalize()} (association football)", pos),
         club=elink(w, a["club"]), natteam=link(f"{country.label} national football team", f"{country.label} national team"),
         intyear=y + r.randint(19, 23), trait=r.choice(TRAITS), skill=r.choice(SKILLS),
-        youthclub=elink(w, a["youthclub"]), age=r.randint(9, 15), debutyear=min(y + r.randint(17, 19), 2020),
+        youthclub=elink(w, a["youthclub"]), age=r.randint(9, 15), debutyear=min(y + r.randint(17, 19), w.year(2020)),
         rival=elink(w, next((c for c in (r.choice(clubs) for _ in range(5)) if c.qid != a["club"]), clubs[0]).qid),
         goals1=r.randint(2, 19), apps1=r.randint(14, 38), joinyear=a["joinyear"],
         fee=f"{r.randint(1, 40)}.{r.randint(1, 9)}", shirt=r.randint(2, 99), apps=r.randint(100, 420),
         opp=elink(w, r.choice(others).qid), caps=r.randint(5, 90),
     )
     ctx["intgoals"] = r.randint(0, ctx["caps"] // 2)
-    ctx["intyear"] = min(ctx["intyear"], 2020)
+    ctx["intyear"] = min(ctx["intyear"], w.year(2020))
     international = r.random() < 0.6
     lead = [make(w, "lead", P.FOOTBALLER["lead"], ctx)]
     if international:
@@ -139,7 +142,7 @@ def footballer(w: World, e: Entity) -> list[Section]:
     if r.random() < 0.4:
         league = w.league(a["country"])
         honours.append(make(w, "honour_league", P.HONOUR_ITEM, ctx, league=link(w.label(league)),
-                            club=elink(w, a["club"]), year=r.randint(ctx["debutyear"] + 1, 2021)))
+                            club=elink(w, a["club"]), year=r.randint(ctx["debutyear"] + 1, w.year(2021))))
     if honours:
         sections.append(Section("Honours", 2, [Items(honours)]))
     add_refs(w, [s for sec in sections[:3] for b in sec.blocks if isinstance(b, Para) for s in b.sents], e.label, y + 20)
@@ -155,7 +158,7 @@ def coach(w: World, e: Entity) -> list[Section]:
         footballer=link("Association football", "footballer"), club=elink(w, a["club"]),
         position=link(f"{pos.capitalize()} (association football)", pos), pclub=elink(w, a["pclub"]),
         pyears=r.randint(6, 14), retyear=a["birth"][0] + r.randint(32, 36), tactic=r.choice(TACTICS),
-        since=a.get("since", 2018),
+        since=a.get("since", w.year(2018)),
     )
     employed = bool(coached_clubs(w, e.qid))
     key = "lead" if employed else "lead_free"
@@ -177,7 +180,7 @@ def politician(w: World, e: Entity) -> list[Section]:
     ctx.update(
         politician=link("Politician", "politician"), party=link(w.label(party)) if party else "party",
         partyyear=a["birth"][0] + r.randint(20, 30), councilyear=a["birth"][0] + r.randint(28, 34),
-        subject2=r.choice(SUBJECTS), electyear=r.choice((2014, 2016, 2018, 2019)),
+        subject2=r.choice(SUBJECTS), electyear=r.choice([w.year(y) for y in (2014, 2016, 2018, 2019)]),
         votes=r.randint(12, 480) * 100 + r.randint(1, 99),
     )
     if a.get("office"):
@@ -187,7 +190,7 @@ def politician(w: World, e: Entity) -> list[Section]:
     extra = ["phd"] if r.random() < 0.35 else []
     sections = [Section(None, 0, [lead]), early_life(w, e, ctx, extra)]
     career = Para([make(w, "council", P.POLITICIAN["council"], ctx), make(w, "votes", P.POLITICIAN["votes"], ctx)],
-                  above=file_line(w, e, None, 2019) if r.random() < 0.5 else "")
+                  above=file_line(w, e, None, w.year(2019)) if r.random() < 0.5 else "")
     sections.append(Section("Political career", 2, [career]))
     if r.random() < 0.5:
         sections[-1].blocks.append(Raw(election_table(w, e, ctx)))
@@ -209,7 +212,7 @@ def business(w: World, e: Entity) -> list[Section]:
     ctx.update(
         businessperson=link("Businessperson", "businessman" if a["gender"] == "male" else "businesswoman"),
         company=elink(w, a["company"]), jobyear=a["birth"][0] + r.randint(22, 26),
-        joinyear=max(a["birth"][0] + 28, 1990), division=r.choice(DIVISIONS),
+        joinyear=max(a["birth"][0] + 28, w.year(1990)), division=r.choice(DIVISIONS),
         wealth=f"{r.randint(12, 900)}.{r.randint(1, 9)}",
     )
     is_ceo = w.get(a["company"]).first("P169") == e.qid
@@ -230,7 +233,7 @@ def actor(w: World, e: Entity) -> list[Section]:
     ctx.update(
         actor=link("Actor", "actor" if a["gender"] == "male" or r.random() < 0.5 else "actress"),
         dramayear=y + r.randint(17, 20), play=italic(r.choice(PLAYS)),
-        stageyear=y + r.randint(21, 24), series=words(f"The {w.names.root()} Files"), tvyear=min(y + r.randint(25, 30), 2020),
+        stageyear=y + r.randint(21, 24), series=words(f"The {w.names.root()} Files"), tvyear=min(y + r.randint(25, 30), w.year(2020)),
     )
     lead_keys = ["lead"] + (["lead_director"] if a.get("director") else [])
     lead = Para([make(w, k, P.ACTOR[k], ctx) for k in lead_keys])

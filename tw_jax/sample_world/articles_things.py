@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tw_jax.time import wikidata_date
+
 from . import phrases as P
 from . import phrases_things as PT
 from .compose import add_refs, date_text, elink, make, para, pick
@@ -25,7 +27,7 @@ def ordinal(n: int) -> str:
 
 
 def base_ctx(w: World, e: Entity, short: str) -> dict:
-    return {"bname": bold(words(e.label)), "name": words(e.label), "Short": words(short), "ymin": 1960}
+    return {"bname": bold(words(e.label)), "name": words(e.label), "Short": words(short), "ymin": w.year(1960)}
 
 
 def club(w: World, e: Entity) -> list[Section]:
@@ -39,8 +41,8 @@ def club(w: World, e: Entity) -> list[Section]:
         football=link("Association football", "football"), city=elink(w, a["city"]), country=elink(w, country.qid),
         demonym=country.attrs["demonym"], league=link(w.label(e.first("P118"))), venue=link(w.label(venue)),
         venuelabel=words(w.label(venue)), capacity=a["capacity"], founded=a["founded"], ind=r.choice(INDUSTRIES),
-        titleyear=a["founded"] + r.randint(5, 40), relyear=r.randint(1980, 2015), openyear=a["founded"] + r.randint(1, 30),
-        renoyear=r.randint(1995, 2019), record=a["capacity"] + r.randint(1, 9) * 100, recyear=r.randint(1960, 2010),
+        titleyear=a["founded"] + r.randint(5, 40), relyear=r.randint(w.year(1980), w.year(2015)), openyear=a["founded"] + r.randint(1, 30),
+        renoyear=r.randint(w.year(1995), w.year(2019)), record=a["capacity"] + r.randint(1, 9) * 100, recyear=r.randint(w.year(1960), w.year(2010)),
         small=small("(a national record at the time)"), rival=elink(w, r.choice(others).qid) if others else "none",
         colour1=r.choice(COLOURS), colour2=r.choice(COLOURS),
     )
@@ -60,7 +62,7 @@ def club(w: World, e: Entity) -> list[Section]:
         sections.append(Section("Supporters and rivalries", 2, [para(w, ctx, PT.CLUB, ["rival", "colours"])]))
     sections += [Section("Players", 2, []), Section("Current squad", 3, [Raw("@squad")])]
     if r.random() < 0.6:
-        years = sorted(r.sample(range(a["founded"] + 5, 2021), 2))
+        years = sorted(r.sample(range(a["founded"] + 5, w.year(2021)), 2))
         sections.append(Section("Honours", 2, [Items([make(
             w, "honour_titles", ("{league} champions: {y1}, {y2}.", "Champions of the {league}: {y1}, {y2}."),
             ctx, y1=years[0], y2=years[1])])]))
@@ -79,13 +81,14 @@ def company(w: World, e: Entity) -> list[Section]:
         demonym=country.attrs["demonym"], industry=link(f"{a['industry'].capitalize()} industry", a["industry"]),
         hq=elink(w, a["city"]), hqlabel=words(w.label(a["city"])), country=elink(w, country.qid),
         employees=a["employees"], revenue=a["revenue"], founded=founded, fcity=elink(w, a["city"]),
-        listyear=min(founded + r.randint(10, 60), 2019), acqyear=r.randint(min(max(founded + 5, 1995), 2020), 2020),
+        listyear=min(founded + r.randint(10, 60), w.year(2019)),
+        acqyear=r.randint(min(max(founded + 5, w.year(1995)), w.year(2020)), w.year(2020)),
         rivalco=words(f"{w.names.root()} {r.choice(['Works', 'Trading', 'Partners'])}"),
         acqprice=r.randint(110, 990), nplants=r.randint(2, 40), plants=link("Factory", "plant", "s"), noffices=r.randint(5, 90),
         pct=f"{r.randint(1, 9)}.{r.randint(1, 9)}", site=ext(f"https://www.{short.lower().replace(' ', '')}.example/investors", "website"),
-        month=MONTH_NAMES[int(e.values("P571")[0][1][6:8]) - 1],
+        when=founding_month(e),
     )
-    young = founded >= 2021
+    young = founded >= w.year(2021)  # founded since the world started
     lead = [make(w, "lead", PT.COMPANY["new_lead" if young else "lead"], ctx)]
     ceo = e.first("P169")
     if ceo:
@@ -104,14 +107,21 @@ def company(w: World, e: Entity) -> list[Section]:
     ]
     if r.random() < 0.4:
         sections.append(Section("Financial data", 2, [Raw(finance_table(w, a))]))
-    add_refs(w, lead + history.sents, e.label, max(founded, 2000))
+    add_refs(w, lead + history.sents, e.label, max(founded, w.year(2000)))
     return sections
+
+
+def founding_month(e: Entity) -> str:
+    """``March 2021``: the month a company was founded in (its year alone when its inception
+    has no month), as the lead of a company founded since the world started names it."""
+    year, month, _ = wikidata_date(e.values("P571")[0][1])
+    return f"{MONTH_NAMES[month - 1]} {year}" if month else str(year)
 
 
 def finance_table(w: World, a: dict) -> str:
     rows = "\n".join(
         f"|-\n| {y} || {{{{US$|{w.rng.randint(50, 900)}.{w.rng.randint(0, 9)} million}}}} || {w.rng.randint(100, 9000)}"
-        for y in (2018, 2019, 2020)
+        for y in (w.year(2018), w.year(2019), w.year(2020))
     )
     return '{| class="wikitable sortable"\n! Year !! Revenue !! Employees\n' + rows + "\n|}"
 
@@ -122,7 +132,8 @@ def city(w: World, e: Entity) -> list[Section]:
     country = w.get(a["country"])
     ctx = base_ctx(w, e, e.label)
     ctx.update(
-        region=link(w.label(a["region"])), country=elink(w, country.qid), popyear=2020, pop=str(a["pop"]),
+        region=link(w.label(a["region"])), country=elink(w, country.qid), popyear=w.year(2020),
+        pop=str(a["pop"]),
         founded=a["founded"], charter=a["founded"] + r.randint(40, 200), century=r.choice(CENTURIES),
         ind=r.choice(INDUSTRIES), river=a["river"], rivers=link("river", trail="s"), area=a["area"], saint=r.choice(("Aldric", "Cedwin", "Hilde", "Ivo")),
         cathedral=a["founded"] + r.randint(60, 300),
@@ -146,13 +157,13 @@ def city(w: World, e: Entity) -> list[Section]:
         culture.append(make(w, "sports", PT.CITY["sports"], ctx, club=elink(w, sports[0].qid)))
     if unis:
         culture.append(make(w, "university", PT.CITY["university"], ctx, uni=link(w.label(unis[0])),
-                            uniyear=r.randint(1600, 1990)))
+                            uniyear=r.randint(w.year(1600), w.year(1990))))
     if culture:
         sections.append(Section("Sport and education", 2, [Para(culture)]))
     if r.random() < 0.5:
         sections.append(Section("Gallery", 2, [Raw(
             f"<gallery>\nFile:{e.label} harbour.jpg|The harbour\nFile:{e.label} old town.jpg|The [[old town]]\n</gallery>")]))
-    add_refs(w, sections[0].blocks[0].sents + sections[1].blocks[0].sents, e.label, 2015)
+    add_refs(w, sections[0].blocks[0].sents + sections[1].blocks[0].sents, e.label, w.year(2015))
     return sections
 
 
@@ -165,7 +176,7 @@ def country(w: World, e: Entity) -> list[Section]:
     area = e.values("P2046")[0][1][1:]
     ctx.update(
         official=words(a["official"]), capital=elink(w, e.first("P36")), popm=f"{int(pop) / 1e6:.1f}", indep=a["indep"],
-        ind1=inds[0], ind2=inds[1], popyear=2020, pop=pop, area=area,
+        ind1=inds[0], ind2=inds[1], popyear=w.year(2020), pop=pop, area=area,
     )
     politics = []
     if e.first("P35"):
@@ -177,7 +188,7 @@ def country(w: World, e: Entity) -> list[Section]:
         Section("Politics", 2, [Para(politics)]),
         Section("Demographics", 2, [para(w, ctx, PT.COUNTRY, ["pop", "area"])]),
     ]
-    add_refs(w, sections[0].blocks[0].sents, e.label, 2018)
+    add_refs(w, sections[0].blocks[0].sents, e.label, w.year(2018))
     return sections
 
 

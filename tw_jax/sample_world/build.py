@@ -1,12 +1,17 @@
-"""Builds the sample world: four monthly Wikipedia and Wikidata dumps plus their ground truth.
+"""Builds the sample world: monthly Wikipedia and Wikidata dumps plus their ground truth.
 
-Layout under ``out_dir`` (a contract other stages rely on)::
+Layout under ``out_dir`` (a contract other stages rely on), for each snapshot of the world's
+:class:`~.span.Span` (by default the four months 2021-08 .. 2021-11) and each period between two::
 
-    wikipedia/enwiki-YYYYMMDD-pages-articles.xml.bz2
-    wikidata/wikidata-YYYYMMDD-all.json.bz2 and .json.gz
-    truth/articles-YYYY-MM.jsonl, truth/redirects-YYYY-MM.jsonl
-    truth/diffset-PAIR.jsonl, truth/facts-PAIR.jsonl, truth/changes-PAIR.jsonl
+    wikipedia/enwiki-<Snapshot.dump>-pages-articles.xml.bz2     (enwiki-20210801-...)
+    wikidata/wikidata-<Snapshot.dump>-all.json.bz2 and .json.gz
+    truth/articles-<Snapshot.iso>.jsonl, truth/redirects-<Snapshot.iso>.jsonl   (2021-08)
+    truth/diffset-<Period.name>.jsonl, truth/facts-..., truth/changes-...       (0809)
     world.json
+
+Periods are named as :func:`tw_jax.time.benchmark_spelling` spells the world's snapshots: the
+2021 layout (``0809``) for the benchmark's own months, with years otherwise
+(``2021-12_2022-01``). ``world.json``'s ``months`` and ``pairs`` list them in that spelling.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from tw_jax.time import Period, Snapshot, TimeError
+
 from .articles import write_article
 from .check import check_paragraphs
 from .dumps import atomic_path, write_json_dump, write_jsonl, write_mediawiki_xml
@@ -22,8 +29,8 @@ from .evolve import Evolution
 from .infobox import build_render_index
 from .pages import PageStore
 from .populate import populate
-from .schema import DUMP_DATES, MONTHS, PAIRS
 from .site import create_initial_pages
+from .span import DEFAULT_SPAN, Span
 from .truth import MonthTruth, diffset, fact_records, snapshot
 from .wikidata import RevisionClock, dump_lines
 from .world import World
@@ -32,44 +39,76 @@ DEFAULT_ENTITIES = 180
 MIN_ENTITIES = 60
 
 
-def month_paths(m: int) -> dict[str, str]:
-    d, month = DUMP_DATES[m], MONTHS[m]
+def month_paths(month: Snapshot | str | int) -> dict[str, str]:
+    """The files of one snapshot, relative to the world's folder; ``month`` a snapshot, its
+    name (``2021-08``) or an index into the default world's months."""
+    if isinstance(month, int):
+        month = DEFAULT_SPAN.snapshot(month)
+    snap = _snapshot(month)
+    d, iso = snap.dump, snap.iso
     return {
         "wikipedia": f"wikipedia/enwiki-{d}-pages-articles.xml.bz2",
         "wikidata_bz2": f"wikidata/wikidata-{d}-all.json.bz2",
         "wikidata_gz": f"wikidata/wikidata-{d}-all.json.gz",
-        "articles": f"truth/articles-{month}.jsonl",
-        "redirects": f"truth/redirects-{month}.jsonl",
+        "articles": f"truth/articles-{iso}.jsonl",
+        "redirects": f"truth/redirects-{iso}.jsonl",
     }
 
 
-def pair_paths(pair: str) -> dict[str, str]:
-    return {"diffset": f"truth/diffset-{pair}.jsonl", "facts": f"truth/facts-{pair}.jsonl",
-            "changes": f"truth/changes-{pair}.jsonl"}
+def pair_paths(pair: Period | str) -> dict[str, str]:
+    """The truth files of one period, named as given (a :class:`Period` by its ``name``)."""
+    name = pair.name if isinstance(pair, Period) else str(pair)
+    return {"diffset": f"truth/diffset-{name}.jsonl", "facts": f"truth/facts-{name}.jsonl",
+            "changes": f"truth/changes-{name}.jsonl"}
 
 
-def wikipedia_dump(out_dir: str | Path, month: str) -> Path:
-    """Path of the month's ``pages-articles.xml.bz2`` in a built world (month as "2021-08")."""
-    return Path(out_dir) / month_paths(MONTHS.index(month))["wikipedia"]
+def wikipedia_dump(out_dir: str | Path, month: Snapshot | str) -> Path:
+    """Path of the month's ``pages-articles.xml.bz2`` in a built world (month a
+    :class:`Snapshot` or its name, "2021-08")."""
+    return Path(out_dir) / month_paths(_snapshot(month))["wikipedia"]
 
 
-def wikidata_dump(out_dir: str | Path, month: str, compression: str = "bz2") -> Path:
+def wikidata_dump(out_dir: str | Path, month: Snapshot | str, compression: str = "bz2") -> Path:
     """Path of the month's Wikidata JSON dump (``compression`` "bz2" or "gz")."""
-    return Path(out_dir) / month_paths(MONTHS.index(month))[f"wikidata_{compression}"]
+    return Path(out_dir) / month_paths(_snapshot(month))[f"wikidata_{compression}"]
 
 
-def truth_file(out_dir: str | Path, name: str, key: str) -> Path:
-    """Path of a truth file: ``name`` is articles/redirects (key: month) or diffset/facts/changes (key: pair)."""
+def truth_file(out_dir: str | Path, name: str, key: Snapshot | Period | str) -> Path:
+    """Path of a truth file: ``name`` is articles/redirects (key: a snapshot or its name,
+    "2021-08") or diffset/facts/changes (key: a period or its name, "0809"; spelled as the
+    world's ``world.json`` spells it, so ``Period.parse("0809")`` finds ``diffset-0809.jsonl``
+    and ``2021-12_2022-01`` a dated world's file)."""
     if name in ("articles", "redirects"):
-        return Path(out_dir) / month_paths(MONTHS.index(key))[name]
-    return Path(out_dir) / pair_paths(key)[name]
+        return Path(out_dir) / month_paths(_snapshot(key))[name]
+    period = key if isinstance(key, Period) else Period.parse(str(key))
+    return Path(out_dir) / pair_paths(world_spelling(out_dir, period))[name]
 
 
-def initial_world(seed: int, n_entities: int) -> tuple[World, PageStore]:
-    """The 2021-08 world with its articles and pages (ids assigned)."""
+def world_spelling(out_dir: str | Path, period: Period) -> Period:
+    """``period`` as the world in ``out_dir`` names it (its ``world.json``'s ``pairs``); as
+    given when the world is not built or does not hold it."""
+    try:
+        pairs = json.loads((Path(out_dir) / "world.json").read_text(encoding="utf-8"))["pairs"]
+        spelled = [Period.parse(name) for name in pairs]
+    except (OSError, ValueError, KeyError, TypeError):
+        return period
+    return next((p for p in spelled if p == period), period)
+
+
+def _snapshot(month: Snapshot | str) -> Snapshot:
+    if isinstance(month, Snapshot):
+        return month
+    try:
+        return Snapshot.parse(str(month))
+    except TimeError as error:
+        raise ValueError(f"not a month of the sample world: {error}") from None
+
+
+def initial_world(seed: int, n_entities: int, span: Span = DEFAULT_SPAN) -> tuple[World, PageStore]:
+    """The world of the span's first month with its articles and pages (ids assigned)."""
     if n_entities < MIN_ENTITIES:
         raise ValueError(f"the sample world needs at least {MIN_ENTITIES} main entities, got {n_entities}")
-    w = World(seed, n_entities)
+    w = World(seed, n_entities, span)
     populate(w)
     w.render_index = build_render_index(w)  # nothing moves while the first articles are written
     for e in list(w.entities.values()):
@@ -100,8 +139,12 @@ def cross_check(w: World, month: int, prev: MonthTruth, records: list[dict]) -> 
 
 
 def build_sample_world(out_dir: str | Path, seed: int = 0, n_entities: int = DEFAULT_ENTITIES,
-                       *, check: bool = True, change_rounds: int = 1) -> dict:
+                       *, check: bool = True, change_rounds: int = 1,
+                       span: Span = DEFAULT_SPAN) -> dict:
     """Write the sample world under ``out_dir`` and return the content of its ``world.json``.
+
+    ``span``: the months it has a snapshot of (by default 2021-08 .. 2021-11, the world the
+    tests pin down byte for byte).
 
     ``change_rounds`` applies each month's set of changes that many times (one ``busy`` set, so
     no article changes twice in a month): more DiffSet text and CHANGED facts per month, for a
@@ -109,14 +152,16 @@ def build_sample_world(out_dir: str | Path, seed: int = 0, n_entities: int = DEF
     if change_rounds < 1:
         raise ValueError(f"change_rounds must be at least 1, got {change_rounds}")
     out = Path(out_dir)
-    w, store = initial_world(seed, n_entities)
+    w, store = initial_world(seed, n_entities, span)
+    periods = span.periods
     clock = RevisionClock(w)
     truths: list[MonthTruth] = []
     texts: list[dict[int, str]] = []  # article wikitext by page id, per month
     files: dict = {"months": {}, "pairs": {}}
     counts: dict = {}
     pair_counts: dict = {}
-    for m, month in enumerate(MONTHS):
+    for m, snap in enumerate(span.snapshots):
+        month = snap.iso
         log: list[dict] = []
         if m:
             w.month = m
@@ -129,7 +174,7 @@ def build_sample_world(out_dir: str | Path, seed: int = 0, n_entities: int = DEF
         if check:
             for title, paragraphs in truth.articles.values():
                 check_paragraphs(title, paragraphs)
-        paths = month_paths(m)
+        paths = month_paths(snap)
         files["months"][month] = paths
         write_mediawiki_xml(store.pages, out / paths["wikipedia"])
         write_json_dump(dump_lines(w, clock, m), out / paths["wikidata_bz2"], out / paths["wikidata_gz"])
@@ -143,7 +188,7 @@ def build_sample_world(out_dir: str | Path, seed: int = 0, n_entities: int = DEF
             "facts": sum(len(f) for f in truth.facts.values()),
         }
         if m:
-            pair = PAIRS[m - 1]
+            pair = periods[m - 1].name
             prev = truths[-1]
             records = diffset(prev, truth)
             if check:
@@ -161,7 +206,7 @@ def build_sample_world(out_dir: str | Path, seed: int = 0, n_entities: int = DEF
         truths.append(truth)
     world = {
         "seed": seed, "n_entities": n_entities, "change_rounds": change_rounds,
-        "months": list(MONTHS), "pairs": list(PAIRS),
+        "months": [s.iso for s in span.snapshots], "pairs": [p.name for p in periods],
         "files": files, "counts": counts, "pair_counts": pair_counts,
     }
     with atomic_path(out / "world.json") as tmp:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .model import Para, Value
+from .model import Para, Value, time_value
 from .names import SAINTS
 from .schema import MONTH_NAMES
-from .text import Frag, Sent, concat, link, slots, words
+from .text import NDASH, Frag, Sent, concat, link, slots, words
 from .world import World
 
 LANGUAGES = ("French", "Spanish", "Italian", "Dutch", "Portuguese", "Swedish", "Polish")
@@ -30,10 +30,14 @@ def _base(name: str) -> str:
 def fresh_value(w: World, name: str, ctx: dict) -> str | int | Frag:
     """A value for a slot the context does not define (spare sentences)."""
     r = w.rng
+    if name == "season":  # the season before the world's start: 2020-21
+        return concat(str(w.year(2020)), NDASH, f"{w.year(2021) % 100:02d}")
+    if name == "lastyear":  # the last full year before the world's start
+        return str(w.year(2020))
     base = _base(name)
-    lo = max(int(ctx.get("ymin", 1990)), 1900)
+    lo = max(int(ctx.get("ymin", w.year(1990))), w.year(1900))
     if base == "y":
-        return r.randint(lo, max(lo, 2020))
+        return r.randint(lo, max(lo, w.year(2020)))
     if name == "n2":
         return r.randint(11, 95)
     if name == "n3":
@@ -122,13 +126,15 @@ def pronouns(gender: str) -> dict[str, str]:
 
 def change_date(w: World) -> tuple[Value, str]:
     """A random day within the month being evolved (2021-08 for the first pair ...)."""
-    month = 8 + w.month - 1
+    month = w.changing().date
     day = w.rng.randint(2, 28)
-    return ("time", f"+2021-{month:02d}-{day:02d}T00:00:00Z", 11), f"{day} {MONTH_NAMES[month - 1]} 2021"
+    return (time_value(month.year, month.month, day),
+            f"{day} {MONTH_NAMES[month.month - 1]} {month.year}")
 
 
-def month_name(w: World) -> str:
-    return MONTH_NAMES[8 + w.month - 2]
+def month_year(w: World) -> str:
+    """``August 2021``: the month being evolved, as a sentence names it (the ``when`` slot)."""
+    return w.changing().long_name
 
 
 def cite(w: World, name: str, title: str, year: int) -> str:
@@ -140,7 +146,7 @@ def cite(w: World, name: str, title: str, year: int) -> str:
     return (
         f'<ref name="{name}">{{{{cite web |url=https://www.{outlet}.example/{year}/{slug} '
         f"|title={title} |publisher={outlet.replace('-', ' ').title()} |date={day} {month} {year} "
-        f"|access-date={r.randint(1, 28)} {r.choice(MONTH_NAMES)} 2020}}}}</ref>"
+        f"|access-date={r.randint(1, 28)} {r.choice(MONTH_NAMES)} {w.year(2020)}}}}}</ref>"
     )
 
 
@@ -153,7 +159,7 @@ def add_refs(w: World, sents: list[Sent], title: str, year: int) -> None:
     names = []
     for i, idx in enumerate(sorted(chosen)):
         name = f"{title.split()[-1].lower()}{i + 1}"
-        sents[idx].tail += cite(w, name, f"{title} profile part {i + 1}", min(year + i, 2021))
+        sents[idx].tail += cite(w, name, f"{title} profile part {i + 1}", min(year + i, w.year(2021)))
         names.append((idx, name))
     for idx, name in names[:1]:
         later = [j for j in range(idx + 1, len(sents)) if j not in chosen]
@@ -162,7 +168,7 @@ def add_refs(w: World, sents: list[Sent], title: str, year: int) -> None:
     roll = r.random()
     j = r.randrange(len(sents))
     if roll < 0.15:
-        sents[j].tail += "{{citation needed|date=March 2020}}"
+        sents[j].tail += f"{{{{citation needed|date=March {w.year(2020)}}}}}"
     elif roll < 0.3:
         sents[j].tail += "<!-- source in the talk page archive -->"
     elif roll < 0.4:

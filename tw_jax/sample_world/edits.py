@@ -28,8 +28,8 @@ def spare_ctx(w: World, e: Entity) -> dict:
     if e.kind == "event":
         short = "the " + e.label
     start = {"film": lambda: int(e.values("P577")[0][1][1:5]), "company": lambda: a["founded"],
-             "club": lambda: a["founded"], "event": lambda: a["year"]}.get(e.kind, lambda: 1960)()
-    return {"Short": words(short), "ymin": max(start, 1960)}
+             "club": lambda: a["founded"], "event": lambda: a["year"]}.get(e.kind, lambda: w.year(1960))()
+    return {"Short": words(short), "ymin": max(start, w.year(1960))}
 
 
 def spare_sentence(w: World, e: Entity, exclude: frozenset[str] = frozenset()) -> Sent | None:
@@ -110,8 +110,9 @@ def change_number(w: World, e: Entity) -> list[Sent]:
     s = w.rng.choice(candidates)
     name = w.rng.choice(s.numbers())
     old = s.params[name]
-    if 1000 <= old <= 2021:  # a year
-        new = old + w.rng.choice([-2, -1, 1]) if old < 2021 else old - 1
+    this_year = w.changing().date.year
+    if w.year(1000) <= old <= this_year:  # a year, kept from passing the year of the edit
+        new = old + w.rng.choice([-2, -1, 1]) if old < this_year else old - 1
     else:
         step = max(1, old // 25)
         new = old + w.rng.choice([-1, 1]) * w.rng.randint(1, step)

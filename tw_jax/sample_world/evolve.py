@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tw_jax.time import wikidata_date
+
 from . import phrases as P
 from . import phrases_things as PT
 from .articles import write_article
 from .articles_things import event_ctx
-from .compose import change_date, date_text, elink, make, month_name, pronouns
+from .compose import change_date, date_text, elink, make, month_year, pronouns
 from .edits import (
     add_list_item,
     append_end,
@@ -171,7 +173,7 @@ class Evolution:
             if st.value == item(c.qid):
                 w.remove(old, st)
         w.add(new, "P108", item(c.qid), qualifiers=[("P580", date_v)])
-        new.attrs.update(company=c.qid, since=2021)
+        new.attrs.update(company=c.qid, since=w.changing().date.year)
         lead_ceo = find_sent(c, "lead_ceo")
         if lead_ceo:
             lead_ceo.update(w.month, ceo=elink(w, new.qid))
@@ -198,10 +200,11 @@ class Evolution:
         date_v, date_s = change_date(w)
         w.remove(club, next(st for st in club.claims["P286"] if st.counts()))
         w.add(club, "P286", item(new.qid), qualifiers=[("P580", date_v)])
-        new.attrs.update(club=club.qid, since=2021)
+        year = w.changing().date.year
+        new.attrs.update(club=club.qid, since=year)
         coach_s = find_sent(club, "coach")
         if coach_s:
-            coach_s.update(w.month, coach=elink(w, new.qid), since=2021)
+            coach_s.update(w.month, coach=elink(w, new.qid), since=year)
         append_sentence(w, club, "History", make(w, f"coach_change_{w.month}", PT.CLUB["coach_change"], {},
                                                  date=date_s, newcoach=elink(w, new.qid), oldcoach=elink(w, old.qid)))
         set_lead(w, new, P.COACH["lead"], club=elink(w, club.qid))
@@ -234,14 +237,15 @@ class Evolution:
             if st.value == item(office):
                 st.qualifiers.append(("P582", date_v))
         w.add(new, "P39", item(office), qualifiers=[("P580", date_v)])
-        new.attrs.update(office=office, since=2021, place=city.qid)
+        year = w.changing().date.year
+        new.attrs.update(office=office, since=year, place=city.qid)
         old.attrs["office"] = None
         mayor_s = find_sent(city, "mayor")
         if mayor_s:
-            mayor_s.update(w.month, mayor=elink(w, new.qid), myear=2021)
+            mayor_s.update(w.month, mayor=elink(w, new.qid), myear=year)
         append_sentence(w, city, "Government", make(w, f"mayor_change_{w.month}", PT.CITY["mayor_change"], {},
                                                     date=date_s, newmayor=elink(w, new.qid), oldmayor=elink(w, old.qid)))
-        set_lead(w, new, P.POLITICIAN["lead"], office=link(w.label(office)), since=2021)
+        set_lead(w, new, P.POLITICIAN["lead"], office=link(w.label(office)), since=year)
         ctx = {"Last": new.attrs["last"], "date": date_s, "office": link(w.label(office))}
         append_sentence(w, new, "Political career", make(w, f"elected_{w.month}", P.POLITICIAN["elected"], ctx))
         party = old.first("P102")
@@ -271,16 +275,16 @@ class Evolution:
             mode = "added"
             sent = find_sent(e, "pop")
             if sent:
-                sent.update(w.month, pop=str(new_pop), popyear=2021)
+                sent.update(w.month, pop=str(new_pop), popyear=w.changing().date.year)
         else:
             w.remove(e, current[-1])
             w.add(e, "P1082", quantity(new_pop), qualifiers=[("P585", date_v)])
             sent = find_sent(e, "lead_pop")
             if sent and r.random() < 0.6:
-                sent.update(w.month, pop=str(new_pop), popyear=2021)
+                sent.update(w.month, pop=str(new_pop), popyear=w.changing().date.year)
             elif r.random() < 0.5:
                 append_sentence(w, e, "Geography", make(w, f"pop_update_{w.month}", PT.CITY["pop_update"],
-                                                        {"month": month_name(w)}, pop=str(new_pop)))
+                                                        {"when": month_year(w)}, pop=str(new_pop)))
         e.attrs["pop"] = new_pop
         self.claim(e)
         self.touch(e, "Updated population estimate")
@@ -296,15 +300,18 @@ class Evolution:
         date_v, _ = change_date(w)
         w.add(p, "P166", item(award), qualifiers=[("P585", date_v)])
         title = {"business": "Awards", "actor": "Awards and nominations"}.get(p.kind, "Honours")
-        add_list_item(w, p, title, make(w, f"award_{award}", P.AWARD_ITEM, {}, award=link(w.label(award)), year=2021))
+        add_list_item(w, p, title, make(w, f"award_{award}", P.AWARD_ITEM, {}, award=link(w.label(award)),
+                                  year=w.changing().date.year))
         self.claim(p)
         self.touch(p, "Added award")
         self.record("new_award", p, award=award)
 
     def due_events(self) -> list[Entity]:
-        dump = f"+2021-{8 + self.w.month:02d}-01"
+        """Future tournaments that ended before the dump being built, still without a winner."""
+        built = self.w.span.snapshot(self.w.month).date
+        dump = (built.year, built.month, built.day)
         return [e for e in self.free("event") if e.attrs["future"] and not e.items("P1346")
-                and e.values("P582")[0][1] < dump]
+                and wikidata_date(e.values("P582")[0][1]) < dump]
 
     def new_relation(self, kind: str) -> None:
         w, r = self.w, self.r
@@ -388,10 +395,10 @@ class Evolution:
                 e = make_film(w, director, cast, r.choice(w.of_kind("country")), date_v)
                 write_article(w, e, new=True)
                 add_entity_pages(w, self.store, e, talk_prob=0.1)
-                ctx = {**pronouns(director.attrs["gender"]), "film": elink(w, e.qid), "month": month_name(w)}
+                ctx = {**pronouns(director.attrs["gender"]), "film": elink(w, e.qid), "when": month_year(w)}
                 append_sentence(w, director, "Career", make(w, f"directed_{w.month}", P.ACTOR["directed"], ctx))
                 for a in cast:
-                    ctx = {**pronouns(a.attrs["gender"]), "film": elink(w, e.qid), "month": month_name(w)}
+                    ctx = {**pronouns(a.attrs["gender"]), "film": elink(w, e.qid), "when": month_year(w)}
                     append_sentence(w, a, "Career", make(w, f"starred_{w.month}", P.ACTOR["starred"], ctx))
                 self.claim(director, *cast)
                 for a in (director, *cast):
@@ -399,16 +406,18 @@ class Evolution:
             elif kind == "footballer":
                 city = r.choice(w.of_kind("city"))
                 e = make_footballer(w, w.get(city.attrs["country"]), city, w.of_kind("club"),
-                                    born=(2001, 2003), since=date_v)
+                                    born=(w.year(2001), w.year(2003)), since=date_v)
                 write_article(w, e, new=True)
                 add_entity_pages(w, self.store, e, talk_prob=0.0)
             else:
                 city = r.choice(w.of_kind("city"))
-                founder = make_person(w, "business", w.get(city.attrs["country"]), city, born=(1975, 1992))
-                e = make_company(w, city, founder, 2021, int(date_v[1][6:8]), int(date_v[1][9:11]))
+                founder = make_person(w, "business", w.get(city.attrs["country"]), city,
+                                      born=(w.year(1975), w.year(1992)))
+                year, month, day = wikidata_date(date_v[1])
+                e = make_company(w, city, founder, year, month, day)
                 w.add(e, "P169", item(founder.qid), qualifiers=[("P580", date_v)])
                 w.add(founder, "P108", item(e.qid), qualifiers=[("P580", date_v)])
-                founder.attrs.update(company=e.qid, since=2021)
+                founder.attrs.update(company=e.qid, since=year)
                 write_article(w, e, new=True)
                 write_article(w, founder, new=True)
                 add_entity_pages(w, self.store, e, talk_prob=0.0)

@@ -122,7 +122,7 @@ def person_box(w: World, e: Entity) -> str:
         else:
             coached = coached_clubs(w, e.qid)
             fields += [("currentclub", wl(w, coached[0].qid) if coached else ""),
-                       ("manageryears1", f"{a.get('since', 2018)}&ndash;"), ("managerclubs1", wl(w, a["club"]))]
+                       ("manageryears1", f"{a.get('since', w.year(2018))}&ndash;"), ("managerclubs1", wl(w, a["club"]))]
         fields += _clubs(w, e)
         return _box("Infobox football biography", fields)
     if e.kind == "politician":
@@ -156,7 +156,7 @@ def thing_box(w: World, e: Entity) -> str:
             ("clubname", e.label), ("image", f"{e.label} logo.svg"), ("fullname", names[0] if names else ""),
             ("founded", f"{{{{start date and age|{a['founded']}}}}}"), ("ground", wl(w, e.first("P115"))),
             ("capacity", f"{{{{formatnum:{a['capacity']}}}}}"), ("manager", wl(w, e.first("P286"))),
-            ("league", wl(w, e.first("P118"))), ("season", "2020&ndash;21"),
+            ("league", wl(w, e.first("P118"))), ("season", f"{w.year(2020)}&ndash;{w.year(2021) % 100:02d}"),
             ("position", f"{stable_int(e.qid + 'p', 1, 18)}th"), ("website", url)])
     if e.kind == "company":
         inception = e.values("P571")[0]
@@ -170,8 +170,8 @@ def thing_box(w: World, e: Entity) -> str:
             ("founded", f"{founded} in {wl(w, a['city'])}"), ("founder", wl(w, e.first("P112"))),
             ("hq_location_city", wl(w, e.first("P159"))), ("hq_location_country", wl(w, e.first("P17"))),
             ("key_people", f"{wl(w, ceo)} ([[Chief executive officer|CEO]])" if ceo else ""),
-            ("revenue", f"{{{{increase}}}} {{{{US$|{a['revenue']} million}}}} (2020)"),
-            ("num_employees", f"{{{{formatnum:{emp[0]}}}}} (2020)" if emp else ""), ("website", url)])
+            ("revenue", f"{{{{increase}}}} {{{{US$|{a['revenue']} million}}}} ({w.year(2020)})"),
+            ("num_employees", f"{{{{formatnum:{emp[0]}}}}} ({w.year(2020)})" if emp else ""), ("website", url)])
     if e.kind == "city":
         pops = [st for st in e.claims.get("P1082", []) if st.counts()]
         pop = pops[-1].value[1][1:] if pops else ""
@@ -182,7 +182,7 @@ def thing_box(w: World, e: Entity) -> str:
             ("subdivision_name1", wl(w, e.first("P131"))), ("leader_title", "[[Mayor]]"),
             ("leader_name", wl(w, e.first("P6"))), ("established_title", "First mentioned"),
             ("established_date", str(a["founded"])), ("area_total_km2", a["area"]),
-            ("population_total", f"{{{{formatnum:{pop}}}}}" if pop else ""), ("population_as_of", "2021"),
+            ("population_total", f"{{{{formatnum:{pop}}}}}" if pop else ""), ("population_as_of", str(population_year(w, pops))),
             ("website", url)])
     if e.kind == "country":
         pops = [st for st in e.claims.get("P1082", []) if st.counts()]
@@ -209,13 +209,20 @@ def thing_box(w: World, e: Entity) -> str:
         ("matches", str(stable_int(e.qid + "m", 15, 31)))])
 
 
+def population_year(w: World, pops: list) -> int:
+    """The year a city's population is given as of: the start year, or the year of a later
+    estimate (its ``P585``)."""
+    dated = [ymd(dict(st.qualifiers)["P585"])[0] for st in pops[-1:] if "P585" in dict(st.qualifiers)]
+    return max([w.year(2021), *dated])
+
+
 def generated_table(w: World, e: Entity, name: str) -> str:
     """The tables marked ``@stats``, ``@squad``, ``@filmography``, ``@participants`` in articles."""
     if name == "@stats":
         rows = []
         for st in [s for s in e.claims.get("P54", []) if s.counts()]:
             q = dict(st.qualifiers)
-            start = ymd(q["P580"])[0] if "P580" in q else 2015
+            start = ymd(q["P580"])[0] if "P580" in q else w.year(2015)
             rows.append(f"|-\n| {wl(w, st.value[1])} || {start}&ndash;{str(start + 1)[2:]} || "
                         f"{stable_int(st.sid + 'a', 3, 38)} || {stable_int(st.sid + 'g', 0, 20)}")
         return ('{| class="wikitable" style="text-align:center"\n|+ Appearances and goals by club and season\n'

@@ -143,7 +143,8 @@ class PageStore:
 
     def sync(self, month: int) -> None:
         """Render every page for ``month``; pages whose text or title changed get a revision."""
-        r = self.w.rng
+        w = self.w
+        r = w.rng
         if month == 0 and not self.next_rev_id:
             self.next_rev_id = 1_036_000_000
         self.w.render_index = build_render_index(self.w)
@@ -162,14 +163,15 @@ class PageStore:
                     page.rev_id += 1
                 self._initial_revs.add(page.rev_id)
                 page.parent_id = page.rev_id - r.randint(1000, 90_000_000) if r.random() < 0.85 else None
-                page.timestamp = (f"{r.randint(2012, 2020)}-{r.randint(1, 12):02d}-{r.randint(1, 28):02d}"
+                page.timestamp = (f"{r.randint(w.year(2012), w.year(2020))}-{r.randint(1, 12):02d}"
+                                  f"-{r.randint(1, 28):02d}"
                                   f"T{r.randint(0, 23):02d}:{r.randint(0, 59):02d}:{r.randint(0, 59):02d}Z")
             else:
                 self.next_rev_id += r.randint(100, 9000)
                 page.parent_id = page.rev_id or None
                 page.rev_id = self.next_rev_id
-                cal = 8 + month - 1
-                page.timestamp = (f"2021-{cal:02d}-{r.randint(1, 28):02d}"
+                cal = w.span.snapshot(month - 1).date  # the month the edit was made in
+                page.timestamp = (f"{cal.year:04d}-{cal.month:02d}-{r.randint(1, 28):02d}"
                                   f"T{r.randint(0, 23):02d}:{r.randint(0, 59):02d}:{r.randint(0, 59):02d}Z")
             page.contributor = ("ip", r.choice(IPS)) if r.random() < 0.15 else ("user", *r.choice(USERS))
             page.comment = page.pending or r.choice(("Copyedit", "/* References */ fix", "Updated infobox", ""))

@@ -2,7 +2,9 @@
 
 Each entry is a family of wordings of the same statement; month-to-month rewording switches
 between them. Slots are filled from the entity's context (see ``articles.context``) or, for the
-spare sentences that copy-edits insert, with fresh values. Templates never end on an
+spare sentences that copy-edits insert, with fresh values. The years are the world's calendar:
+``{season}`` and ``{lastyear}`` the season and the year before its start, ``{when}`` a month with
+its year (``August 2021``). Templates never end on an
 abbreviation or an initial and every sentence starts with a capital or a digit, so sentence
 boundaries are unambiguous (``check.py`` enforces it on every build).
 """
@@ -123,8 +125,8 @@ FOOTBALLER: dict[str, T] = {
         "Upon arrival {he} was handed the No.{_nbsp}{shirt} shirt.",
     ),
     "apps": (
-        "By the end of the 2020{_ndash}21 season {he} had made {apps} appearances in all competitions.",
-        "{He} had played {apps} matches in all competitions by the end of the 2020{_ndash}21 season.",
+        "By the end of the {season} season {he} had made {apps} appearances in all competitions.",
+        "{He} had played {apps} matches in all competitions by the end of the {season} season.",
     ),
     "intdebut": (
         "{Last} made {his} international debut in {intyear} against {opp}.",
@@ -251,16 +253,16 @@ BUSINESS: dict[str, T] = {
         "After joining {company} in {joinyear}, {Last} rose to lead its {division} division.",
     ),
     "wealth": (
-        "{His} personal fortune was estimated at {wealth} million dollars in 2020.",
-        "In 2020 {his} personal fortune was estimated at {wealth} million dollars.",
+        "{His} personal fortune was estimated at {wealth} million dollars in {lastyear}.",
+        "In {lastyear} {his} personal fortune was estimated at {wealth} million dollars.",
     ),
     "appointed_ceo": (
         "On {date}, {Last} was appointed chief executive officer of {newcompany}.",
         "{newcompany} named {Last} its chief executive officer on {date}.",
     ),
     "founded_co": (
-        "In {month} 2021 {he} founded {newcompany} in {city}.",
-        "{He} founded {newcompany} in {city} in {month} 2021.",
+        "In {when} {he} founded {newcompany} in {city}.",
+        "{He} founded {newcompany} in {city} in {when}.",
     ),
 }
 
@@ -286,12 +288,12 @@ ACTOR: dict[str, T] = {
         "The television series {series} brought {him} wider recognition in {tvyear}.",
     ),
     "starred": (
-        "In {month} 2021, {he} starred in the film {film}.",
-        "{He} starred in the film {film}, released in {month} 2021.",
+        "In {when}, {he} starred in the film {film}.",
+        "{He} starred in the film {film}, released in {when}.",
     ),
     "directed": (
-        "{He} directed the film {film}, which was released in {month} 2021.",
-        "In {month} 2021, {his} film {film} was released.",
+        "{He} directed the film {film}, which was released in {when}.",
+        "In {when}, {his} film {film} was released.",
     ),
 }
 

@@ -65,8 +65,8 @@ COMPANY: dict[str, T] = {
         "Its chief executive officer is {ceo}.",
     ),
     "lead_size": (
-        "In 2020 it employed {employees} people and reported revenue of {revenue} million dollars.",
-        "It reported revenue of {revenue} million dollars in 2020, with {employees} employees.",
+        "In {lastyear} it employed {employees} people and reported revenue of {revenue} million dollars.",
+        "It reported revenue of {revenue} million dollars in {lastyear}, with {employees} employees.",
     ),
     "founded": (
         "The company was founded in {founded} in {fcity}.",
@@ -101,8 +101,8 @@ COMPANY: dict[str, T] = {
         "{newceo} took over from {oldceo} as chief executive officer on {date}.",
     ),
     "new_lead": (
-        "{bname} is a {demonym} {industry} company founded in {month} 2021 in {hq}.",
-        "{bname} is a company in the {industry} industry, founded in {hq} in {month} 2021.",
+        "{bname} is a {demonym} {industry} company founded in {when} in {hq}.",
+        "{bname} is a company in the {industry} industry, founded in {hq} in {when}.",
     ),
 }
 
@@ -152,8 +152,8 @@ CITY: dict[str, T] = {
         "{newmayor} replaced {oldmayor} as mayor on {date}.",
     ),
     "pop_update": (
-        "An estimate published in {month} 2021 put the population at {pop}.",
-        "The population was estimated at {pop} in {month} 2021.",
+        "An estimate published in {when} put the population at {pop}.",
+        "The population was estimated at {pop} in {when}.",
     ),
     "sports": (
         "The city is home to the football club {club}.",

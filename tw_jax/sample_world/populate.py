@@ -1,11 +1,17 @@
-"""The initial world (2021-08): countries, cities, people, clubs, companies, films, tournaments.
+"""The initial world (its first month, 2021-08 by default): countries, cities, people, clubs,
+companies, films, tournaments.
 
 Creates the entities and their statements only; articles are written afterwards by the article
 builders, once every entity they link to exists. Entities that later months need as spares
-(unattached coaches, executives, politicians) are created here too.
+(unattached coaches, executives, politicians) are created here too. Years are the default world's
+history moved to this world's start (:meth:`~.world.World.year`).
 """
 
 from __future__ import annotations
+
+import datetime
+
+from tw_jax.time import Snapshot
 
 from .model import Entity, item, mono, quantity, string, time_value
 from .names import COUNTRIES, RIVERS
@@ -49,7 +55,7 @@ def url_slug(label: str) -> str:
 def make_country(w: World, name: str, demonym: str) -> Entity:
     w.names.claim(name)
     e = w.new_entity("country", name, "country on the Selden Sea")
-    e.attrs.update(demonym=demonym, official=f"Republic of {name}", indep=w.rng.randint(1810, 1960))
+    e.attrs.update(demonym=demonym, official=f"Republic of {name}", indep=w.rng.randint(w.year(1810), w.year(1960)))
     e.other_labels = {"de": name, "fr": name}
     e.aliases = [f"Republic of {name}"]
     w.add(e, "P31", item("Q6256"))
@@ -57,7 +63,7 @@ def make_country(w: World, name: str, demonym: str) -> Entity:
     w.add(e, "P571", time_value(e.attrs["indep"]))
     pop = w.rng.randint(1_500_000, 9_000_000)
     e.attrs["pop"] = pop
-    w.add(e, "P1082", quantity(pop), qualifiers=[("P585", time_value(2020))], rank="preferred",
+    w.add(e, "P1082", quantity(pop), qualifiers=[("P585", time_value(w.year(2020)))], rank="preferred",
           ref=f"https://stats.{url_slug(name)}.example/population")
     w.add(e, "P2046", quantity(f"{w.rng.randint(20000, 90000)}.{w.rng.randint(1, 9)}", "Q712226"))
     w.add(e, "P856", string(f"https://www.gov.{url_slug(name)}.example/"))
@@ -69,14 +75,14 @@ def make_city(w: World, country: Entity, n: int) -> Entity:
     e = w.new_entity("city", label, f"city in {country.label}")
     r = w.rng
     e.attrs.update(country=country.qid, region=w.region(country.qid, n % 2), river=r.choice(RIVERS),
-                   founded=r.randint(1100, 1850), area=f"{r.randint(40, 700)}.{r.randint(1, 9)}")
+                   founded=r.randint(w.year(1100), w.year(1850)), area=f"{r.randint(40, 700)}.{r.randint(1, 9)}")
     e.attrs["pop"] = r.randint(20_000, 1_900_000)
     e.aliases = [f"City of {label}"] if r.random() < 0.4 else []
     w.add(e, "P31", item("Q515"))
     w.add(e, "P17", item(country.qid))
     w.add(e, "P131", item(e.attrs["region"]))
     w.add(e, "P571", time_value(e.attrs["founded"]))
-    w.add(e, "P1082", quantity(e.attrs["pop"]), qualifiers=[("P585", time_value(2020))])
+    w.add(e, "P1082", quantity(e.attrs["pop"]), qualifiers=[("P585", time_value(w.year(2020)))])
     w.add(e, "P2046", quantity(e.attrs["area"], "Q712226"))
     if r.random() < 0.6:
         w.add(e, "P856", string(f"https://www.{url_slug(label)}.example/"))
@@ -109,12 +115,13 @@ def make_person(w: World, kind: str, country: Entity, city: Entity, *, born: tup
     if kind == "coach":
         w.add(e, "P106", item(manager_item(w)))
     if r.random() < 0.5:
-        w.add(e, "P18", string(f"{label.replace('.', '')} {r.randint(2012, 2020)}.jpg"))
+        w.add(e, "P18", string(f"{label.replace('.', '')} {r.randint(w.year(2012), w.year(2020))}.jpg"))
     return e
 
 
 def populate(w: World) -> None:
-    """Create the 2021-08 world: ``w.n_entities`` main entities plus countries and supports."""
+    """Create the world of its first month: ``w.n_entities`` main entities plus countries and
+    supports."""
     r = w.rng
     counts = kind_counts(w.n_entities)
     n_countries = max(3, min(len(COUNTRIES), w.n_entities // 30))
@@ -137,7 +144,7 @@ def populate(w: World) -> None:
         country = w.get(city.attrs["country"])
         label = w.names.club(city.label)
         e = w.new_entity("club", label, f"association football club in {city.label}, {country.label}")
-        e.attrs.update(city=city.qid, country=country.qid, founded=r.randint(1880, 1975),
+        e.attrs.update(city=city.qid, country=country.qid, founded=r.randint(w.year(1880), w.year(1975)),
                        capacity=r.randint(8, 60) * 1000 + r.randint(1, 9) * 100)
         w.add(e, "P31", item("Q476028"))
         w.add(e, "P17", item(country.qid))
@@ -154,10 +161,10 @@ def populate(w: World) -> None:
 
     for _ in range(counts["footballer"]):
         country, city = home()
-        make_footballer(w, country, city, clubs, born=(1988, 2001))
+        make_footballer(w, country, city, clubs, born=(w.year(1988), w.year(2001)))
     for _ in range(counts["coach"]):
         country, city = home()
-        e = make_person(w, "coach", country, city, born=(1962, 1982))
+        e = make_person(w, "coach", country, city, born=(w.year(1962), w.year(1982)))
         w.add(e, "P413", item(position_item(w, r.choice(POSITIONS))))
         pclub = r.choice(clubs)
         e.attrs["pclub"] = pclub.qid
@@ -165,18 +172,18 @@ def populate(w: World) -> None:
         w.add(e, "P54", item(pclub.qid), qualifiers=[("P580", time_value(start)), ("P582", time_value(start + 9))])
     for _ in range(counts["politician"]):
         country, city = home()
-        e = make_person(w, "politician", country, city, born=(1955, 1985))
+        e = make_person(w, "politician", country, city, born=(w.year(1955), w.year(1985)))
         w.add(e, "P102", item(w.party(country.qid, r.randrange(3))))
         if r.random() < 0.6:
             w.add(e, "P69", item(w.university(r.choice(cities).qid)))
     for _ in range(counts["business"]):
         country, city = home()
-        e = make_person(w, "business", country, city, born=(1958, 1990))
+        e = make_person(w, "business", country, city, born=(w.year(1958), w.year(1990)))
         if r.random() < 0.7:
             w.add(e, "P69", item(w.university(r.choice(cities).qid)))
     for i in range(counts["actor"]):
         country, city = home()
-        e = make_person(w, "actor", country, city, born=(1960, 1998))
+        e = make_person(w, "actor", country, city, born=(w.year(1960), w.year(1998)))
         if i % 3 == 0:
             w.add(e, "P106", item("Q2526255"))
             e.attrs["director"] = True
@@ -190,7 +197,7 @@ def populate(w: World) -> None:
             for _ in range(r.randint(1, 2)):
                 award = w.award(kind, e.attrs["country"])
                 if w.find(e, "P166", item(award)) is None:
-                    w.add(e, "P166", item(award), qualifiers=[("P585", time_value(r.randint(2008, 2020)))])
+                    w.add(e, "P166", item(award), qualifiers=[("P585", time_value(r.randint(w.year(2008), w.year(2020))))])
                 if kind != "footballer":
                     break
                 kind = "coach" if e.kind == "coach" else "footballer"
@@ -206,18 +213,19 @@ def populate_orgs(w: World, countries: list[Entity], cities: list[Entity], clubs
     business = w.of_kind("business")
     for _ in range(counts["company"]):
         founder = r.choice(business) if business and r.random() < 0.4 else None
-        make_company(w, r.choice(cities), founder, r.randint(1890, 2012))
+        make_company(w, r.choice(cities), founder, r.randint(w.year(1890), w.year(2012)))
 
     actors = w.of_kind("actor")
     directors = [a for a in actors if a.attrs.get("director")] or actors
     for _ in range(counts["film"]):
         make_film(w, r.choice(directors), r.sample(actors, min(3, len(actors))),
-                  r.choice(countries), time_value(r.randint(1996, 2020), r.randint(1, 12), r.randint(1, 28)))
+                  r.choice(countries),
+                  time_value(r.randint(w.year(1996), w.year(2020)), r.randint(1, 12), r.randint(1, 28)))
 
     for i in range(counts["event"]):
         country = countries[i % len(countries)]
         future = i % 5 == 4
-        year = 2021 if future else 2010 + r.randrange(11)
+        year = w.year(2021) if future else w.year(2010) + r.randrange(11)
         make_event(w, country, year, future, clubs, cities)
 
 
@@ -238,13 +246,13 @@ def make_footballer(w: World, country: Entity, city: Entity, clubs: list[Entity]
     year = e.attrs["birth"][0] + r.randint(17, 20)
     for i, club in enumerate(path):
         last = i == len(path) - 1
-        end = min(year + r.randint(1, 3), 2020) if not last else None
-        quals = [("P580", since if since is not None else time_value(min(year, 2020)))]
+        end = min(year + r.randint(1, 3), w.year(2020)) if not last else None
+        quals = [("P580", since if since is not None else time_value(min(year, w.year(2020))))]
         if end:
             quals.append(("P582", time_value(end)))
         w.add(e, "P54", item(club), qualifiers=quals)
         year = end or year
-    e.attrs.update(club=path[-1], joinyear=min(year, 2021), youthclub=r.choice(same), debutclub=path[0])
+    e.attrs.update(club=path[-1], joinyear=min(year, w.year(2021)), youthclub=r.choice(same), debutclub=path[0])
     return e
 
 
@@ -268,9 +276,9 @@ def make_company(w: World, city: Entity, founder: Entity | None, year: int, mont
     else:
         w.add(e, "P571", time_value(year, r.randint(1, 12), r.randint(1, 28)) if r.random() < 0.5 else time_value(year))
     w.add(e, "P452", item(industry_item(w, industry)))
-    w.add(e, "P1128", quantity(e.attrs["employees"]), qualifiers=[("P585", time_value(2020))])
+    w.add(e, "P1128", quantity(e.attrs["employees"]), qualifiers=[("P585", time_value(w.year(2020)))])
     amount = int(float(e.attrs["revenue"]) * 1_000_000)
-    w.add(e, "P2139", quantity(amount, "Q4917"), qualifiers=[("P585", time_value(2020))])
+    w.add(e, "P2139", quantity(amount, "Q4917"), qualifiers=[("P585", time_value(w.year(2020)))])
     w.add(e, "P856", string(f"https://www.{url_slug(short)}.example/"))
     w.add(e, "P1448", mono(label))
     if founder is not None:
@@ -306,14 +314,18 @@ def make_event(w: World, country: Entity, year: int, future: bool, clubs: list[E
     label = w.names.fresh(lambda: f"{year} {r.choice(prefix)} {r.choice(SERIES)}")
     series = label.split(" ", 1)[1]
     e = w.new_entity("event", label, f"edition of the {series}")
-    start_m = r.randint(9, 11) if future else r.randint(5, 8)
+    if future:  # begins one to three months after the world starts (the start year's edition)
+        begins = w.span.snapshot(r.randint(1, 3)).date
+    else:  # May to August of a past year
+        begins = datetime.date(year, r.randint(5, 8), 1)
+    ends = Snapshot(begins).plus_months(1).date
     e.attrs.update(country=country.qid, city=host.qid, future=future, year=year,
-                   series=series, nth=year - 1950)
+                   series=series, nth=year - w.year(1950))
     w.add(e, "P31", item(tournament_class(w)))
     w.add(e, "P17", item(country.qid))
     w.add(e, "P276", item(host.qid))
-    w.add(e, "P580", time_value(year, start_m, r.randint(1, 10)))
-    w.add(e, "P582", time_value(year, start_m + 1, r.randint(11, 28)))
+    w.add(e, "P580", time_value(begins.year, begins.month, r.randint(1, 10)))
+    w.add(e, "P582", time_value(ends.year, ends.month, r.randint(11, 28)))
     teams = r.sample(clubs, min(len(clubs), 4))
     for c in teams:
         w.add(e, "P710", item(c.qid))
@@ -336,7 +348,8 @@ def assign_roles(w: World, countries: list[Entity], cities: list[Entity], clubs:
             break
         hog = next((p for p in politicians if p.attrs["country"] == c.qid), politicians[0])
         politicians.remove(hog)
-        set_office(w, hog, c, "P6", f"hog/{c.qid}", f"Prime Minister of {c.label}", r.randint(2014, 2020))
+        set_office(w, hog, c, "P6", f"hog/{c.qid}", f"Prime Minister of {c.label}",
+                   r.randint(w.year(2014), w.year(2020)))
     mayors = max(2, len(cities) * 2 // 5)
     for city in cities[::-1]:  # capitals come first; they get mayors last, if politicians remain
         if len(politicians) <= keep_free or mayors == 0:
@@ -344,17 +357,19 @@ def assign_roles(w: World, countries: list[Entity], cities: list[Entity], clubs:
         mayor = next((p for p in politicians if p.attrs["country"] == city.attrs["country"]), politicians[0])
         politicians.remove(mayor)
         mayors -= 1
-        set_office(w, mayor, city, "P6", f"mayor/{city.qid}", f"Mayor of {city.label}", r.randint(2014, 2020))
+        set_office(w, mayor, city, "P6", f"mayor/{city.qid}", f"Mayor of {city.label}",
+                   r.randint(w.year(2014), w.year(2020)))
     for c in countries:
         if len(politicians) > keep_free + 2 and r.random() < 0.6:
             hos = next((p for p in politicians if p.attrs["country"] == c.qid), politicians[0])
             politicians.remove(hos)
-            set_office(w, hos, c, "P35", f"hos/{c.qid}", f"President of {c.label}", r.randint(2012, 2020))
+            set_office(w, hos, c, "P35", f"hos/{c.qid}", f"President of {c.label}",
+                       r.randint(w.year(2012), w.year(2020)))
 
     coaches = list(w.of_kind("coach"))
     spare = max(1, len(coaches) // 5)
     for club, coach in zip(r.sample(clubs, min(len(clubs), len(coaches) - spare)), coaches, strict=False):
-        since = r.randint(2016, 2021)
+        since = r.randint(w.year(2016), w.year(2021))
         w.add(club, "P286", item(coach.qid), qualifiers=[("P580", time_value(since))])
         coach.attrs.update(club=club.qid, since=since)
     for coach in coaches:
@@ -364,7 +379,7 @@ def assign_roles(w: World, countries: list[Entity], cities: list[Entity], clubs:
     spare = max(2, len(business) // 4)
     companies = w.of_kind("company")
     for company, ceo in zip(r.sample(companies, min(len(companies), len(business) - spare)), business, strict=False):
-        since = r.randint(2012, 2021)
+        since = r.randint(w.year(2012), w.year(2021))
         w.add(company, "P169", item(ceo.qid), qualifiers=[("P580", time_value(since))])
         w.add(ceo, "P108", item(company.qid))
         ceo.attrs.update(company=company.qid, since=since)

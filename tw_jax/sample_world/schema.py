@@ -1,4 +1,5 @@
-"""Fixed vocabulary of the sample world: months, Wikidata properties, and the real items it uses.
+"""Fixed vocabulary of the sample world: Wikidata properties, the real items it uses, and the
+default world's months.
 
 Property ids and English labels are Wikidata's own, so code written against the sample runs
 unchanged on real dumps. Real item ids are used only for the handful of well-known classes,
@@ -7,9 +8,12 @@ units and occupations; every invented item gets an id from Q100000001 upward.
 
 from __future__ import annotations
 
-MONTHS: tuple[str, ...] = ("2021-08", "2021-09", "2021-10", "2021-11")
-DUMP_DATES: tuple[str, ...] = ("20210801", "20210901", "20211001", "20211101")
-PAIRS: tuple[str, ...] = ("0809", "0910", "1011")
+from .span import DEFAULT_SPAN
+
+# The default world's calendar (``span.DEFAULT_SPAN``; a world of another span has its own).
+MONTHS: tuple[str, ...] = tuple(s.iso for s in DEFAULT_SPAN.snapshots)
+DUMP_DATES: tuple[str, ...] = tuple(s.dump for s in DEFAULT_SPAN.snapshots)
+PAIRS: tuple[str, ...] = tuple(p.name for p in DEFAULT_SPAN.periods)
 MONTH_NAMES = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
 
 FIRST_SYNTHETIC_QID = 100000001

@@ -28,7 +28,7 @@ def signature(w: World) -> str:
     r = w.rng
     user, _ = r.choice(USERS)
     return (f"[[User:{user}|{user}]] ([[User talk:{user}|talk]]) {r.randint(0, 23):02d}:{r.randint(0, 59):02d}, "
-            f"{r.randint(1, 28)} {r.choice(MONTH_NAMES)} {r.randint(2014, 2020)} (UTC)")
+            f"{r.randint(1, 28)} {r.choice(MONTH_NAMES)} {r.randint(w.year(2014), w.year(2020))} (UTC)")
 
 
 def talk_text(w: World, e: Entity) -> str:

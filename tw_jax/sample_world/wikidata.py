@@ -6,6 +6,7 @@ its hash from month to month. ``lastrevid``/``modified`` move only when an entit
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import json
 
@@ -121,13 +122,23 @@ class RevisionClock:
             rev, modified = prev[1], prev[2]
         elif month == 0:
             rev = r.randint(1_300_000_000, 1_470_000_000)
-            modified = f"{r.randint(2019, 2021)}-{r.randint(1, 7):02d}-{r.randint(1, 28):02d}T{r.randint(0, 23):02d}:{r.randint(0, 59):02d}:{r.randint(0, 59):02d}Z"
+            # Last edited 1 to 31 months before the start: in the default world, January to
+            # July of 2019, 2020 or 2021.
+            years_back = 2 - r.randint(0, 2)
+            months_back = years_back * 12 + 8 - r.randint(1, 7)
+            modified = self._time(self.w.span.snapshot(-months_back).date)
         else:
             self.next_rev += r.randint(50, 5000)
             rev = self.next_rev
-            modified = f"2021-{8 + month - 1:02d}-{r.randint(1, 28):02d}T{r.randint(0, 23):02d}:{r.randint(0, 59):02d}:{r.randint(0, 59):02d}Z"
+            modified = self._time(self.w.span.snapshot(month - 1).date)  # the month it changed in
         self.seen[key] = (text, rev, modified)
         return {**body, "lastrevid": rev, "modified": modified}
+
+    def _time(self, month: _dt.date) -> str:
+        """A random moment of ``month`` (its 1st to 28th), as Wikidata's ``modified``."""
+        r = self.w.rng
+        return (f"{month.year:04d}-{month.month:02d}-{r.randint(1, 28):02d}T{r.randint(0, 23):02d}:"
+                f"{r.randint(0, 59):02d}:{r.randint(0, 59):02d}Z")
 
 
 def dump_lines(w: World, clock: RevisionClock, month: int) -> list[str]:

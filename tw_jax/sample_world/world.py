@@ -9,17 +9,25 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 
+from tw_jax.time import Snapshot
+
 from .model import Entity, Statement, Value, item
 from .names import NameFactory
 from .schema import FIRST_SYNTHETIC_QID, REAL_ITEMS
+from .span import DEFAULT_SPAN, Span
 
 
 class World:
-    """Entities by id, plus the bookkeeping that keeps ids and statement ids deterministic."""
+    """Entities by id, plus the bookkeeping that keeps ids and statement ids deterministic.
 
-    def __init__(self, seed: int, n_entities: int) -> None:
+    ``month`` is the index of the snapshot being built (0: the start); ``span`` is the world's
+    calendar, which every date the generator writes comes from (:meth:`year`,
+    :meth:`changing`)."""
+
+    def __init__(self, seed: int, n_entities: int, span: Span = DEFAULT_SPAN) -> None:
         self.seed = seed
         self.n_entities = n_entities
+        self.span = span
         self.rng = random.Random(seed)
         self.names = NameFactory(self.rng)
         self.entities: dict[str, Entity] = {}
@@ -34,6 +42,18 @@ class World:
             self.names.claim(label)
             self.entities[qid] = e = Entity(qid, "support", label, description)
             self._by_kind.setdefault("support", []).append(e)
+
+    # -- the calendar -----------------------------------------------------------------------
+
+    def year(self, default_year: int) -> int:
+        """A year of the default world's history (written against its start, 2021) in this
+        world's calendar."""
+        return self.span.year(default_year)
+
+    def changing(self) -> Snapshot:
+        """The month whose changes are being made: the one from the previous snapshot to the
+        one being built (2021-08 while building 2021-09)."""
+        return self.span.snapshot(self.month - 1)
 
     # -- entities -------------------------------------------------------------------------
 
