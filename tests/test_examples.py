@@ -54,8 +54,12 @@ SAMPLE_DATA = ("demo_out", "data", "eqa")
 # Gin files the docs tell a user to write (docs/architecture.md: adding a model family).
 USERS_OWN = ("my_model.gin",)
 # Inputs no tw-jax example writes, named so that a new one is a decision, not an accident:
-# CKL's released files (ckl_cli's CKL_DIR), a checkpoint of the real T5X (docs/t5x.md).
-DOWNLOADED = ("ckl/", "t5x_runs/kadapter/checkpoint_4/")
+# CKL's released files (ckl_cli's CKL_DIR), a checkpoint of the real T5X (docs/t5x.md), the
+# Wikimedia dumps of docs/your_own_months.md.
+DOWNLOADED = ("ckl/", "t5x_runs/kadapter/checkpoint_4/",
+              *(f"dumps/enwiki-{day}-pages-articles-multistream.xml.bz2"
+                for day in ("20241101", "20241201")),
+              *(f"dumps/wikidata-{day}-all.json.bz2" for day in ("20241104", "20241202")))
 
 
 def _commands(line: str) -> list[list[str]]:
@@ -203,11 +207,27 @@ def _outputs(args: argparse.Namespace) -> list[str]:
              if isinstance(getattr(args, name, None), str)]
     if getattr(args, "evolvingqa_command", None) == "generate" and not args.out:
         found.append(os.path.join(args.data, "qa"))
+    found += _named_by_dates(args)
     for binding in getattr(args, "gin_bindings", []):
         key, _, value = binding.partition("=")
         if key == "MODEL_DIR":
             found.append(value.strip("'\""))
     return found
+
+
+def _named_by_dates(args: argparse.Namespace) -> list[str]:
+    """The stage folders a command names under ``--data`` from its dumps' dates, as the
+    command itself names them (``tw-jax diffset --data``, ``probes --data``, ``build``)."""
+    from tw_jax.preprocess.build.dumps import find_dumps
+    from tw_jax.preprocess.build.plan import plan
+    from tw_jax.preprocess.diffset.cli import output_of
+    from tw_jax.preprocess.probes.cli import folders_of
+
+    if args.command == "build":
+        return [stage.folder for stage in plan(args.data, find_dumps(args.dumps).snapshots)]
+    if args.command in ("diffset", "probes") and getattr(args, "data", None):
+        return [output_of(args) if args.command == "diffset" else folders_of(args)[1]]
+    return []
 
 
 def _parsed(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Namespace | str:

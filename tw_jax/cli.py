@@ -32,6 +32,7 @@ _STAGES: tuple[str, ...] = (
     "tw_jax.preprocess.diffset.cli",
     "tw_jax.preprocess.probes.cli",
     "tw_jax.preprocess.ssm.cli",
+    "tw_jax.preprocess.build.cli",
     "tw_jax.tasks_cli",
     "tw_jax.cache_cli",
     "tw_jax.evaluate.report_cli",
@@ -64,6 +65,7 @@ EXAMPLES: dict[str, str] = {
               f"--wikipedia {_WP}20210901{_XML} --diffset data/0809/diffset "
               "--out data/0809/probes --unchanged-rate 1",
     "ssm": "tw-jax ssm --in data/0809/diffset --out data/0809/ssm --inputs diffset,full",
+    "build": "tw-jax build --dumps world/ --data data/ --unchanged-rate 1 --workers 0",
     "tasks": "tw-jax tasks --data demo_out/data --match 0809_lm",
     "cache": "tw-jax cache --data demo_out/data --tasks twiki_diffset_0809_ssm,twiki_probes_0809",
     "report": "tw-jax report runs/kadapter --out report/",

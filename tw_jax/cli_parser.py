@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from tw_jax.time import Period, TimeError, parse_chain
+from tw_jax.time import Period, Snapshot, TimeError, parse_chain
 
 GIN_PREFIX = "--gin."
 
@@ -125,6 +125,15 @@ def period_argument(text: str) -> Period:
     argparse's one-line error saying the forms."""
     try:
         return Period.parse(text)
+    except TimeError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def snapshot_argument(text: str) -> Snapshot:
+    """``type=snapshot_argument``: a snapshot in any spelling (``2024-12``, ``20241220``,
+    ``08``), or argparse's one-line error saying the forms."""
+    try:
+        return Snapshot.parse(text)
     except TimeError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 

@@ -76,7 +76,7 @@ def test_results_appended_after_a_crash_are_all_readable(tmp_path):
     path.write_bytes(path.read_bytes()[:-7])  # the second row cut
     append_results(tmp_path, [Result("diff", "0910", "0910", "new", "ppl", 3.0)])
     rows = read_results([path])
-    assert [(r.trained_through, r.value) for r in rows] == [("0809", 1.0), ("0910", 3.0)]
+    assert [(r.trained_through.name, r.value) for r in rows] == [("0809", 1.0), ("0910", 3.0)]
 
 
 def test_ecbd_results_go_through_the_same_appender(tmp_path):

@@ -15,6 +15,7 @@ a dump that may be a folder of files).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 
 from tw_jax.io import paths
@@ -117,3 +118,17 @@ def overlap(named: dict[str, object]) -> str | None:
                     f"it reads; choose another {out_flag}")
     return None
 
+
+
+def claimed_output(out: str, command: str,
+                   inputs: dict[str, object]) -> contextlib.AbstractContextManager[str]:
+    """The claim of a stage folder the command named itself (``--data DATA`` and the dumps'
+    dates; ``tw-jax`` claims a given ``--out`` before the command runs): refused, as ``--out``
+    would be, when it is one of ``inputs`` or holds one."""
+    from tw_jax.errors import UsageError
+    from tw_jax.io.output_claim import claimed
+
+    problem = overlap({"--data": OutputFolder(out), **inputs})
+    if problem:
+        raise UsageError(problem)
+    return claimed(out, command)
