@@ -23,6 +23,7 @@ from tw_jax.preprocess.build.dumps import FoundDumps, find_dumps
 from tw_jax.preprocess.build.plan import Stage, plan
 from tw_jax.preprocess.diffset import cli as diffset_cli
 from tw_jax.preprocess.probes import cli as probes_cli
+from tw_jax.preprocess.probes.categorise import CATEGORIES
 from tw_jax.preprocess.runners.cli_options import add_runner_arguments
 from tw_jax.preprocess.ssm import cli as ssm_cli
 
@@ -116,8 +117,8 @@ def _figures(stage: Stage, stats: dict[str, Any]) -> str:
         return (f"{articles['new']} new + {articles['changed']} changed articles, "
                 f"{stats['diffset']['tokens']} tokens")
     if stage.kind == "probes":
-        counts = {c: v["final"] for c, v in stats["categories"].items()}
-        return ", ".join(f"{n} {c}" for c, n in counts.items())
+        categories = stats["categories"]
+        return ", ".join(f"{categories[c]['final']} {c}" for c in CATEGORIES if c in categories)
     return ", ".join(f"{stats[name]['examples']} {name} examples" for name in stats["inputs"])
 
 

@@ -165,3 +165,27 @@ def test_dumps_of_the_wrong_dates_are_one_line(world, tmp_path, capsys):
                       str(wikipedia_dump(world, new)), "--data", str(tmp_path / "d"),
                       "--period", "2021-11_2021-12", "--workers", "1")
     assert code == 0 and (tmp_path / "d" / "2021-11_2021-12" / "diffset" / "stats.json").is_file()
+
+
+def test_on_beam_the_build_writes_the_same_files(built, world, tmp_path, capsys):
+    """``--runner beam`` (DirectRunner): each period's stages as Beam pipelines, the first
+    snapshot's export locally (a Beam DiffSet compares two dumps), the same files."""
+    dumps = tmp_path / "dumps"
+    dumps.mkdir()
+    for month in ("2021-11", "2021-12"):
+        for dump in (wikipedia_dump(world, month), wikidata_dump(world, month)):
+            (dumps / dump.name).symlink_to(dump)
+    data = tmp_path / "data"
+    code, lines, _ = _run(capsys, "build", "--dumps", str(dumps), "--data", str(data), "--no-ssm",
+                          "--unchanged-rate", "1", "--runner", "beam")
+    assert code == 0
+    assert lines[1].startswith("tw-jax build: [1/3] 11 full: built locally (Beam needs two "
+                               "dumps) in ")
+    assert STAGE_LINE.match(built["lines"][4]).group(4) == re.match(  # the probes' counts
+        r".*: built in \d+\.\d s: (.*) \(", lines[3]).group(1)
+    for folder, in_build in (("11/full", "2021-11/full"), ("1112/diffset", "2021-11_2021-12/diffset"),
+                             ("1112/probes", "2021-11_2021-12/probes")):
+        names = sorted(p.name for p in (data / folder).iterdir()
+                       if p.suffix in (".jsonl", ".csv"))
+        assert filecmp.cmpfiles(data / folder, built["data"] / in_build, names,
+                                shallow=False)[0] == names != []
