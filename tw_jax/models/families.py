@@ -1,4 +1,5 @@
-"""The registered model families: GPT-2 (decoder-only), T5 and BART (encoder-decoders).
+"""The registered model families: GPT-2 and the Llama-style decoders (Llama, Qwen2, Qwen3,
+Mistral; decoder-only), T5 and BART (encoder-decoders).
 
 Each is the protocol of :mod:`tw_jax.models.base` with its config and module, its Hugging Face
 loader, its FLOP layout, and how it reads an answer from decoded text. A new family is a module
@@ -28,6 +29,8 @@ from tw_jax.models.base import (
 )
 from tw_jax.models.gpt2 import GPT2, GPT2Config
 from tw_jax.models.hf_io import load_gpt2, save_gpt2
+from tw_jax.models.llama import Llama, LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
+from tw_jax.models.llama_io import load_llama, save_llama
 from tw_jax.models.t5 import T5, T5Config
 from tw_jax.models.t5_fill import SENTINEL, SENTINEL_END
 from tw_jax.models.t5_io import load_t5, save_t5
@@ -238,3 +241,67 @@ class BARTModel(EncoderDecoderModel):
 
     def answer_text(self, text: str) -> str:
         return answer_from_bart(text)
+
+
+class LlamaModel(DecoderOnlyModel):
+    """A Llama-style decoder (``tw_jax/models/llama.py``): trained on LM DiffSets like GPT-2,
+    prompts continued, answers up to the first line break. One class for the four model
+    types, which differ in config fields only; each type is registered as its own subclass
+    below, as the registry maps a config class (and a ``config.json``'s ``model_type``) to one
+    family.
+
+    ``vocabulary_kind`` is GPT-2's for now, as the tiny configs' 50,257 ids are: reading a
+    checkpoint's own tokenizer from its folder (Llama 3's tiktoken BPE, Qwen's BPE) is a later
+    step, so a real checkpoint's evaluation still needs that before its text means anything.
+    """
+
+    config_class = LlamaConfig
+    module_class = Llama
+    model_type = "llama"
+    objective = "lm"
+    vocabulary_kind = "gpt2"  # TODO: the tokenizer of the model folder (a later step)
+
+    @property
+    def max_length(self) -> int | None:
+        return int(self.config.max_position_embeddings)
+
+    @classmethod
+    def load_hf(cls, folder: str, **overrides: Any) -> tuple[Any, Any]:
+        return load_llama(folder, **overrides)
+
+    def save_hf(self, folder: str, params: Any) -> None:
+        save_llama(folder, self.config, params)
+
+    def flop_layout(self) -> tuple[dict[str, Any], Any]:
+        return flop_layout.llama_layout(self.config)
+
+    def answer_text(self, text: str) -> str:
+        return answer_from_gpt2(text)
+
+
+# The subclass configs first: the registry finds a config's family by isinstance, in this order.
+@register_family
+class Qwen2Model(LlamaModel):
+    """Qwen 2 / 2.5: biases on the query, key and value projections."""
+
+    config_class = Qwen2Config
+    model_type = "qwen2"
+
+
+@register_family
+class Qwen3Model(LlamaModel):
+    """Qwen 3: RMSNorm on queries and keys, ``head_dim`` of its own."""
+
+    config_class = Qwen3Config
+    model_type = "qwen3"
+
+
+@register_family
+class MistralModel(LlamaModel):
+    """Mistral: sliding-window attention."""
+
+    config_class = MistralConfig
+    model_type = "mistral"
+
+
+register_family(LlamaModel)

@@ -1,4 +1,5 @@
-"""Where each parameter of GPT-2, T5 and BART sits, for the freezing-aware model FLOP count.
+"""Where each parameter of GPT-2, T5, BART and the Llama-style decoders sits, for the
+freezing-aware model FLOP count.
 
 :mod:`tw_jax.train.flops` counts a step's FLOPs from *parts* (a transformer block, an adapter,
 an embedding, the LM head): each part's upstream parts (whose trainable parameters make its
@@ -178,5 +179,34 @@ def bart_layout(config: Any) -> tuple[dict[str, Part], Locator]:
                 return [(f"{block}/cross_kv", ENCODER, matmul)]
             return [(block, stream, matmul)]
         raise ValueError(f"flops: unexpected BART parameter {'/'.join(names)}")
+
+    return parts, locate
+
+
+def llama_layout(config: Any) -> tuple[dict[str, Part], Locator]:
+    """The Llama-style decoders (Llama, Qwen2, Qwen3, Mistral): GPT-2's layout without learned
+    positions. Each parameter counts at its own size, so grouped-query attention's smaller key
+    and value kernels (``num_key_value_heads`` heads) and the gated MLP's three kernels (gate,
+    up, down) count as they are; attention's ``QKᵀ`` and ``probs·V`` run over the query heads
+    (``num_attention_heads * head_dim``), the keys and values being repeated to them. A sliding
+    window is not discounted (as causal masking is not). A tied embedding is the LM head too."""
+    blocks = [f"layer_{i}" for i in range(config.num_hidden_layers)]
+    width = config.num_attention_heads * config.head_dim
+    parts: dict[str, Part] = {"embed": Part(set())}
+    for i, name in enumerate(blocks):
+        parts[name] = Part({"embed", *blocks[:i]}, attention=[(DECODER, DECODER, width)])
+    parts["final_norm"] = Part({"embed", *blocks})
+    parts["head"] = Part(set(parts))
+
+    def locate(names: tuple[str, ...]) -> list[tuple[str, str, bool]]:
+        top, matmul = names[0], _is_matmul_leaf(names)
+        if top == "embed_tokens":
+            found = [("embed", DECODER, False)]
+            return found + ([("head", DECODER, True)] if config.tie_word_embeddings else [])
+        if top == "lm_head":
+            return [("head", DECODER, matmul)]
+        if top in parts:  # layer_i, final_norm
+            return [(top, DECODER, matmul)]
+        raise ValueError(f"flops: unexpected {config.model_type} parameter {'/'.join(names)}")
 
     return parts, locate
