@@ -162,6 +162,8 @@ SLOW_MODULES = {
     "tests/evaluate/test_one_perplexity.py": 90,
     "tests/evaluate/test_lifelong.py": 100,
     "tests/test_year_boundary.py": 60,
+    "tests/models/test_llama_family.py": 35,
+    "tests/models/test_gemma_family.py": 28,
     "tests/t5x/test_t5x_lifelong.py": 85,
     "tests/evaluate/test_evolvingqa.py": 85,
     "tests/models/test_t5.py": 80,

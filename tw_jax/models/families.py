@@ -1,5 +1,5 @@
-"""The registered model families: GPT-2 and the Llama-style decoders (Llama, Qwen2, Qwen3,
-Mistral; decoder-only), T5 and BART (encoder-decoders).
+"""The registered model families: GPT-2, the Llama-style decoders (Llama, Qwen2, Qwen3,
+Mistral) and Gemma 3 (decoder-only), T5 and BART (encoder-decoders).
 
 Each is the protocol of :mod:`tw_jax.models.base` with its config and module, its Hugging Face
 loader, its FLOP layout, and how it reads an answer from decoded text. A new family is a module
@@ -27,6 +27,8 @@ from tw_jax.models.base import (
     filler_start,
     register_family,
 )
+from tw_jax.models.gemma import Gemma, Gemma3MultimodalConfig, GemmaConfig
+from tw_jax.models.gemma_io import load_gemma, save_gemma
 from tw_jax.models.gpt2 import GPT2, GPT2Config
 from tw_jax.models.hf_io import load_gpt2, save_gpt2
 from tw_jax.models.llama import Llama, LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
@@ -305,3 +307,53 @@ class MistralModel(LlamaModel):
 
 
 register_family(LlamaModel)
+
+
+class GemmaModel(DecoderOnlyModel):
+    """Gemma 3's text decoder (``tw_jax/models/gemma.py``, ``model_type`` ``gemma3_text``):
+    trained on LM DiffSets like GPT-2 and Llama, prompts continued, answers up to the first line
+    break.
+
+    As for :class:`LlamaModel`, ``vocabulary_kind`` is GPT-2's for now (the tiny config's
+    50,257 ids): Gemma's SentencePiece tokenizer (262,144 ids) from the model folder is a later
+    step, and so is the scoring convention that goes with it (Gemma puts ``<bos>``, the config's
+    ``bos_token_id``, in front of every text, where :meth:`span_example` puts EOS as GPT-2
+    does).
+    """
+
+    config_class = GemmaConfig
+    module_class = Gemma
+    model_type = "gemma3_text"
+    objective = "lm"
+    vocabulary_kind = "gpt2"  # TODO: the tokenizer of the model folder (a later step)
+
+    @property
+    def max_length(self) -> int | None:
+        return int(self.config.max_position_embeddings)
+
+    @classmethod
+    def load_hf(cls, folder: str, **overrides: Any) -> tuple[Any, Any]:
+        return load_gemma(folder, **overrides)
+
+    def save_hf(self, folder: str, params: Any) -> None:
+        save_gemma(folder, self.config, params)
+
+    def flop_layout(self) -> tuple[dict[str, Any], Any]:
+        return flop_layout.gemma_layout(self.config)
+
+    def answer_text(self, text: str) -> str:
+        return answer_from_gpt2(text)
+
+
+# The subclass config first, as for the Llama types: the registry finds a family by isinstance.
+@register_family
+class Gemma3MultimodalModel(GemmaModel):
+    """A multimodal Gemma 3 folder (``model_type`` ``gemma3``): its text decoder only, loaded as
+    a :class:`GemmaConfig` model (whose family is :class:`GemmaModel`); it exports as
+    ``gemma3_text``."""
+
+    config_class = Gemma3MultimodalConfig
+    model_type = "gemma3"
+
+
+register_family(GemmaModel)

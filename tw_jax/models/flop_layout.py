@@ -1,4 +1,4 @@
-"""Where each parameter of GPT-2, T5, BART and the Llama-style decoders sits, for the
+"""Where each parameter of GPT-2, T5, BART, the Llama-style decoders and Gemma sits, for the
 freezing-aware model FLOP count.
 
 :mod:`tw_jax.train.flops` counts a step's FLOPs from *parts* (a transformer block, an adapter,
@@ -210,3 +210,12 @@ def llama_layout(config: Any) -> tuple[dict[str, Part], Locator]:
         raise ValueError(f"flops: unexpected {config.model_type} parameter {'/'.join(names)}")
 
     return parts, locate
+
+
+def gemma_layout(config: Any) -> tuple[dict[str, Part], Locator]:
+    """Gemma 3's text decoder: Llama's layout (its parameter tree has the same parts: the
+    embedding, ``layer_i``, ``final_norm``, the tied head). Its extra norms (q/k norms, the
+    norms after attention and the MLP) and the embedding's ``sqrt(hidden_size)`` scale are no
+    matmuls; sliding-window layers are not discounted (as in Mistral), and attention runs over
+    the query heads (``num_attention_heads * head_dim``)."""
+    return llama_layout(config)

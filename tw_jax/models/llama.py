@@ -361,15 +361,20 @@ def config_from_hf(hf: dict[str, Any], **overrides: Any) -> LlamaConfig:
 # --- rotary positions --------------------------------------------------------------------
 
 
+def default_inverse_frequencies(dim: int, theta: float) -> np.ndarray:
+    """``(dim // 2,)`` float32 ``1 / theta ** (2i / dim)``, computed in float32 as transformers
+    does (``compute_default_rope_parameters``); every family's unscaled RoPE starts here."""
+    exponents = np.arange(0, dim, 2, dtype=np.int64).astype(np.float32) / np.float32(dim)
+    return (np.float32(1.0) / np.power(np.float32(theta), exponents)).astype(np.float32)
+
+
 def rope_inverse_frequencies(config: LlamaConfig) -> np.ndarray:
     """``(head_dim // 2,)`` float32 inverse frequencies, computed as transformers does in
     float32: ``compute_default_rope_parameters`` (``1 / theta ** (2i / head_dim)``), then, with
     ``rope_scaling``, ``_compute_llama3_parameters`` of ``transformers/modeling_rope_utils.py``
     step for step (wavelengths above ``original / low_freq_factor`` divided by ``factor``,
     below ``original / high_freq_factor`` kept, in between interpolated by the smooth factor)."""
-    dim = config.head_dim
-    exponents = np.arange(0, dim, 2, dtype=np.int64).astype(np.float32) / np.float32(dim)
-    inv_freq = np.float32(1.0) / np.power(np.float32(config.rope_theta), exponents)
+    inv_freq = default_inverse_frequencies(config.head_dim, config.rope_theta)
     scaling = config.rope_scaling
     if scaling is None:
         return inv_freq.astype(np.float32)
@@ -444,6 +449,26 @@ def sliding_window_mask(causal: decode_cache.CausalMask, window: int | None) -> 
     return causal.mask & near[None, None, :, :]
 
 
+def grouped_query_attention(
+    module: nn.Module, query: jax.Array, key: jax.Array, value: jax.Array, mask: jax.Array,
+    cache_index: jax.Array | None, decode: bool, deterministic: bool, *, divide_by: jax.Array,
+) -> jax.Array:
+    """Attention of ``num_attention_heads`` queries over ``num_key_value_heads`` keys and values
+    (after RoPE), shared by the families with grouped-query attention: in decode mode the keys
+    and values go to ``module``'s ``cache`` collection as they are (the cache holds the key/value
+    heads only), then each is repeated to its ``heads / kv_heads`` query heads (``repeat_kv``:
+    query head h reads key/value head h // groups) and :func:`attend` runs, scores divided by
+    ``divide_by``. Call it inside ``module``'s compact ``__call__`` (its dropout layer and cache
+    variables are that module's); ``module.config`` gives the dropout rate and compute dtype."""
+    cfg = module.config
+    if decode:
+        key, value = cached_key_value(module, key, value, cache_index)
+    groups = query.shape[2] // key.shape[2]
+    key, value = jnp.repeat(key, groups, axis=2), jnp.repeat(value, groups, axis=2)
+    return attend(query, key, value, mask, dropout_rate=cfg.attention_dropout,
+                  deterministic=deterministic, dtype=jnp.dtype(cfg.dtype), divide_by=divide_by)
+
+
 class Attention(nn.Module):
     """Causal grouped-query self-attention with rotary positions; in decode mode keys and values
     (``num_key_value_heads`` of them, after RoPE) go to the ``cache`` collection."""
@@ -469,13 +494,8 @@ class Attention(nn.Module):
         if cfg.qk_norm:  # Qwen3: per head, before the rotation
             query, key = _norm(cfg, "query_norm")(query), _norm(cfg, "key_norm")(key)
         query, key = apply_rope(query, positions, inv_freq), apply_rope(key, positions, inv_freq)
-        if decode:
-            key, value = cached_key_value(self, key, value, cache_index)
-        groups = cfg.num_key_value_groups  # query head h reads key/value head h // groups
-        key, value = jnp.repeat(key, groups, axis=2), jnp.repeat(value, groups, axis=2)
-        out = attend(query, key, value, mask, dropout_rate=cfg.attention_dropout,
-                     deterministic=deterministic, dtype=jnp.dtype(cfg.dtype),
-                     divide_by=jnp.sqrt(jnp.float32(cfg.head_dim)))
+        out = grouped_query_attention(self, query, key, value, mask, cache_index, decode,
+                                      deterministic, divide_by=jnp.sqrt(jnp.float32(cfg.head_dim)))
         return _dense(cfg, (cfg.hidden_size,), ("heads", "kv", "embed"), "out", n_axes=2,
                       use_bias=cfg.out_bias)(out)
 
