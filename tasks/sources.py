@@ -24,7 +24,8 @@ import seqio
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from tw_jax.preprocess.probes.probe_csv import PROBE_FIELDS, read_probe_csv
+from tw_jax.preprocess.probes.probe_csv import PROBE_FIELDS, read_stage_probes
+from tw_jax.preprocess.runners.whole import check_shard_set
 from tw_jax.tasks import names
 from tw_jax.tasks.layout import period_folder, snapshot_folder
 
@@ -40,11 +41,13 @@ class TFRecordSource(seqio.TFExampleDataSource):
         )
 
     def list_shards(self, split: str) -> Sequence[str]:
-        files = super().list_shards(split)
+        """The split's shards when they are whole (:func:`check_shard_set`: every member of the
+        set, the stage finished, its recorded count of records)."""
+        pattern = self._split_to_filepattern[split]
+        files = check_shard_set(pattern)
         if not files:
             raise FileNotFoundError(
-                f"no TFRecord shards match {self._split_to_filepattern[split]}; "
-                f"they are written by `{self.stage}`"
+                f"no TFRecord shards match {pattern}; they are written by `{self.stage}`"
             )
         return files
 
@@ -214,7 +217,7 @@ def probe_rows(path: str) -> Callable[[], list[dict[str, str]]]:
     ``temporal_wiki/<P>_probes[_<retriever>]`` split prepared from it."""
     config = probes_config(path) if tfds_active() else None
     if config is None:
-        return lambda: read_probe_csv(path)
+        return lambda: read_stage_probes(path)
     return lambda: tfds_rows(TFDS_BUILDER, *config)  # every probe feature is text
 
 

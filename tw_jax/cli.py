@@ -17,11 +17,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import os
 import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from tw_jax.cli_parser import OneLineErrorParser, without_gin_trail
 
@@ -193,10 +197,6 @@ def _quiet_logs() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-# Commands that never load TensorFlow (no reason to pay its import up front).
-_NO_TENSORFLOW = ("sample-world", "report")
-
-
 def _import_tensorflow_quietly() -> None:
     """TensorFlow's C++ start-up lines ("All log messages before absl::InitializeLog()...",
     the CUDA probes of a CPU machine, CPU features) go straight to file descriptor 2 while it loads,
@@ -224,6 +224,43 @@ def _import_tensorflow_quietly() -> None:
                 os.dup2(saved, 2)
     finally:
         os.close(saved)
+
+
+class _QuietTensorFlow(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """TensorFlow imported quietly (:func:`_import_tensorflow_quietly`) the first time anything
+    imports it, wherever that is: a command that never uses it (``diffset``, ``probes``,
+    ``build``, ``sample-world``, ``report``) never pays its 8-10 CPU-seconds and 850 MB, and one
+    that does still starts without TensorFlow's C++ lines."""
+
+    def __init__(self) -> None:
+        self._spec: Any = None
+
+    def install(self) -> None:
+        if "tensorflow" not in sys.modules and self not in sys.meta_path:
+            sys.meta_path.insert(0, self)
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        """A spec whose loading is the quiet import; a mere look (``importlib.util.find_spec``,
+        as etils asks whether TensorFlow is installed) imports nothing."""
+        if name != "tensorflow":
+            return None
+        found = importlib.machinery.PathFinder.find_spec(name, path)
+        if found is None:
+            return None  # not installed: the import machinery says so as it would have
+        return importlib.util.spec_from_loader(name, self, origin=found.origin)
+
+    def create_module(self, spec: Any) -> Any:
+        with contextlib.suppress(ValueError):
+            sys.meta_path.remove(self)
+        _import_tensorflow_quietly()  # the real import, with descriptor 2 on /dev/null
+        self._spec = sys.modules["tensorflow"].__spec__
+        return sys.modules["tensorflow"]  # already imported: hand the machinery the module
+
+    def exec_module(self, module: Any) -> None:
+        module.__spec__ = self._spec  # the machinery set ours; TensorFlow's own stays
+
+
+_quiet_tensorflow = _QuietTensorFlow()
 
 
 def _verbose_logs() -> None:
@@ -274,8 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _verbose_logs()
     else:
         _quiet_logs()
-        if args.command not in _NO_TENSORFLOW:
-            _import_tensorflow_quietly()
+        _quiet_tensorflow.install()
     from tw_jax.train.preemption import StopRequested, requested_stop
 
     try:

@@ -45,8 +45,9 @@ from tw_jax.preprocess.ckl.release import (
     lama_csv_text,
 )
 from tw_jax.preprocess.ckl.release_files import find_files, lama_files, read_lama_set
-from tw_jax.preprocess.probes.probe_csv import masked_cloze
+from tw_jax.preprocess.probes.probe_csv import masked_cloze, read_probe_csv
 from tw_jax.preprocess.probes.records import PREVIOUS_SEPARATOR, Probe, csv_text
+from tw_jax.preprocess.runners.accounting import STATS_FILE
 from tw_jax.time import Period
 
 MANIFEST = "ckl_phases.json"
@@ -185,18 +186,32 @@ def layout_phases(
                 _write(paths.join(folder, "probes", f"{category}.csv"), text)
                 counts[category] = {"probes": len(rows), "without_cloze": lost}
         _write(paths.join(folder, "probes", "deleted.csv"), probe_csv_text([], "", "deleted")[0])
+        _record_stage(paths.join(folder, "ssm"), {"inputs": ["diffset"], "diffset": counts["ssm"]})
+        _record_stage(paths.join(folder, "probes"), {"categories": {
+            c: {"final": len(read_probe_csv(paths.join(folder, "probes", f"{c}.csv")))}
+            for c in (*PROBE_CATEGORIES, "deleted") if c in counts or c == "deleted"},
+            "lighttuning": {}})
         manifest["phases"].append({"pair": pair, "corpus": spec.corpus, "files": names,
                                    "sets": sets, "counts": counts})
     if initial_corpus is not None:
         prefix = paths.join(out, INITIAL_MONTH, "ssm", "full.tfrecord")
         manifest["initial_corpus"] = {"file": initial_corpus,
                                       **write_ssm(corpus(initial_corpus), prefix)}
+        _record_stage(paths.join(out, INITIAL_MONTH, "ssm"), {
+            "inputs": ["full"], "full": {"examples": manifest["initial_corpus"]["examples"]}})
     if t5_vocab is not None:
         _copy(os.fspath(t5_vocab), paths.join(out, "vocab", "t5", "spiece.model"))
         manifest["t5_vocab"] = os.fspath(t5_vocab)
     manifest["invariant"] = invariant_task
     write_json(paths.join(out, MANIFEST), manifest)
     return manifest
+
+
+def _record_stage(folder: str, stats: dict[str, Any]) -> None:
+    """The folder's ``stats.json``, written last, in the schema of the stage whose files it holds
+    (``tw-jax ssm``'s examples per input, ``tw-jax probes``' rows per category): the readers of
+    a stage's folder check its files against it (:mod:`tw_jax.preprocess.runners.whole`)."""
+    write_json(paths.join(folder, STATS_FILE), {**stats, "written_by": "tw-jax ckl phases"})
 
 
 def phase_summary(manifest: Mapping[str, Any]) -> list[str]:

@@ -76,6 +76,18 @@ def read_probe_csv(path: str) -> list[dict[str, str]]:
     return read_probe_rows(io.StringIO(text, newline=""), path)
 
 
+def read_stage_probes(path: str) -> list[dict[str, str]]:
+    """The rows of a probes CSV that ``tw-jax probes`` wrote (``DATA/<period>/probes/<c>.csv``),
+    checked against its folder's ``stats.json`` (:mod:`tw_jax.preprocess.runners.whole`): a
+    folder whose stage did not finish, or a CSV cut or replaced since, is one line naming it."""
+    from tw_jax.preprocess.runners.whole import check_count, recorded_counts
+
+    counts = recorded_counts(paths.parent(path))
+    rows = read_probe_csv(path)
+    check_count(path, len(rows), counts)
+    return rows
+
+
 def masked_cloze(row: Mapping[str, str]) -> str | None:
     """The cloze sentence with the last occurrence of the object replaced by the sentinel."""
     cloze, obj = row.get("cloze", ""), row["object"]

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from eval_helpers import PROBE_FIELDS
+from eval_helpers import PROBE_FIELDS, write_probe_stats
 
 from tw_jax.models.gpt2 import GPT2, GPT2Config
 from tw_jax.models.t5 import T5, T5Config
@@ -82,6 +82,7 @@ def month_probes(tmp_path, register_probes):
                 writer = csv.writer(handle)
                 writer.writerow(PROBE_FIELDS)
                 writer.writerows(category_rows)
+        write_probe_stats(folder, {c: len(r) for c, r in rows.items()})
         register_probes(tmp_path)
         return tmp_path
 

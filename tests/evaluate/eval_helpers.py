@@ -25,3 +25,13 @@ def set_unigram(params: dict, log_probs_wanted: dict[int, float], vocab_size: in
         jnp.asarray(u, jnp.float32))
     exact = u - np.log(np.exp(u).sum())
     return params, exact
+
+
+def write_probe_stats(folder, counts: dict[str, int]) -> None:
+    """The ``stats.json`` that ``tw-jax probes`` writes last beside its CSVs, recording each
+    category's rows: readers of a probes folder check its files against it."""
+    import json
+    from pathlib import Path
+
+    stats = {"categories": {c: {"final": n} for c, n in counts.items()}, "lighttuning": {}}
+    (Path(folder) / "stats.json").write_text(json.dumps(stats), encoding="utf-8")

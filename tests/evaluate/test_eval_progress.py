@@ -8,6 +8,7 @@ import re
 from types import SimpleNamespace
 
 import pytest
+from eval_helpers import write_probe_stats
 
 from tw_jax.evaluate.month_eval import EvalSettings, evaluate_month
 from tw_jax.io import progress
@@ -33,6 +34,7 @@ def probe_data(tmp_path):
         lines = ["subject,relation,object,previous_object"]
         lines += [",".join(row) for row in rows]
         (folder / f"{category}.csv").write_text("\n".join(lines) + "\n")
+    write_probe_stats(folder, {c: len(r) for c, r in ROWS.items()})
     return tmp_path
 
 

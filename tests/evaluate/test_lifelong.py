@@ -558,3 +558,39 @@ def test_open_book_reads_initial_with_each_months_contexts(first_run, tmp_path, 
     build_report([str(out), str(first_run["out"])], tmp_path / "report")
     table = (tmp_path / "report" / "table_ppl.md").read_text(encoding="utf-8")
     assert "| BM25 |" in table and "| DIFF |" in table and "BM25: open book" in table
+
+
+def test_a_rerun_with_other_settings_is_refused_naming_each_difference(first_run, tmp_path,
+                                                                       capsys):
+    """A rerun resumes only the run its ``--out`` recorded: other training steps, another
+    ``--max-probes`` or data rebuilt since are one line, nothing trained or appended."""
+    data, out = first_run["data"], first_run["out"]
+    before = (out / "results.jsonl").read_bytes()
+    argv = [a.replace("--gin.TRAIN_STEPS=2", "--gin.TRAIN_STEPS=3") for a in _argv(data, out)]
+    argv[argv.index("--max-probes") + 1] = "8"
+    assert _cli(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"tw-jax lifelong: error: {out} holds a diff run with other settings "
+                          "(training.train_steps '2' → '3'; max_probes 16 → 8): its recorded "
+                          "updates are not this run's; use another --out")
+    assert (out / "results.jsonl").read_bytes() == before
+
+    copy = tmp_path / "data"
+    shutil.copytree(data, copy, symlinks=True)
+    stats = copy / "0910" / "probes" / "stats.json"
+    stats.write_text(stats.read_text(encoding="utf-8").replace('"final": ', '"final": 1', 1),
+                     encoding="utf-8")  # the probes rebuilt with other counts
+    assert _cli(_argv(copy, out)) == 2
+    err = capsys.readouterr().err
+    assert "the data of 0910 (stats.json of its stages: rebuilt or replaced)" in err
+    assert "the data of 0809" not in err
+
+
+def test_results_no_lifelong_run_wrote_are_not_mixed_in(first_run, tmp_path, capsys):
+    out = tmp_path / "foreign"
+    out.mkdir()
+    (out / "results.jsonl").write_text(first_run["text"], encoding="utf-8")
+    assert _cli(_argv(first_run["data"], out)) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"tw-jax lifelong: error: {out / 'results.jsonl'}: no lifelong run wrote it (no state/ "
+        "beside it); give another --out so two runs' results do not mix")

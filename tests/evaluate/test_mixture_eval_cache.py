@@ -9,6 +9,7 @@ import csv
 import jax
 import numpy as np
 import pytest
+from eval_helpers import write_probe_stats
 from probe_oracle import probe_perplexities
 
 from tw_jax.evaluate import eval_batches
@@ -46,6 +47,7 @@ def _write(folder, rows) -> None:
             writer = csv.writer(handle)
             writer.writerow(FIELDS)
             writer.writerows(chosen)
+    write_probe_stats(folder, {c: len(chosen) for c, chosen in rows.items()})  # as the stage
 
 
 @pytest.fixture()

@@ -116,3 +116,39 @@ def test_the_command_converts_both_ways(tmp_path, capsys):
     back = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["checkpoint"]
     assert back.endswith("/checkpoints/2")
     _assert_bitwise(checkpoints.read_params(back), params)
+
+
+def _error(capsys, *argv: str) -> str:
+    assert main(["t5x-checkpoint", *argv]) == 2
+    return capsys.readouterr().err.strip()
+
+
+def test_a_conversion_that_cannot_be_written_says_so_and_writes_nothing(tmp_path, capsys):
+    params = _params(GPT2)
+    checkpoints.save_params(tmp_path / "run", 2, params, {"step": 2})
+    to_t5x(tmp_path / "run", tmp_path / "t5x", step=9)
+    err = _error(capsys, "to-t5x", "--from", str(tmp_path / "run"), "--out", str(tmp_path / "t5x"))
+    assert err == (f"tw-jax t5x-checkpoint: error: {tmp_path / 't5x'} holds step 9, newer than 2: "
+                   "orbax writes no older step there; give another --out or --step")
+    assert sorted(p.name for p in (tmp_path / "t5x").iterdir()) == ["checkpoint_9"]
+    t5x = str(tmp_path / "t5x" / "checkpoint_9")
+    from_t5x(t5x, tmp_path / "back")
+    err = _error(capsys, "from-t5x", "--from", t5x, "--out", str(tmp_path / "back"))
+    assert err == f"tw-jax t5x-checkpoint: error: {tmp_path / 'back' / 'checkpoints' / '9'}: exists already"
+
+
+def test_a_damaged_t5x_checkpoint_is_refused_before_anything_is_written(tmp_path, capsys):
+    params = _params(GPT2)
+    params["wte"]["embedding"][3, 1] = np.nan
+    checkpoints.save_params(tmp_path / "run", 4, params, {"step": 4})
+    t5x = to_t5x(tmp_path / "run", tmp_path / "t5x")
+    err = _error(capsys, "from-t5x", "--from", t5x, "--out", str(tmp_path / "back"))
+    assert err == (f"tw-jax t5x-checkpoint: error: {t5x}/state: parameter wte/embedding holds 1 "
+                   "non-finite values (NaN or infinity): the checkpoint is damaged or diverged; "
+                   "nothing was converted")
+    assert not (tmp_path / "back").exists()
+    (tmp_path / "t5x" / "checkpoint_4" / "state" / "_METADATA").unlink()
+    err = _error(capsys, "from-t5x", "--from", t5x, "--out", str(tmp_path / "back"))
+    assert err.startswith(f"tw-jax t5x-checkpoint: error: {t5x}/state: cannot be read as a T5X "
+                          "checkpoint (")
+    assert not (tmp_path / "back").exists()

@@ -292,6 +292,7 @@ def test_bad_probe_row_names_file_and_line(twiki, tmp_path):
     rows = (twiki["data_dir"] / "0809/probes/new.csv").read_text().splitlines()
     rows[2] = "Gaulburg,founded"  # two fields where the header has nine
     (folder / "new.csv").write_text("\n".join(rows) + "\n")
+    shutil.copy(twiki["data_dir"] / "0809/probes/stats.json", folder)  # a finished stage's
     tw_jax.tasks.register_all(tmp_path)
     with pytest.raises(DumpError, match=r"new\.csv, line 3: 2 fields, header has 9"):
         examples("twiki_probes_0809_new")

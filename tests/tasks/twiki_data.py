@@ -42,7 +42,18 @@ def write_ssm(records: list[dict], prefix: Path) -> list[dict]:
     for example in examples:
         writer.write(encode_example(example))
     writer.commit()
+    _record_examples(prefix.parent, prefix.name.split(".")[0], len(examples))
     return examples
+
+
+def _record_examples(folder: Path, name: str, count: int) -> None:
+    """What the SSM stage records in ``stats.json`` for ``name``: the readers check a shard
+    set's records against it (the demo's own SSM files are replaced here)."""
+    path = folder / "stats.json"
+    stats = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"inputs": []}
+    stats["inputs"] = sorted({*stats["inputs"], name})
+    stats[name] = {**stats.get(name, {}), "examples": count}
+    path.write_text(json.dumps(stats), encoding="utf-8")
 
 
 def write_initial_snapshot(world_dir: Path, data_dir: Path, month: str = "2021-08") -> Path:
@@ -56,7 +67,7 @@ def write_initial_snapshot(world_dir: Path, data_dir: Path, month: str = "2021-0
     build_diffset(dump, dump, scratch, workers=1, progress=False)
     target = data_dir / "08" / "full"
     target.mkdir(parents=True, exist_ok=True)
-    for path in scratch.glob("full.*"):
+    for path in [*scratch.glob("full.*"), scratch / "stats.json"]:  # the stage's record too
         shutil.move(path, target / path.name)
     shutil.rmtree(scratch)
     return target

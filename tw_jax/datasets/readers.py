@@ -18,7 +18,8 @@ from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.tfrecord import read_records
 from tw_jax.preprocess.dumps.released import PublishedFile, text_csv_rows
-from tw_jax.preprocess.probes.probe_csv import PROBE_FIELDS, read_probe_csv, read_probe_rows
+from tw_jax.preprocess.probes.probe_csv import PROBE_FIELDS, read_probe_rows, read_stage_probes
+from tw_jax.preprocess.runners.whole import check_shard_set
 
 # The probe columns a builder keeps: the tasks' fields plus the Wikidata ids tw-jax writes.
 PROBE_COLUMNS = (*PROBE_FIELDS, "subject_id", "relation_id", "object_id")
@@ -34,8 +35,10 @@ def key(shard: int, record: int) -> int:
 
 
 def shard_files(pattern: str) -> list[str]:
-    """The shards of a stage's file pattern, sorted; none is an error naming the pattern."""
-    files = sorted(paths.glob(pattern))
+    """The shards of a stage's file pattern when they are whole (every member of the set, the
+    stage finished, its recorded count: :func:`check_shard_set`); none is an error naming the
+    pattern."""
+    files = check_shard_set(pattern)
     if not files:
         raise FileNotFoundError(f"no TFRecord shards match {pattern}")
     return files
@@ -92,7 +95,7 @@ def probe_csv_examples(files: Sequence[str], *, context: bool = False) -> Iterat
     """Rows of probe CSVs one after the other (UPDATED then NEW make CHANGED); ``context``:
     open-book rows, whose ``context`` column is required."""
     for shard, path in enumerate(files):
-        for index, row in enumerate(read_probe_csv(path)):
+        for index, row in enumerate(read_stage_probes(path)):
             if context and CONTEXT not in row:
                 raise DumpError(path, None, f"no {CONTEXT!r} column: not an open-book probe file")
             yield key(shard, index), probe_example(row, context=context)

@@ -45,8 +45,10 @@ import tensorflow_datasets as tfds
 
 from tw_jax.datasets import readers
 from tw_jax.datasets.base import Builder
+from tw_jax.errors import DumpError
 from tw_jax.preprocess.dumps.released import PublishedFile, index_files
 from tw_jax.preprocess.runners.accounting import STATS_FILE
+from tw_jax.preprocess.runners.whole import recorded_counts
 from tw_jax.tasks import names
 from tw_jax.tasks.layout import Layout, Pair, discover, join, shards
 from tw_jax.tasks.published import Release, classify
@@ -294,6 +296,11 @@ def _probe_splits(folder: str) -> dict[str, Shards]:
     from tw_jax.io import paths
 
     present = set(paths.listdir(folder))
+    recorded = recorded_counts(folder)  # the stage finished, and what each file holds
+    lost = sorted(f"{name}.csv" for name in recorded if f"{name}.csv" not in present)
+    if lost:
+        raise DumpError(join(folder, lost[0]), None, f"is missing, though {STATS_FILE} records "
+                        f"{recorded[lost[0][:-4]]} rows for it; rebuild the folder (tw-jax probes)")
     splits: dict[str, Shards] = {}
     for stem, prefix in (("{}.csv", ""), ("lighttuning_{}.csv", "lighttuning_")):
         found = {c: join(folder, stem.format(c)) for c in CATEGORIES

@@ -67,7 +67,7 @@ from tw_jax.evaluate.seqio_eval import SeqioModel
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 from tw_jax.io.progress import progress
-from tw_jax.preprocess.probes.probe_csv import read_probe_csv
+from tw_jax.preprocess.probes.probe_csv import read_stage_probes
 from tw_jax.tasks import names
 from tw_jax.time import Period
 
@@ -115,7 +115,7 @@ def read_probes(data_dir: str, period: Period, category: str,
     path = paths.join(data_dir, period.name, "probes", f"{category}.csv")
     if not paths.exists(path):
         raise DumpError(path, None, f"no {category} probes for {period.label} (run tw-jax probes)")
-    rows = read_probe_csv(path)
+    rows = read_stage_probes(path)
     return rows[:limit] if limit is not None else rows
 
 

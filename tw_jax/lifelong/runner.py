@@ -107,6 +107,12 @@ from tw_jax.lifelong.options import (
     method_name,
     training_task,
 )
+from tw_jax.lifelong.run_record import (
+    check_run,
+    data_fingerprint,
+    run_settings,
+    training_settings,
+)
 from tw_jax.lifelong.runs import (
     EPOCHS_MACRO,
     ParsedRuns,
@@ -220,6 +226,7 @@ class LifelongRun:
         self.runs = runs.with_data_dir(found)
         self.options = dataclasses.replace(self.options, data_dir=found)
         self.periods = self._spelled(self.periods)
+        self._check_rerun()
         tw_jax.tasks.register_all(found)  # gin may name the tasks' vocabularies
 
         initial = self._initial()
@@ -233,6 +240,27 @@ class LifelongRun:
         for period in self.periods:
             previous = self._update(period, previous)
         return self.summary
+
+    def _check_rerun(self) -> None:
+        """A rerun resumes only the run it recorded (:mod:`tw_jax.lifelong.run_record`)."""
+        layout, options = discover(self.data_dir), self.options
+        first = self.periods[0].old
+        fingerprints = {first.name: data_fingerprint([paths.join(self.data_dir, first.name,
+                                                                 "full")])}
+        for period in self.periods:
+            pair = layout.pair(period)
+            if pair is not None:
+                fingerprints[period.name] = data_fingerprint([pair.diffset, pair.probes,
+                                                              pair.ssm])
+        run = self.runs.initial if self.method == INITIAL else self.runs.method
+        settings = run_settings(
+            method=self.method, training=training_settings(run), fingerprints=fingerprints,
+            periods=self.periods,
+            max_probes=options.max_probes, trainer=options.trainer.name,
+            train_on=options.train_on,
+            initial_checkpoint=None if options.initial_checkpoint is None
+            else str(options.initial_checkpoint))
+        check_run(options.out_dir, self.method, settings)
 
     def _spelled(self, periods: Sequence[Period]) -> list[Period]:
         """The periods as the data folder spells them; a period without a folder is an error."""

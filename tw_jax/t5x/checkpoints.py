@@ -22,8 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import orbax.checkpoint as ocp
 
+from tw_jax.errors import UsageError
 from tw_jax.io import paths
 from tw_jax.io.paths import PathLike
 from tw_jax.runtime import checkpoints as tw_checkpoints
@@ -32,8 +34,9 @@ STATE = "state"
 T5X_STEP_PREFIX = "checkpoint"
 
 
-class T5XCheckpointError(ValueError):
-    """A folder that is not a T5X checkpoint step (``checkpoint_<step>/state``)."""
+class T5XCheckpointError(UsageError):
+    """A folder that is not a T5X checkpoint step (``checkpoint_<step>/state``), one that cannot
+    be read whole, or a conversion that cannot be written: one line naming the folder."""
 
 
 def state_dir(checkpoint: PathLike) -> str:
@@ -47,14 +50,41 @@ def state_dir(checkpoint: PathLike) -> str:
 
 
 def read_t5x_state(checkpoint: PathLike) -> dict[str, Any]:
-    """The whole train state of a T5X checkpoint step as numpy, on the host."""
-    return tw_checkpoints.read_tree(state_dir(checkpoint))
+    """The whole train state of a T5X checkpoint step as numpy, on the host; a step orbax or
+    TensorStore cannot read (a cut or missing file, no ``_METADATA``, another format) is one
+    line naming it."""
+    folder = state_dir(checkpoint)
+    try:
+        state = tw_checkpoints.read_tree(folder)
+    except Exception as error:  # orbax and TensorStore raise many kinds
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise T5XCheckpointError(f"{folder}: cannot be read as a T5X checkpoint "
+                                 f"({type(error).__name__}: {first[:300]})") from None
+    if not isinstance(state, dict) or "target" not in state:
+        raise T5XCheckpointError(f"{folder}: holds no 'target' (the parameters of a T5X train "
+                                 "state)")
+    return state
 
 
 def read_t5x_params(checkpoint: PathLike) -> dict[str, Any]:
     """The model parameters (T5X's ``target``) of a T5X checkpoint step, as nested dicts of
-    numpy arrays: tw_jax's parameter tree."""
-    return read_t5x_state(checkpoint)["target"]
+    numpy arrays: tw_jax's parameter tree. A parameter holding a NaN or an infinity (a damaged
+    data file reads as such) is an error naming it, before anything is written from it."""
+    params = read_t5x_state(checkpoint)["target"]
+    for path, leaf in _leaves(params):
+        values = np.asarray(leaf)
+        if values.dtype.kind == "f" and not np.isfinite(values).all():
+            bad = int(values.size - np.isfinite(values).sum())
+            raise T5XCheckpointError(f"{state_dir(checkpoint)}: parameter {path} holds {bad} "
+                                     "non-finite values (NaN or infinity): the checkpoint is "
+                                     "damaged or diverged; nothing was converted")
+    return params
+
+
+def _leaves(tree: Any, where: str = "") -> list[tuple[str, Any]]:
+    if isinstance(tree, dict):
+        return [leaf for key in sorted(tree) for leaf in _leaves(tree[key], f"{where}/{key}")]
+    return [(where.lstrip("/"), tree)]
 
 
 def t5x_step(checkpoint: PathLike) -> int:
@@ -85,13 +115,30 @@ def to_t5x(source: PathLike, out_dir: PathLike, step: int | None = None) -> str:
     options = ocp.CheckpointManagerOptions(step_prefix=T5X_STEP_PREFIX, create=True,
                                            enable_async_checkpointing=False)
     target = paths.as_path(paths.resolve(out_dir))
+    written = paths.join(paths.resolve(out_dir), f"{T5X_STEP_PREFIX}_{step}")
     with ocp.CheckpointManager(target, item_names=(STATE,), options=options) as manager:
-        if step in manager.all_steps():
-            raise T5XCheckpointError(f"{paths.join(str(target), f'{T5X_STEP_PREFIX}_{step}')}: "
-                                     "exists already")
-        manager.save(step, args=ocp.args.Composite(state=ocp.args.PyTreeSave({"target": params})))
+        steps = manager.all_steps()
+        if step in steps or paths.exists(written):
+            raise T5XCheckpointError(f"{written}: exists already (or a save of it was cut "
+                                     "short); give another --out or --step")
+        if steps and max(steps) > step:
+            raise T5XCheckpointError(f"{out_dir} holds step {max(steps)}, newer than {step}: "
+                                     "orbax writes no older step there; give another --out or "
+                                     "--step")
+        saved = manager.save(
+            step, args=ocp.args.Composite(state=ocp.args.PyTreeSave({"target": params})))
         manager.wait_until_finished()
-    return paths.join(paths.resolve(out_dir), f"{T5X_STEP_PREFIX}_{step}")
+    if not saved or step not in _steps(out_dir):
+        raise T5XCheckpointError(f"{written}: orbax did not write the step (save returned "
+                                 f"{saved!r}); nothing was converted")
+    return written
+
+
+def _steps(out_dir: PathLike) -> list[int]:
+    options = ocp.CheckpointManagerOptions(step_prefix=T5X_STEP_PREFIX, read_only=True)
+    with ocp.CheckpointManager(paths.as_path(paths.resolve(out_dir)), item_names=(STATE,),
+                               options=options) as manager:
+        return list(manager.all_steps())
 
 
 def from_t5x(checkpoint: PathLike, model_dir: PathLike) -> str:
@@ -100,7 +147,11 @@ def from_t5x(checkpoint: PathLike, model_dir: PathLike) -> str:
     step = t5x_step(checkpoint)
     meta = {"step": step, "source": "t5x", "t5x_checkpoint": paths.resolve(checkpoint),
             "parameters_only": True}
-    return tw_checkpoints.save_params(model_dir, step, read_t5x_params(checkpoint), meta)
+    params = read_t5x_params(checkpoint)  # read and checked whole before anything is written
+    try:
+        return tw_checkpoints.save_params(model_dir, step, params, meta)
+    except tw_checkpoints.CheckpointError as error:
+        raise T5XCheckpointError(str(error)) from None
 
 
 def _last_part(path: str) -> str:

@@ -47,9 +47,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _to_t5x(args: argparse.Namespace) -> int:
-    from tw_jax.t5x.checkpoints import to_t5x
+    from tw_jax.runtime.checkpoints import CheckpointError
+    from tw_jax.t5x.checkpoints import T5XCheckpointError, to_t5x
 
-    print(json.dumps({"t5x_checkpoint": to_t5x(args.source, args.out, args.step)}))
+    try:
+        written = to_t5x(args.source, args.out, args.step)
+    except CheckpointError as error:  # the source: not found, unsealed, damaged
+        raise T5XCheckpointError(str(error)) from None
+    print(json.dumps({"t5x_checkpoint": written}))
     return 0
 
 

@@ -27,8 +27,6 @@ import threading
 from types import FrameType
 from typing import Any
 
-import jax
-
 log = logging.getLogger(__name__)
 
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -78,6 +76,8 @@ class Preemption:
     """Install with ``with Preemption() as preemption:``; ask ``preemption.reached(step)``."""
 
     def __init__(self) -> None:
+        import jax  # here, not at the top: every command's start asks this module for stops
+
         self.multihost = jax.process_count() > 1
         self.signal_name: str | None = None
         self._previous: dict[int, Any] = {}

@@ -1,0 +1,113 @@
+"""Whole or nothing: a stage's files are read only as the stage wrote them.
+
+A stage writes its ``stats.json`` last and records in it how many records each of its files
+holds (:func:`recorded_counts`); its TFRecords are shard sets whose names carry their count
+(``diffset.tfrecord-00001-of-00003``). A reader that takes a stage's files (the SeqIO sources,
+the TFDS builders, the evaluators) goes through :func:`check_shard_set` or
+:func:`read_stage_probes`, so a shard deleted from a set, a CSV cut or replaced after the stage,
+or a folder whose stage never finished is one line naming the file, never a smaller dataset.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+
+from tw_jax.errors import DumpError
+from tw_jax.io import paths
+from tw_jax.io.tfrecord import count_records
+from tw_jax.preprocess.runners.accounting import STATS_FILE
+
+_SHARD = re.compile(r"-(\d+)-of-(\d+)$")
+# Which command writes a stage's folder, by the folder's name.
+_WRITERS = {"diffset": "tw-jax diffset", "full": "tw-jax diffset", "ssm": "tw-jax ssm",
+            "probes": "tw-jax probes"}
+
+
+def writer_of(folder: str) -> str:
+    """The command that writes ``folder`` (``DATA/<period>/ssm`` → ``tw-jax ssm``)."""
+    return _WRITERS.get(os.path.basename(folder.rstrip("/")), "the stage that wrote it")
+
+
+def complete_shards(files: Sequence[str], pattern: str) -> list[str]:
+    """``files`` (the matches of ``pattern``), sorted, when they are whole shard sets: for each
+    name, every member ``-00000-of-N`` … ``-(N-1)-of-N`` of one N; else a :class:`DumpError`
+    naming the first member missing."""
+    sets: dict[str, tuple[set[int], set[int]]] = {}  # prefix → (its counts N, its indices)
+    for path in files:
+        match = _SHARD.search(path)
+        if match is None:
+            raise DumpError(path, None, f"matches {pattern} but is not a shard of a set "
+                                        "(…-00000-of-00001)")
+        counts, indices = sets.setdefault(path[:match.start()], (set(), set()))
+        counts.add(int(match.group(2)))
+        indices.add(int(match.group(1)))
+    for prefix, (counts, indices) in sets.items():
+        if len(counts) > 1:
+            raise DumpError(f"{prefix}-*", None, f"holds shards of {len(counts)} sets (-of-"
+                            f"{', -of-'.join(str(c) for c in sorted(counts))}): an old run's "
+                            "shards were left beside a new one's; rebuild the folder")
+        (count,) = counts
+        missing = sorted(set(range(count)) - indices)
+        if missing:
+            raise DumpError(f"{prefix}-{missing[0]:05d}-of-{count:05d}", None,
+                            f"is missing ({len(missing)} of the set's {count} shards): the "
+                            "set is not whole; rebuild the folder")
+    return sorted(files)
+
+
+def recorded_counts(folder: str) -> dict[str, int]:
+    """``{file stem: records}`` that the folder's ``stats.json`` records: a DiffSet folder's
+    ``diffset``/``full``/``unchanged``, an SSM folder's inputs, a probes folder's categories and
+    light-tuning sets. A folder without ``stats.json`` is an error: its stage did not finish."""
+    stats_path = paths.join(folder, STATS_FILE)
+    if not paths.isfile(stats_path):
+        raise DumpError(folder, None, f"has no {STATS_FILE}: the stage that writes it "
+                                      f"({writer_of(folder)}) did not finish; run it again")
+    try:
+        stats = json.loads(paths.read_text(stats_path))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise DumpError(stats_path, None, f"is not JSON ({error})") from None
+    counts: dict[str, int] = {}
+    if isinstance(stats.get("categories"), dict):  # tw-jax probes
+        counts |= {c: v["final"] for c, v in stats["categories"].items()
+                   if isinstance(v, dict) and "final" in v}
+        counts |= {f"lighttuning_{c}": n for c, n in stats.get("lighttuning", {}).items()}
+    elif isinstance(stats.get("inputs"), list):  # tw-jax ssm
+        counts |= {name: stats[name]["examples"] for name in stats["inputs"]
+                   if isinstance(stats.get(name), dict)}
+    else:  # tw-jax diffset
+        counts |= {name: stats[name]["articles"] for name in ("diffset", "full", "unchanged")
+                   if isinstance(stats.get(name), dict) and "articles" in stats[name]}
+    return counts
+
+
+def check_count(path: str, found: int, counts: dict[str, int]) -> None:
+    """``found`` records in ``path`` against what its folder's ``stats.json`` records."""
+    stem = os.path.basename(path).split(".", 1)[0]
+    if stem in counts and counts[stem] != found:
+        folder = paths.parent(path)
+        raise DumpError(path, None, f"holds {found} records where {paths.join(folder, STATS_FILE)}"
+                                    f" records {counts[stem]}: the folder was changed or cut "
+                                    f"after {writer_of(folder)} wrote it; rebuild it")
+
+
+_checked: dict[tuple[str, ...], list[str]] = {}
+
+
+def check_shard_set(pattern: str) -> list[str]:
+    """The shards of a stage's ``pattern`` (``DATA/0809/ssm/diffset.tfrecord-*-of-*``) when they
+    are whole: every member there, the stage finished, and as many records as its
+    ``stats.json`` records (counted from the records' headers; once per process for the same
+    files and sizes)."""
+    files = complete_shards(paths.glob(pattern), pattern)
+    if not files:
+        return files
+    key = (pattern, *(f"{f}:{paths.size(f)}" for f in files))
+    if key not in _checked:
+        counts = recorded_counts(paths.parent(files[0]))
+        check_count(files[0], sum(count_records(f) for f in files), counts)
+        _checked[key] = files
+    return list(_checked[key])
