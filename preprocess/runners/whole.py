@@ -108,6 +108,12 @@ def check_shard_set(pattern: str) -> list[str]:
     key = (pattern, *(f"{f}:{paths.size(f)}" for f in files))
     if key not in _checked:
         counts = recorded_counts(paths.parent(files[0]))
-        check_count(files[0], sum(count_records(f) for f in files), counts)
+        try:
+            found = sum(count_records(f) for f in files)
+        except ValueError as error:  # a shard cut inside a record, or a damaged length
+            path, _, why = str(error).partition(": ")
+            raise DumpError(path, None, f"{why}: the shard was cut or damaged after the stage "
+                                        "wrote it; rebuild the folder") from None
+        check_count(files[0], found, counts)
         _checked[key] = files
     return list(_checked[key])

@@ -118,3 +118,13 @@ def test_a_probes_file_gone_or_an_unfinished_folder_is_no_smaller_dataset(data, 
     with pytest.raises(DumpError, match=r"probes: has no stats.json: the stage that writes it "
                                          r"\(tw-jax probes\) did not finish"):
         read_stage_probes(str(probes / "new.csv"))
+
+
+def test_a_shard_cut_inside_a_record_is_named_before_any_pipeline_reads_it(ssm):
+    """The cut TFRecord that hung an uncached training run inside TensorFlow's iterator is
+    refused when the source lists its shards."""
+    shard = ssm / "diffset.tfrecord-00002-of-00004"
+    shard.write_bytes(shard.read_bytes()[:-5])
+    with pytest.raises(DumpError, match=r"diffset.tfrecord-00002-of-00004: truncated record: the "
+                                         r"shard was cut or damaged after the stage wrote it"):
+        check_shard_set(str(ssm / "diffset.tfrecord-*-of-*"))
