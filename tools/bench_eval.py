@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import json
 import random
 import sys
 import tempfile
@@ -175,7 +176,12 @@ def month_folder(rows: list[dict[str, str]], data_dir: Path, month: Period = MON
             writer = csv.writer(handle, lineterminator="\n")
             writer.writerow(PROBE_HEADER)
             writer.writerows([r[k] for k in PROBE_HEADER] for r in chosen)
-    return {c: len(r) for c, r in split.items()}
+    counts = {c: len(r) for c, r in split.items()}
+    # what tw-jax probes writes last: the readers check a probes folder's rows against it
+    (folder / "stats.json").write_text(json.dumps(
+        {"categories": {c: {"final": n} for c, n in counts.items()}, "lighttuning": {}}),
+        encoding="utf-8")
+    return counts
 
 
 def _probe_perplexities(model: Any, params: Any, vocabulary: Any, rows: list[dict[str, str]],
