@@ -5,14 +5,15 @@ Each is the protocol of :mod:`tw_jax.models.base` with its config and module, it
 loader, its FLOP layout, and how it reads an answer from decoded text. A new family is a module
 like this one: a subclass of :class:`~tw_jax.models.base.DecoderOnlyModel` or
 :class:`~tw_jax.models.base.EncoderDecoderModel`, decorated with
-:func:`~tw_jax.models.base.register_family`.
+:func:`~tw_jax.models.base.register_family`; a decoder read from Hugging Face like Llama's and
+Gemma's subclasses :class:`HFDecoderModel` and names its classes, loader, writer and layout.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
 import flax.linen as nn
 import jax
@@ -245,23 +246,26 @@ class BARTModel(EncoderDecoderModel):
         return answer_from_bart(text)
 
 
-class LlamaModel(DecoderOnlyModel):
-    """A Llama-style decoder (``tw_jax/models/llama.py``): trained on LM DiffSets like GPT-2,
-    prompts continued, answers up to the first line break. One class for the four model
-    types, which differ in config fields only; each type is registered as its own subclass
-    below, as the registry maps a config class (and a ``config.json``'s ``model_type``) to one
-    family.
+class HFDecoderModel(DecoderOnlyModel):
+    """A decoder-only language model read from Hugging Face (the Llama-style decoders, Gemma 3):
+    trained on LM DiffSets like GPT-2, prompts continued, answers up to the first line break,
+    as long as its config's ``max_position_embeddings``. A family subclasses it with its config
+    and module classes, its ``model_type``, its loader and writer (``*_io.py``) and its FLOP
+    layout; it is not a family itself (no config class, never registered).
 
     ``vocabulary_kind`` is GPT-2's for now, as the tiny configs' 50,257 ids are: reading a
-    checkpoint's own tokenizer from its folder (Llama 3's tiktoken BPE, Qwen's BPE) is a later
-    step, so a real checkpoint's evaluation still needs that before its text means anything.
+    checkpoint's own tokenizer from its folder (Llama 3's tiktoken BPE, Qwen's BPE, Gemma's
+    SentencePiece) is a later step, so a real checkpoint's evaluation still needs that before
+    its text means anything.
     """
 
-    config_class = LlamaConfig
-    module_class = Llama
-    model_type = "llama"
     objective = "lm"
     vocabulary_kind = "gpt2"  # TODO: the tokenizer of the model folder (a later step)
+    # The family's Hugging Face folder reader ``(folder, **overrides) -> (config, params)``,
+    # writer ``(folder, config, params)`` and FLOP layout ``(config) -> (parts, locate)``.
+    hf_loader: ClassVar[Callable[..., tuple[Any, Any]]]
+    hf_saver: ClassVar[Callable[[str, Any, Any], None]]
+    layout: ClassVar[Callable[[Any], tuple[dict[str, Any], Any]]]
 
     @property
     def max_length(self) -> int | None:
@@ -269,16 +273,29 @@ class LlamaModel(DecoderOnlyModel):
 
     @classmethod
     def load_hf(cls, folder: str, **overrides: Any) -> tuple[Any, Any]:
-        return load_llama(folder, **overrides)
+        return cls.hf_loader(folder, **overrides)
 
     def save_hf(self, folder: str, params: Any) -> None:
-        save_llama(folder, self.config, params)
+        type(self).hf_saver(folder, self.config, params)
 
     def flop_layout(self) -> tuple[dict[str, Any], Any]:
-        return flop_layout.llama_layout(self.config)
+        return type(self).layout(self.config)
 
     def answer_text(self, text: str) -> str:
         return answer_from_gpt2(text)
+
+
+class LlamaModel(HFDecoderModel):
+    """A Llama-style decoder (``tw_jax/models/llama.py``). One class for the four model types,
+    which differ in config fields only; each type is registered as its own subclass below, as
+    the registry maps a config class (and a ``config.json``'s ``model_type``) to one family."""
+
+    config_class = LlamaConfig
+    module_class = Llama
+    model_type = "llama"
+    hf_loader = staticmethod(load_llama)
+    hf_saver = staticmethod(save_llama)
+    layout = staticmethod(flop_layout.llama_layout)
 
 
 # The subclass configs first: the registry finds a config's family by isinstance, in this order.
@@ -309,40 +326,20 @@ class MistralModel(LlamaModel):
 register_family(LlamaModel)
 
 
-class GemmaModel(DecoderOnlyModel):
-    """Gemma 3's text decoder (``tw_jax/models/gemma.py``, ``model_type`` ``gemma3_text``):
-    trained on LM DiffSets like GPT-2 and Llama, prompts continued, answers up to the first line
-    break.
+class GemmaModel(HFDecoderModel):
+    """Gemma 3's text decoder (``tw_jax/models/gemma.py``, ``model_type`` ``gemma3_text``).
 
-    As for :class:`LlamaModel`, ``vocabulary_kind`` is GPT-2's for now (the tiny config's
-    50,257 ids): Gemma's SentencePiece tokenizer (262,144 ids) from the model folder is a later
-    step, and so is the scoring convention that goes with it (Gemma puts ``<bos>``, the config's
-    ``bos_token_id``, in front of every text, where :meth:`span_example` puts EOS as GPT-2
-    does).
+    Besides the tokenizer (see :class:`HFDecoderModel`), the scoring convention that goes with
+    it is a later step: Gemma puts ``<bos>``, the config's ``bos_token_id``, in front of every
+    text, where :meth:`span_example` puts EOS as GPT-2 does.
     """
 
     config_class = GemmaConfig
     module_class = Gemma
     model_type = "gemma3_text"
-    objective = "lm"
-    vocabulary_kind = "gpt2"  # TODO: the tokenizer of the model folder (a later step)
-
-    @property
-    def max_length(self) -> int | None:
-        return int(self.config.max_position_embeddings)
-
-    @classmethod
-    def load_hf(cls, folder: str, **overrides: Any) -> tuple[Any, Any]:
-        return load_gemma(folder, **overrides)
-
-    def save_hf(self, folder: str, params: Any) -> None:
-        save_gemma(folder, self.config, params)
-
-    def flop_layout(self) -> tuple[dict[str, Any], Any]:
-        return flop_layout.gemma_layout(self.config)
-
-    def answer_text(self, text: str) -> str:
-        return answer_from_gpt2(text)
+    hf_loader = staticmethod(load_gemma)
+    hf_saver = staticmethod(save_gemma)
+    layout = staticmethod(flop_layout.gemma_layout)
 
 
 # The subclass config first, as for the Llama types: the registry finds a family by isinstance.

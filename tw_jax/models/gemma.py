@@ -1,5 +1,5 @@
 """Gemma 3 text decoders (``model_type`` ``gemma3_text``, Hugging Face's ``Gemma3ForCausalLM``)
-as a Flax linen model: config, RoPE per layer type, RMSNorm, attention, MLP, block, model.
+as a Flax linen model: config, RoPE per layer type, RMSNorm, block, model.
 
 Gemma 3 is a Llama-style decoder (``llama.py``: rotary positions, grouped-query attention, a
 gated MLP, no biases) with these differences, each as ``transformers``' ``modeling_gemma3.py``
@@ -18,10 +18,11 @@ gated MLP, no biases) with these differences, each as ``transformers``' ``modeli
   (factor 8 in the 4B, 12B and 27B models) for global ones (``Gemma3RotaryEmbedding``);
 - ``final_logit_softcapping`` (None in Gemma 3, honoured if set): ``cap * tanh(logits / cap)``.
 
-The pieces that are the same are llama.py's: the default RoPE frequencies, ``apply_rope``, the
-sliding-window mask and grouped-query attention with its decode cache (key/value heads only).
+The pieces that are the same are ``decoder.py``'s, shared with llama.py: the default RoPE
+frequencies and rotation, the sliding-window mask, grouped-query self-attention with its decode
+cache (key/value heads only), the gated MLP, the model's ends and the config's common methods.
 Parameter names, logical axes, LoRA targets (``query``, ``key``, ``value``, ``out``, ``gate``,
-``up``, ``down``), remat and dtypes follow llama.py too. ``gemma_io.py`` reads and writes Hugging
+``up``, ``down``), remat and dtypes are llama.py's too. ``gemma_io.py`` reads and writes Hugging
 Face checkpoints.
 
 BOS: Gemma is trained with ``<bos>`` (id 2) in front of every text; the config keeps the BOS and
@@ -40,21 +41,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from tw_jax.models import decode_cache
-from tw_jax.models.layers import (
-    EMBED_AXES,
-    HEADS_AXES,
-    activations,
-    dense,
-    embed,
-    feed_forward,
-)
-from tw_jax.models.llama import (
-    apply_rope,
+from tw_jax.models.decoder import (
+    LOGIT_AXES,
+    Attention,
+    DecoderConfig,
+    GatedMLP,
+    causal_inputs,
     default_inverse_frequencies,
-    grouped_query_attention,
+    lm_logits,
+    remat_block,
     sliding_window_mask,
+    token_embedding,
 )
+from tw_jax.models.layers import EMBED_AXES, activations
 from tw_jax.models.variants import LoRAConfig
 
 ARCHITECTURES = {"gemma3_text": "Gemma3ForCausalLM"}
@@ -74,7 +73,7 @@ def pattern_layer_types(num_layers: int, pattern: int) -> tuple[str, ...]:
 
 
 @dataclasses.dataclass(frozen=True)
-class GemmaConfig:
+class GemmaConfig(DecoderConfig):
     """Everything that fixes a Gemma 3 text decoder's shapes and numerics; hashable so jit can
     key on it. Field names are Hugging Face's (``rope_local_base_freq`` and
     ``rope_scaling_factor`` are what the older ``config.json`` form and its ``rope_scaling``
@@ -114,29 +113,19 @@ class GemmaConfig:
 
     fixed_model_type: ClassVar[str] = "gemma3_text"
 
-    @property
-    def num_key_value_groups(self) -> int:
-        return self.num_attention_heads // self.num_key_value_heads
-
     def __post_init__(self) -> None:
         object.__setattr__(self, "extra_eos_token_ids", tuple(self.extra_eos_token_ids))
         layer_types = (pattern_layer_types(self.num_hidden_layers, DEFAULT_SLIDING_WINDOW_PATTERN)
                        if self.layer_types is None else tuple(self.layer_types))
         object.__setattr__(self, "layer_types", layer_types)
-        if self.model_type != self.fixed_model_type:
-            raise ValueError(f"{type(self).__name__} is for model_type {self.fixed_model_type!r}, "
-                             f"got {self.model_type!r}")
+        self._check_model_type()
         if len(layer_types) != self.num_hidden_layers:
             raise ValueError(f"layer_types has {len(layer_types)} entries for "
                              f"num_hidden_layers={self.num_hidden_layers}")
         unknown = sorted(set(layer_types) - set(LAYER_TYPES))
         if unknown:
             raise ValueError(f"layer_types {unknown} are not supported (only {LAYER_TYPES})")
-        if self.num_attention_heads % self.num_key_value_heads:
-            raise ValueError(f"num_attention_heads={self.num_attention_heads} is not a multiple "
-                             f"of num_key_value_heads={self.num_key_value_heads}")
-        if self.head_dim % 2:
-            raise ValueError(f"head_dim={self.head_dim} must be even (rotary halves)")
+        self._check_heads()
         if self.sliding_window < 1:
             raise ValueError(f"sliding_window={self.sliding_window} must be >= 1")
         for name in ("rope_scaling_factor", "final_logit_softcapping"):
@@ -151,9 +140,7 @@ class GemmaConfig:
         (``sliding_window_pattern``, ``rope_theta``, ``rope_local_base_freq``, ``rope_scaling``);
         a key it lacks takes ``Gemma3TextConfig``'s default, as transformers reads it. Options
         the module does not model are refused rather than computed otherwise."""
-        model_type = hf.get("model_type")
-        if model_type != cls.fixed_model_type:
-            raise ValueError(f"not a {cls.fixed_model_type} config: model_type={model_type!r}")
+        model_type = cls._hf_model_type(hf)
         for key, expected in (("hidden_activation", _GELU), ("attention_bias", False),
                               ("use_bidirectional_attention", False)):
             if (hf.get(key) or expected) != expected:
@@ -167,11 +154,7 @@ class GemmaConfig:
         layers = hf.get("num_hidden_layers", 26)
         layer_types = hf.get("layer_types") or pattern_layer_types(
             layers, hf.get("sliding_window_pattern", DEFAULT_SLIDING_WINDOW_PATTERN))
-        eos = hf.get("eos_token_id", 1)
-        eos_ids = list(eos) if isinstance(eos, list | tuple) else [eos]
-        if eos_ids[0] is None:
-            raise ValueError(f"{model_type} config has no eos_token_id")
-        bos = hf.get("bos_token_id", 2)
+        token_ids = cls._hf_token_ids(hf, model_type, bos=2, eos=1)
         fields = dict(
             vocab_size=hf.get("vocab_size", 262208),
             hidden_size=hf.get("hidden_size", 2304),
@@ -187,12 +170,10 @@ class GemmaConfig:
             final_logit_softcapping=hf.get("final_logit_softcapping"),
             max_position_embeddings=hf.get("max_position_embeddings", 131072),
             tie_word_embeddings=hf.get("tie_word_embeddings", True),
-            bos_token_id=bos[0] if isinstance(bos, list | tuple) else bos,
-            eos_token_id=int(eos_ids[0]),
-            extra_eos_token_ids=tuple(int(i) for i in eos_ids[1:]),
             pad_token_id=hf.get("pad_token_id", 0),
             initializer_range=hf.get("initializer_range", 0.02),
             attention_dropout=hf.get("attention_dropout") or 0.0,
+            **token_ids,
             **_rope_fields(hf),
         )
         fields.update(overrides)
@@ -204,44 +185,24 @@ class GemmaConfig:
         ``rope_local_base_freq``, ``rope_scaling``)."""
         scaling = (None if self.rope_scaling_factor is None
                    else {"rope_type": "linear", "factor": self.rope_scaling_factor})
-        eos = ([self.eos_token_id, *self.extra_eos_token_ids] if self.extra_eos_token_ids
-               else self.eos_token_id)
-        return {
-            "architectures": [ARCHITECTURES[self.model_type]],
-            "model_type": self.model_type,
-            "vocab_size": self.vocab_size,
-            "hidden_size": self.hidden_size,
-            "intermediate_size": self.intermediate_size,
-            "num_hidden_layers": self.num_hidden_layers,
-            "num_attention_heads": self.num_attention_heads,
-            "num_key_value_heads": self.num_key_value_heads,
-            "head_dim": self.head_dim,
-            "query_pre_attn_scalar": _int_if_whole(self.query_pre_attn_scalar),
-            "hidden_activation": _GELU,
-            "rms_norm_eps": self.rms_norm_eps,
-            "sliding_window": self.sliding_window,
-            "layer_types": list(self.layer_types),
-            "rope_theta": self.rope_theta,
-            "rope_local_base_freq": self.rope_local_base_freq,
-            "rope_scaling": scaling,
-            "rope_parameters": {
+        return self._hf_config(
+            ARCHITECTURES[self.model_type],
+            query_pre_attn_scalar=_int_if_whole(self.query_pre_attn_scalar),
+            hidden_activation=_GELU,
+            sliding_window=self.sliding_window,
+            layer_types=list(self.layer_types),
+            rope_theta=self.rope_theta,
+            rope_local_base_freq=self.rope_local_base_freq,
+            rope_scaling=scaling,
+            rope_parameters={
                 FULL: {**(scaling or {"rope_type": "default"}), "rope_theta": self.rope_theta},
                 SLIDING: {"rope_type": "default", "rope_theta": self.rope_local_base_freq},
             },
-            "final_logit_softcapping": self.final_logit_softcapping,
-            "attn_logit_softcapping": None,
-            "attention_bias": False,
-            "use_bidirectional_attention": False,
-            "max_position_embeddings": self.max_position_embeddings,
-            "tie_word_embeddings": self.tie_word_embeddings,
-            "attention_dropout": self.attention_dropout,
-            "initializer_range": self.initializer_range,
-            "bos_token_id": self.bos_token_id,
-            "eos_token_id": eos,
-            "pad_token_id": self.pad_token_id,
-            "use_cache": True,
-            "torch_dtype": self.param_dtype,
-        }
+            final_logit_softcapping=self.final_logit_softcapping,
+            attn_logit_softcapping=None,
+            attention_bias=False,
+            use_bidirectional_attention=False,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -356,61 +317,14 @@ def _norm(config: GemmaConfig, name: str) -> RMSNorm:
                    name=name)
 
 
-def _dense(config: GemmaConfig, features: tuple[int, ...], axes: tuple[str, ...], name: str,
-           n_axes: int = 1) -> Any:
-    """A bias-free projection initialised N(0, initializer_range), as Hugging Face initialises
-    every Linear of Gemma; LoRA wraps it when the config's LoRA targets its name."""
-    return dense(config, features, axes, config.initializer_range, name, n_axes=n_axes)
-
-
-class Attention(nn.Module):
-    """Causal grouped-query self-attention of one layer type: q/k RMSNorm over ``head_dim``,
-    then RoPE of the type, scores scaled by ``query_pre_attn_scalar ** -0.5``; in decode mode
-    the key/value heads (after RoPE) go to the ``cache`` collection."""
-
-    config: GemmaConfig
-    layer_type: str
-
-    @nn.compact
-    def __call__(
-        self, x: jax.Array, mask: jax.Array, positions: jax.Array,
-        cache_index: jax.Array | None, decode: bool, deterministic: bool,
-    ) -> jax.Array:
-        cfg = self.config
-        inv_freq = rope_inverse_frequencies(cfg, self.layer_type)
-
-        def projected(name: str, heads: int) -> jax.Array:
-            projection = _dense(cfg, (heads, cfg.head_dim), ("embed", "heads", "kv"), name)
-            return nn.with_logical_constraint(projection(x), HEADS_AXES)
-
-        query = _norm(cfg, "query_norm")(projected("query", cfg.num_attention_heads))
-        key = _norm(cfg, "key_norm")(projected("key", cfg.num_key_value_heads))
-        value = projected("value", cfg.num_key_value_heads)
-        query, key = apply_rope(query, positions, inv_freq), apply_rope(key, positions, inv_freq)
-        out = grouped_query_attention(
-            self, query, key, value, mask, cache_index, decode, deterministic,
-            divide_by=jnp.sqrt(jnp.float32(cfg.query_pre_attn_scalar)))
-        return _dense(cfg, (cfg.hidden_size,), ("heads", "kv", "embed"), "out", n_axes=2)(out)
-
-
-class MLP(nn.Module):
-    """GeGLU: ``down(gelu_pytorch_tanh(gate(x)) * up(x))`` (``Gemma3MLP``)."""
-
-    config: GemmaConfig
-
-    @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
-        cfg = self.config
-        return feed_forward(
-            x, [_dense(cfg, (cfg.intermediate_size,), ("embed", "mlp"), name)
-                for name in ("gate", "up")],
-            _dense(cfg, (cfg.hidden_size,), ("mlp", "embed"), "down"), activations(_GELU)[_GELU],
-        )
-
-
 class Block(nn.Module):
-    """One Gemma 3 layer (``Gemma3DecoderLayer``): ``x + post_attention_norm(attn(input_norm
-    (x)))``, then ``x + post_feedforward_norm(mlp(pre_feedforward_norm(x)))``."""
+    """One Gemma 3 layer (``Gemma3DecoderLayer``) of one layer type: ``x +
+    post_attention_norm(attn(input_norm(x)))``, then ``x +
+    post_feedforward_norm(mlp(pre_feedforward_norm(x)))``. Attention (``Gemma3Attention``)
+    RMS-norms queries and keys over ``head_dim``, rotates them with the layer type's RoPE and
+    scales scores by ``query_pre_attn_scalar ** -0.5``; in decode mode the key/value heads
+    (after RoPE) go to the ``attn`` module's ``cache`` collection. The MLP is GeGLU:
+    ``down(gelu_pytorch_tanh(gate(x)) * up(x))`` (``Gemma3MLP``)."""
 
     config: GemmaConfig
     layer_type: str
@@ -421,10 +335,13 @@ class Block(nn.Module):
         cache_index: jax.Array | None, decode: bool, deterministic: bool,
     ) -> jax.Array:
         cfg = self.config
-        h = Attention(cfg, self.layer_type, name="attn")(
-            _norm(cfg, "input_norm")(x), mask, positions, cache_index, decode, deterministic)
+        attention = Attention(cfg, rope_inverse_frequencies(cfg, self.layer_type),
+                              cfg.query_pre_attn_scalar, qk_norm=_norm, name="attn")
+        h = attention(_norm(cfg, "input_norm")(x), mask, positions, cache_index, decode,
+                      deterministic)
         x = nn.with_logical_constraint(x + _norm(cfg, "post_attention_norm")(h), EMBED_AXES)
-        h = MLP(cfg, name="mlp")(_norm(cfg, "pre_feedforward_norm")(x))
+        h = GatedMLP(cfg, activations(_GELU)[_GELU], name="mlp")(
+            _norm(cfg, "pre_feedforward_norm")(x))
         return nn.with_logical_constraint(x + _norm(cfg, "post_feedforward_norm")(h), EMBED_AXES)
 
 
@@ -453,33 +370,26 @@ class Gemma(nn.Module):
         segment_ids: jax.Array | None = None,
     ) -> jax.Array:
         cfg = self.config
-        causal = decode_cache.causal_mask(self, attention_mask, input_ids.shape, decode,
+        causal, positions = causal_inputs(self, input_ids, positions, attention_mask, decode,
                                           segment_ids)
         # create_causal_mask / create_sliding_window_causal_mask of Gemma3TextModel.forward
         masks = {FULL: causal.mask, SLIDING: sliding_window_mask(causal, cfg.sliding_window)}
-        if positions is None:
-            positions = jnp.broadcast_to(causal.query_pos, input_ids.shape)
 
-        tokens = embed(cfg, cfg.vocab_size, cfg.hidden_size, cfg.initializer_range,
-                       ("vocab", "embed"), "embed_tokens")
+        tokens = token_embedding(cfg)
         x = tokens(input_ids)
         # Gemma3TextScaledWordEmbedding: sqrt(hidden_size) as a float32 scalar, cast to the
         # dtype of the embeddings it multiplies (bfloat16 rounds sqrt(1152) = 33.94 to 34.0).
         x = x * jnp.asarray(math.sqrt(cfg.hidden_size), jnp.float32).astype(x.dtype)
         x = nn.with_logical_constraint(x, EMBED_AXES)
 
-        block = nn.remat(Block, static_argnums=(5, 6)) if cfg.remat else Block
+        block = remat_block(Block, cfg)
         for i, layer_type in enumerate(cfg.layer_types):
             x = block(cfg, layer_type, name=f"layer_{i}")(
                 x, masks[layer_type], positions, causal.cache_index, decode, deterministic)
 
         x = _norm(cfg, "final_norm")(x)
-        if cfg.tie_word_embeddings:
-            logits = tokens.attend(x)
-        else:
-            logits = _dense(cfg, (cfg.vocab_size,), ("embed", "vocab"), "lm_head")(x)
-        logits = logits.astype(jnp.float32)
+        logits = lm_logits(cfg, tokens, x)
         if cfg.final_logit_softcapping is not None:  # Gemma3ForCausalLM.forward
             cap = jnp.float32(cfg.final_logit_softcapping)
             logits = jnp.tanh(logits / cap) * cap
-        return nn.with_logical_constraint(logits, ("batch", "length", "activation_vocab"))
+        return nn.with_logical_constraint(logits, LOGIT_AXES)

@@ -3,9 +3,9 @@ tree: ``gemma3_text`` folders (``Gemma3ForCausalLM``), and the text decoder of m
 ``gemma3`` folders (``Gemma3ForConditionalGeneration``, the only Hub form of the 4B, 12B and
 27B models), whose vision tower and projector are skipped.
 
-Reading is llama_io.py's, with its pieces: tensor by tensor through ``safetensors.safe_open``
-(each file, or each shard that ``model.safetensors.index.json`` names, copied locally first
-when it is in a bucket), each tensor's header checked against the shape Hugging Face stores
+Reading and writing are ``decoder_io.py``'s, as for llama_io.py: tensor by tensor through
+``safetensors.safe_open`` (each file, or each shard that ``model.safetensors.index.json``
+names, copied locally first when it is in a bucket), each tensor's header checked against the shape Hugging Face stores
 before its data is read, cast to the parameter dtype (bf16/fp16 storage becomes float32, or stays
 bf16 for ``param_dtype="bfloat16"``), laid out as ours and put in the tree before the next one is
 read. Every tensor the config expects must be there, else one line names the file, the tensor
@@ -27,58 +27,32 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from safetensors import safe_open
 
-from tw_jax.io import paths
-from tw_jax.models.gemma import GemmaConfig, text_config_of
-from tw_jax.models.hf_io import read_config, write_folder
-from tw_jax.models.llama_io import (
-    EMBEDDING,
-    LM_HEAD,
+from tw_jax.models.decoder_io import (
     Slot,
-    _checkpoint_files,
-    _get,
-    _listed,
-    _put,
-    _read,
+    decoder_slots,
+    params_to_hf,
+    read_params,
+    write_checkpoint,
 )
-from tw_jax.models.variants import export_params
+from tw_jax.models.gemma import GemmaConfig, text_config_of
+from tw_jax.models.hf_io import read_config
 
 # A multimodal checkpoint's text decoder under its two prefixes, and the parts that are skipped.
 _TEXT_PREFIXES = {"language_model.model.": "model.", "model.language_model.": "model.",
                   "language_model.lm_head.": "lm_head."}
 _VISION_PREFIXES = ("vision_tower.", "multi_modal_projector.", "model.vision_tower.",
                     "model.multi_modal_projector.")
+# Each layer's norms, before and after attention and the MLP: ours and Hugging Face's names.
 _NORMS = (("input_norm", "input_layernorm"), ("post_attention_norm", "post_attention_layernorm"),
           ("pre_feedforward_norm", "pre_feedforward_layernorm"),
           ("post_feedforward_norm", "post_feedforward_layernorm"))
 
 
 def tensor_slots(config: GemmaConfig) -> dict[str, Slot]:
-    """Every tensor of a ``Gemma3ForCausalLM`` checkpoint of ``config``, by Hugging Face name."""
-    e, f, v = config.hidden_size, config.intermediate_size, config.vocab_size
-    h, k, d = config.num_attention_heads, config.num_key_value_heads, config.head_dim
-    slots = {EMBEDDING: Slot(("embed_tokens", "embedding"), (v, e), (v, e))}
-    for i in range(config.num_hidden_layers):
-        hf, ours = f"model.layers.{i}", f"layer_{i}"
-        for name, proj, heads in (("query", "q_proj", h), ("key", "k_proj", k),
-                                  ("value", "v_proj", k)):
-            slots[f"{hf}.self_attn.{proj}.weight"] = Slot(
-                (ours, "attn", name, "kernel"), (e, heads, d), (heads * d, e), linear=True)
-        slots[f"{hf}.self_attn.o_proj.weight"] = Slot(
-            (ours, "attn", "out", "kernel"), (h, d, e), (e, h * d), linear=True)
-        for name, norm in (("query_norm", "q_norm"), ("key_norm", "k_norm")):
-            slots[f"{hf}.self_attn.{norm}.weight"] = Slot((ours, "attn", name, "scale"), (d,), (d,))
-        for name, proj, n_in, n_out in (("gate", "gate_proj", e, f), ("up", "up_proj", e, f),
-                                        ("down", "down_proj", f, e)):
-            slots[f"{hf}.mlp.{proj}.weight"] = Slot(
-                (ours, "mlp", name, "kernel"), (n_in, n_out), (n_out, n_in), linear=True)
-        for name, norm in _NORMS:
-            slots[f"{hf}.{norm}.weight"] = Slot((ours, name, "scale"), (e,), (e,))
-    slots["model.norm.weight"] = Slot(("final_norm", "scale"), (e,), (e,))
-    if not config.tie_word_embeddings:
-        slots[LM_HEAD] = Slot(("lm_head", "kernel"), (e, v), (v, e), linear=True)
-    return slots
+    """Every tensor of a ``Gemma3ForCausalLM`` checkpoint of ``config``, by Hugging Face name:
+    no biases, q/k norms in every layer."""
+    return decoder_slots(config, _NORMS, qk_norm=True)
 
 
 def text_tensor_name(name: str) -> str | None:
@@ -99,42 +73,7 @@ def read_gemma_params(
     """Our numpy ``params`` tree from a folder's safetensors, tensor by tensor (see the module
     docstring for what is checked); ``rename`` maps a stored name to its ``Gemma3ForCausalLM``
     name, or None to skip it (:func:`text_tensor_name` for a multimodal folder)."""
-    folder = os.fspath(path)
-    slots = tensor_slots(config)
-    # A tied checkpoint may carry lm_head.weight anyway: read aside, compared at the end.
-    aside = {LM_HEAD: slots[EMBEDDING].stored} if config.tie_word_embeddings else {}
-    dtype = np.dtype(config.param_dtype)
-    files, source = _checkpoint_files(folder)
-    params: dict[str, Any] = {}
-    taken: set[str] = set()
-    head: tuple[str, np.ndarray] | None = None
-    for file in files:
-        with paths.local_copy(file) as local, safe_open(local, framework="numpy") as handle:
-            stored = {n: rename(n) if rename else n for n in list(handle.keys())}
-            names = {n: ours for n, ours in stored.items() if ours is not None}
-            unexpected = sorted(n for n, ours in names.items()
-                                if ours not in slots and ours not in aside)
-            if unexpected:
-                raise ValueError(f"{file}: tensors not part of a {config.model_type} of this "
-                                 f"config: {_listed(unexpected)}")
-            for name, ours in names.items():
-                if ours in aside:
-                    head = (file, _read(handle, file, name, aside[ours], dtype))
-                    continue
-                slot = slots[ours]
-                array = _read(handle, file, name, slot.stored, dtype)
-                if slot.linear:  # (out, in) -> (in, out), then our head axes
-                    array = np.ascontiguousarray(array.T)
-                _put(params, slot.path, array.reshape(slot.shape))
-                taken.add(ours)
-    missing = [name for name in slots if name not in taken]
-    if missing:
-        raise ValueError(f"{source}: tensor {missing[0]!r} (shape {slots[missing[0]].stored}) "
-                         f"is missing" + (f", and {_listed(missing[1:])}" if missing[1:] else ""))
-    if head is not None and not np.array_equal(head[1], params["embed_tokens"]["embedding"]):
-        raise ValueError(f"{head[0]}: {LM_HEAD} differs from {EMBEDDING}, but the config ties "
-                         "them (tie_word_embeddings)")
-    return params
+    return read_params(path, config, tensor_slots(config), rename=rename)
 
 
 def load_gemma(
@@ -155,17 +94,7 @@ def load_gemma(
 def gemma_params_to_hf(params: dict[str, Any], config: GemmaConfig) -> dict[str, np.ndarray]:
     """Hugging Face tensors (``Gemma3ForCausalLM`` names, ``(out, in)`` Linear weights) from our
     tree, in the parameter dtype."""
-    tensors: dict[str, np.ndarray] = {}
-    for name, slot in tensor_slots(config).items():
-        array = np.asarray(_get(params, slot.path))
-        if tuple(array.shape) != slot.shape:
-            raise ValueError(f"parameter {'/'.join(slot.path)} has shape {array.shape}, "
-                             f"expected {slot.shape}")
-        if slot.linear:  # (in..., out...) -> (out, in)
-            n_out, n_in = slot.stored
-            array = array.reshape(n_in, n_out).T
-        tensors[name] = np.ascontiguousarray(array.reshape(slot.stored))
-    return tensors
+    return params_to_hf(params, tensor_slots(config))
 
 
 def save_gemma(
@@ -178,5 +107,4 @@ def save_gemma(
     their index) of a ``gemma3_text`` model that ``transformers.AutoModelForCausalLM`` loads
     (also for a model read from a multimodal folder: its text decoder alone); LoRA is folded into
     the kernels. A tied model writes no ``lm_head.weight``, as ``save_pretrained`` does."""
-    tensors = gemma_params_to_hf(export_params(params, config), config)
-    write_folder(os.fspath(path), config.to_hf_config(), tensors, max_shard_bytes)
+    write_checkpoint(path, config, params, tensor_slots, max_shard_bytes)

@@ -1,5 +1,5 @@
 """Llama-style decoders as a Flax linen model, readable top to bottom: config, RoPE, RMSNorm,
-attention, MLP, block, model.
+block, model.
 
 One module covers the Hugging Face families that share Llama's layout: a pre-RMSNorm decoder with
 rotary positions, grouped-query attention and a SiLU-gated MLP, no biases by default. What
@@ -20,8 +20,11 @@ As in ``gpt2.py`` (MaxText/T5X layout), every parameter carries logical axis nam
 activations are constrained with them, projections are ``DenseGeneral`` (LoRA by name: ``query``,
 ``key``, ``value``, ``out``, ``gate``, ``up``, ``down``) and decoding keeps keys and values in
 the linen ``cache`` collection. The cache holds the ``num_key_value_heads`` heads only; they are
-repeated to the query heads inside attention (``repeat_kv`` in ``modeling_llama.py``).
-``llama_io.py`` reads and writes Hugging Face checkpoints.
+repeated to the query heads inside attention (``repeat_kv`` in ``modeling_llama.py``). The
+pieces every decoder family shares (RoPE's rotation, grouped-query self-attention, the gated MLP,
+the model's ends, the config's common methods) are ``decoder.py``'s; this file holds Llama's
+config, RoPE frequencies, RMSNorm and layer. ``llama_io.py`` reads and writes Hugging Face
+checkpoints.
 """
 
 from __future__ import annotations
@@ -36,17 +39,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from tw_jax.models import decode_cache
-from tw_jax.models.layers import (
-    EMBED_AXES,
-    HEADS_AXES,
-    DenseGeneral,
-    attend,
-    cached_key_value,
-    dense,
-    embed,
-    feed_forward,
+from tw_jax.models.decoder import (
+    LOGIT_AXES,
+    Attention,
+    DecoderConfig,
+    GatedMLP,
+    causal_inputs,
+    default_inverse_frequencies,
+    lm_logits,
+    remat_block,
+    sliding_window_mask,
+    token_embedding,
 )
+from tw_jax.models.layers import EMBED_AXES
 from tw_jax.models.variants import LoRAConfig
 
 MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
@@ -87,7 +92,7 @@ gin.external_configurable(RopeScaling, module="tw_jax.models")
 
 
 @dataclasses.dataclass(frozen=True)
-class LlamaConfig:
+class LlamaConfig(DecoderConfig):
     """Everything that fixes a Llama-style decoder's shapes and numerics; hashable so jit can
     key on it. Field names are Hugging Face's; the defaults are Llama 3.2 1B's."""
 
@@ -120,12 +125,7 @@ class LlamaConfig:
     freeze: str | None = None  # "none" | "base"; None: "base" with LoRA, else "none".
     model_type: str = "llama"
 
-    # The model_type of this config class: its ``model_type`` field must be this one.
     fixed_model_type: ClassVar[str] = "llama"
-
-    @property
-    def num_key_value_groups(self) -> int:
-        return self.num_attention_heads // self.num_key_value_heads
 
     @property
     def out_bias(self) -> bool:
@@ -137,14 +137,8 @@ class LlamaConfig:
         object.__setattr__(self, "extra_eos_token_ids", tuple(self.extra_eos_token_ids))
         if self.model_type not in MODEL_TYPES:
             raise ValueError(f"model_type {self.model_type!r} is not one of {MODEL_TYPES}")
-        if self.model_type != self.fixed_model_type:
-            raise ValueError(f"{type(self).__name__} is for model_type {self.fixed_model_type!r}, "
-                             f"got {self.model_type!r}")
-        if self.num_attention_heads % self.num_key_value_heads:
-            raise ValueError(f"num_attention_heads={self.num_attention_heads} is not a multiple "
-                             f"of num_key_value_heads={self.num_key_value_heads}")
-        if self.head_dim % 2:
-            raise ValueError(f"head_dim={self.head_dim} must be even (rotary halves)")
+        self._check_model_type()
+        self._check_heads()
         if self.sliding_window is not None and self.sliding_window < 1:
             raise ValueError(f"sliding_window={self.sliding_window} must be None or >= 1")
         # What each Hugging Face architecture can hold, so that export round-trips.
@@ -163,9 +157,7 @@ class LlamaConfig:
     def from_hf_config(cls, hf: dict[str, Any], **overrides: Any) -> LlamaConfig:
         """Read a Hugging Face ``config.json`` (as a dict) of this class's ``model_type``;
         refuse options the module does not model rather than compute something else."""
-        model_type = hf.get("model_type")
-        if model_type != cls.fixed_model_type:
-            raise ValueError(f"not a {cls.fixed_model_type} config: model_type={model_type!r}")
+        model_type = cls._hf_model_type(hf)
         for key, expected in (("hidden_act", "silu"), ("mlp_bias", False),
                               ("partial_rotary_factor", 1.0), ("use_sliding_window", False)):
             if hf.get(key, expected) != expected:
@@ -175,11 +167,7 @@ class LlamaConfig:
             raise ValueError(f"{model_type} layer_types {sorted(layer_types)} are not supported "
                              "(only full attention in every layer)")
         heads = hf.get("num_attention_heads", 32)
-        eos = hf.get("eos_token_id")
-        eos_ids = list(eos) if isinstance(eos, list | tuple) else [eos]
-        if eos_ids[0] is None:
-            raise ValueError(f"{model_type} config has no eos_token_id")
-        bos = hf.get("bos_token_id")
+        token_ids = cls._hf_token_ids(hf, model_type)
         fields = dict(
             vocab_size=hf["vocab_size"],
             hidden_size=hf["hidden_size"],
@@ -195,13 +183,11 @@ class LlamaConfig:
                             else bool(hf.get("attention_bias", False))),
             qk_norm=model_type == "qwen3",
             sliding_window=hf.get("sliding_window") if model_type == "mistral" else None,
-            bos_token_id=bos[0] if isinstance(bos, list | tuple) else bos,
-            eos_token_id=int(eos_ids[0]),
-            extra_eos_token_ids=tuple(int(i) for i in eos_ids[1:]),
             pad_token_id=hf.get("pad_token_id"),
             initializer_range=hf.get("initializer_range", 0.02),
             attention_dropout=hf.get("attention_dropout", 0.0),
             model_type=model_type,
+            **token_ids,
             **_rope_fields(hf),
         )
         fields.update(overrides)
@@ -212,34 +198,13 @@ class LlamaConfig:
         as transformers 5 writes it (``rope_parameters``) and as earlier versions read it
         (``rope_theta``, ``rope_scaling``)."""
         scaling = None if self.rope_scaling is None else self.rope_scaling.to_hf()
-        eos = ([self.eos_token_id, *self.extra_eos_token_ids] if self.extra_eos_token_ids
-               else self.eos_token_id)
-        hf: dict[str, Any] = {
-            "architectures": [ARCHITECTURES[self.model_type]],
-            "model_type": self.model_type,
-            "vocab_size": self.vocab_size,
-            "hidden_size": self.hidden_size,
-            "intermediate_size": self.intermediate_size,
-            "num_hidden_layers": self.num_hidden_layers,
-            "num_attention_heads": self.num_attention_heads,
-            "num_key_value_heads": self.num_key_value_heads,
-            "head_dim": self.head_dim,
-            "hidden_act": "silu",
-            "rms_norm_eps": self.rms_norm_eps,
-            "max_position_embeddings": self.max_position_embeddings,
-            "rope_theta": self.rope_theta,
-            "rope_scaling": scaling,
-            "rope_parameters": {**(scaling or {"rope_type": "default"}),
-                                "rope_theta": self.rope_theta},
-            "tie_word_embeddings": self.tie_word_embeddings,
-            "attention_dropout": self.attention_dropout,
-            "initializer_range": self.initializer_range,
-            "bos_token_id": self.bos_token_id,
-            "eos_token_id": eos,
-            "pad_token_id": self.pad_token_id,
-            "use_cache": True,
-            "torch_dtype": self.param_dtype,
-        }
+        hf = self._hf_config(
+            ARCHITECTURES[self.model_type],
+            hidden_act="silu",
+            rope_theta=self.rope_theta,
+            rope_scaling=scaling,
+            rope_parameters={**(scaling or {"rope_type": "default"}), "rope_theta": self.rope_theta},
+        )
         if self.model_type in ("llama", "qwen3"):
             hf["attention_bias"] = self.attention_bias
         if self.model_type == "llama":
@@ -361,13 +326,6 @@ def config_from_hf(hf: dict[str, Any], **overrides: Any) -> LlamaConfig:
 # --- rotary positions --------------------------------------------------------------------
 
 
-def default_inverse_frequencies(dim: int, theta: float) -> np.ndarray:
-    """``(dim // 2,)`` float32 ``1 / theta ** (2i / dim)``, computed in float32 as transformers
-    does (``compute_default_rope_parameters``); every family's unscaled RoPE starts here."""
-    exponents = np.arange(0, dim, 2, dtype=np.int64).astype(np.float32) / np.float32(dim)
-    return (np.float32(1.0) / np.power(np.float32(theta), exponents)).astype(np.float32)
-
-
 def rope_inverse_frequencies(config: LlamaConfig) -> np.ndarray:
     """``(head_dim // 2,)`` float32 inverse frequencies, computed as transformers does in
     float32: ``compute_default_rope_parameters`` (``1 / theta ** (2i / head_dim)``), then, with
@@ -389,20 +347,6 @@ def rope_inverse_frequencies(config: LlamaConfig) -> np.ndarray:
     smoothed = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
     is_medium_freq = ~(wavelen < high_freq_wavelen) & ~(wavelen > low_freq_wavelen)
     return np.where(is_medium_freq, smoothed, inv_freq_llama).astype(np.float32)
-
-
-def apply_rope(x: jax.Array, positions: jax.Array, inv_freq: np.ndarray) -> jax.Array:
-    """Rotary embedding of ``(batch, length, heads, head_dim)`` at ``positions`` ``(batch,
-    length)``, in Hugging Face's half-split layout: ``x * cos + rotate_half(x) * sin`` with
-    ``rotate_half(x) = (-x2, x1)`` and the angles ``positions * inv_freq`` repeated over both
-    halves (``LlamaRotaryEmbedding``, ``apply_rotary_pos_emb``); angles in float32, the product
-    in ``x``'s dtype, as there."""
-    freqs = positions[..., None].astype(jnp.float32) * jnp.asarray(inv_freq, jnp.float32)
-    angles = jnp.concatenate([freqs, freqs], axis=-1)[:, :, None, :]
-    cos, sin = jnp.cos(angles).astype(x.dtype), jnp.sin(angles).astype(x.dtype)
-    half = x.shape[-1] // 2
-    rotated = jnp.concatenate([-x[..., half:], x[..., :half]], axis=-1)
-    return x * cos + rotated * sin
 
 
 # --- layers --------------------------------------------------------------------------------
@@ -430,93 +374,11 @@ def _norm(config: LlamaConfig, name: str) -> RMSNorm:
                    name=name)
 
 
-def _dense(config: LlamaConfig, features: tuple[int, ...], axes: tuple[str, ...], name: str,
-           n_axes: int = 1, use_bias: bool = False) -> DenseGeneral:
-    """A projection initialised N(0, initializer_range), as Hugging Face initialises every
-    Linear of these models; LoRA wraps it when the config's LoRA targets its name."""
-    return dense(config, features, axes, config.initializer_range, name, n_axes=n_axes,
-                 use_bias=use_bias)
-
-
-def sliding_window_mask(causal: decode_cache.CausalMask, window: int | None) -> jax.Array:
-    """The causal mask with Mistral's sliding window: key ``k`` visible to query ``q`` only when
-    ``k > q - window`` (``sliding_window_overlay`` in ``transformers/masking_utils.py``), on the
-    row indices (the cache slots when decoding, each example's own positions in a packed row),
-    which differ from positions by the same left padding for keys and queries alike."""
-    if window is None:
-        return causal.mask
-    near = causal.key_pos[None, :] > causal.query_pos[:, None] - window
-    return causal.mask & near[None, None, :, :]
-
-
-def grouped_query_attention(
-    module: nn.Module, query: jax.Array, key: jax.Array, value: jax.Array, mask: jax.Array,
-    cache_index: jax.Array | None, decode: bool, deterministic: bool, *, divide_by: jax.Array,
-) -> jax.Array:
-    """Attention of ``num_attention_heads`` queries over ``num_key_value_heads`` keys and values
-    (after RoPE), shared by the families with grouped-query attention: in decode mode the keys
-    and values go to ``module``'s ``cache`` collection as they are (the cache holds the key/value
-    heads only), then each is repeated to its ``heads / kv_heads`` query heads (``repeat_kv``:
-    query head h reads key/value head h // groups) and :func:`attend` runs, scores divided by
-    ``divide_by``. Call it inside ``module``'s compact ``__call__`` (its dropout layer and cache
-    variables are that module's); ``module.config`` gives the dropout rate and compute dtype."""
-    cfg = module.config
-    if decode:
-        key, value = cached_key_value(module, key, value, cache_index)
-    groups = query.shape[2] // key.shape[2]
-    key, value = jnp.repeat(key, groups, axis=2), jnp.repeat(value, groups, axis=2)
-    return attend(query, key, value, mask, dropout_rate=cfg.attention_dropout,
-                  deterministic=deterministic, dtype=jnp.dtype(cfg.dtype), divide_by=divide_by)
-
-
-class Attention(nn.Module):
-    """Causal grouped-query self-attention with rotary positions; in decode mode keys and values
-    (``num_key_value_heads`` of them, after RoPE) go to the ``cache`` collection."""
-
-    config: LlamaConfig
-
-    @nn.compact
-    def __call__(
-        self, x: jax.Array, mask: jax.Array, positions: jax.Array,
-        cache_index: jax.Array | None, decode: bool, deterministic: bool,
-    ) -> jax.Array:
-        cfg = self.config
-        inv_freq = rope_inverse_frequencies(cfg)
-
-        def projected(name: str, heads: int) -> jax.Array:
-            projection = _dense(cfg, (heads, cfg.head_dim), ("embed", "heads", "kv"), name,
-                                use_bias=cfg.attention_bias)
-            return nn.with_logical_constraint(projection(x), HEADS_AXES)
-
-        query = projected("query", cfg.num_attention_heads)
-        key = projected("key", cfg.num_key_value_heads)
-        value = projected("value", cfg.num_key_value_heads)
-        if cfg.qk_norm:  # Qwen3: per head, before the rotation
-            query, key = _norm(cfg, "query_norm")(query), _norm(cfg, "key_norm")(key)
-        query, key = apply_rope(query, positions, inv_freq), apply_rope(key, positions, inv_freq)
-        out = grouped_query_attention(self, query, key, value, mask, cache_index, decode,
-                                      deterministic, divide_by=jnp.sqrt(jnp.float32(cfg.head_dim)))
-        return _dense(cfg, (cfg.hidden_size,), ("heads", "kv", "embed"), "out", n_axes=2,
-                      use_bias=cfg.out_bias)(out)
-
-
-class MLP(nn.Module):
-    """The gated feed-forward network: ``down(silu(gate(x)) * up(x))``."""
-
-    config: LlamaConfig
-
-    @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
-        cfg = self.config
-        return feed_forward(
-            x, [_dense(cfg, (cfg.intermediate_size,), ("embed", "mlp"), name)
-                for name in ("gate", "up")],
-            _dense(cfg, (cfg.hidden_size,), ("mlp", "embed"), "down"), jax.nn.silu,
-        )
-
-
 class Block(nn.Module):
-    """One pre-RMSNorm decoder layer: ``x + attn(norm(x))``, then ``x + mlp(norm(x))``."""
+    """One pre-RMSNorm decoder layer: ``x + attn(norm(x))``, then ``x + mlp(norm(x))``.
+    Attention is grouped-query with rotary positions, biases on q, k, v with ``attention_bias``
+    (on o too, except in Qwen2), Qwen3's q/k norms, scores scaled by ``head_dim ** -0.5``; the
+    MLP is SiLU-gated: ``down(silu(gate(x)) * up(x))``."""
 
     config: LlamaConfig
 
@@ -526,10 +388,13 @@ class Block(nn.Module):
         cache_index: jax.Array | None, decode: bool, deterministic: bool,
     ) -> jax.Array:
         cfg = self.config
-        h = Attention(cfg, name="attn")(_norm(cfg, "input_norm")(x), mask, positions,
-                                        cache_index, decode, deterministic)
+        attention = Attention(cfg, rope_inverse_frequencies(cfg), cfg.head_dim,
+                              qk_norm=_norm if cfg.qk_norm else None, bias=cfg.attention_bias,
+                              out_bias=cfg.out_bias, name="attn")
+        h = attention(_norm(cfg, "input_norm")(x), mask, positions, cache_index, decode,
+                      deterministic)
         x = nn.with_logical_constraint(x + h, EMBED_AXES)
-        h = MLP(cfg, name="mlp")(_norm(cfg, "post_attention_norm")(x))
+        h = GatedMLP(cfg, jax.nn.silu, name="mlp")(_norm(cfg, "post_attention_norm")(x))
         return nn.with_logical_constraint(x + h, EMBED_AXES)
 
 
@@ -557,25 +422,17 @@ class Llama(nn.Module):
         segment_ids: jax.Array | None = None,
     ) -> jax.Array:
         cfg = self.config
-        causal = decode_cache.causal_mask(self, attention_mask, input_ids.shape, decode,
+        causal, positions = causal_inputs(self, input_ids, positions, attention_mask, decode,
                                           segment_ids)
         mask = sliding_window_mask(causal, cfg.sliding_window)
-        if positions is None:
-            positions = jnp.broadcast_to(causal.query_pos, input_ids.shape)
 
-        tokens = embed(cfg, cfg.vocab_size, cfg.hidden_size, cfg.initializer_range,
-                       ("vocab", "embed"), "embed_tokens")
+        tokens = token_embedding(cfg)
         x = nn.with_logical_constraint(tokens(input_ids), EMBED_AXES)
 
-        block = nn.remat(Block, static_argnums=(5, 6)) if cfg.remat else Block
+        block = remat_block(Block, cfg)
         for i in range(cfg.num_hidden_layers):
             x = block(cfg, name=f"layer_{i}")(x, mask, positions, causal.cache_index, decode,
                                               deterministic)
 
         x = _norm(cfg, "final_norm")(x)
-        if cfg.tie_word_embeddings:
-            logits = tokens.attend(x)
-        else:
-            logits = _dense(cfg, (cfg.vocab_size,), ("embed", "vocab"), "lm_head")(x)
-        return nn.with_logical_constraint(logits.astype(jnp.float32),
-                                          ("batch", "length", "activation_vocab"))
+        return nn.with_logical_constraint(lm_logits(cfg, tokens, x), LOGIT_AXES)
