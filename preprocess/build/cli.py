@@ -14,7 +14,7 @@ import argparse
 import os
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tw_jax.cli_parser import add_rebuild_flag
 from tw_jax.errors import UsageError
@@ -26,6 +26,9 @@ from tw_jax.preprocess.probes import cli as probes_cli
 from tw_jax.preprocess.probes.categorise import CATEGORIES
 from tw_jax.preprocess.runners.cli_options import add_runner_arguments
 from tw_jax.preprocess.ssm import cli as ssm_cli
+
+if TYPE_CHECKING:
+    from tw_jax.preprocess.probes.finish import ProbeOptions
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -92,7 +95,8 @@ def _inputs(stage: Stage) -> dict[str, object]:
     return named
 
 
-def _run_stage(args: argparse.Namespace, stage: Stage) -> tuple[str, dict[str, Any]]:
+def _run_stage(args: argparse.Namespace, stage: Stage,
+               options: ProbeOptions) -> tuple[str, dict[str, Any]]:
     """Runs one stage; (how it ran, its stats)."""
     if stage.kind in ("full", "diffset"):
         old = None if stage.kind == "full" else stage.old.wikipedia
@@ -103,7 +107,7 @@ def _run_stage(args: argparse.Namespace, stage: Stage) -> tuple[str, dict[str, A
         return "", diffset_cli.build(args, old, stage.new.wikipedia, stage.folder)
     if stage.kind == "probes":
         return "", probes_cli.build(
-            args, probes_cli.probe_options(args), (stage.old.wikidata, stage.new.wikidata),
+            args, options, (stage.old.wikidata, stage.new.wikidata),
             stage.new.wikipedia, stage.old.wikipedia, stage.source, stage.folder)
     return "", ssm_cli.build(args, stage.source, stage.folder, stage.inputs)
 
@@ -122,7 +126,7 @@ def _figures(stage: Stage, stats: dict[str, Any]) -> str:
     return ", ".join(f"{stats[name]['examples']} {name} examples" for name in stats["inputs"])
 
 
-def _check(args: argparse.Namespace) -> None:
+def _check(args: argparse.Namespace) -> ProbeOptions:
     """Every option checked before any stage runs (a bad one is one line, not a failure
     hours in)."""
     from tw_jax.text.spacy_pipeline import resolve_model
@@ -131,13 +135,14 @@ def _check(args: argparse.Namespace) -> None:
         raise UsageError("--workers must be >= 0 (0: one per core)")
     if args.min_changed_chars < 0:
         raise UsageError("--min-changed-chars must be >= 0")
-    probes_cli.probe_options(args)
+    options = probes_cli.probe_options(args)
     if args.ssm and not args.dry_run:
         resolve_model(args.spacy_model)
+    return options
 
 
 def run(args: argparse.Namespace) -> int:
-    _check(args)
+    options = _check(args)
     args.workers = args.workers or os.cpu_count() or 1
     found = find_dumps(args.dumps, args.max_date_gap)
     _say(f"{args.dumps}: {_found(found)}")
@@ -154,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         stage_started = time.perf_counter()
         with claimed_output(stage.folder, f"tw-jax build ({stage.kind})", _inputs(stage)):
-            how, stats = _run_stage(args, stage)
+            how, stats = _run_stage(args, stage, options)
         built += 1
         _say(f"{head}: built{' ' + how if how else ''} in "
              f"{time.perf_counter() - stage_started:.1f} s: {_figures(stage, stats)} "
