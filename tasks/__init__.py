@@ -15,7 +15,9 @@ what it registered before.
   :mod:`tw_jax.tasks.probes`; metrics: :mod:`tw_jax.tasks.metrics`.
 - The released files: :mod:`tw_jax.tasks.published`.
 - The offline cache (``use_cached=True``; ``DATA/seqio_cache``): :mod:`tw_jax.tasks.cache`.
-- Vocabularies (``TW_JAX_T5_VOCAB``, ``TW_JAX_GPT2_VOCAB``, loaded lazily): :mod:`tw_jax.tasks.vocab`.
+- Vocabularies (``TW_JAX_T5_VOCAB``, ``TW_JAX_GPT2_VOCAB``, loaded lazily) and the named model
+  tokenizers whose causal-LM tasks are registered too (``lm_<name>``: ``DATA_DIR/vocab/<name>/``,
+  ``TW_JAX_TOKENIZERS``, :func:`register_tokenizer`): :mod:`tw_jax.tasks.vocab`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 import difflib
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import gin
 
@@ -34,7 +36,14 @@ from tw_jax.tasks.mixreview import TEMPORALWIKI, MixReviewMixture, MixReviewSche
 from tw_jax.tasks.published import register_release
 from tw_jax.tasks.registration import Registrar, registered
 from tw_jax.tasks.twiki import register_layout
-from tw_jax.tasks.vocab import LazyVocabulary, VocabularyNotFoundError, gpt2_path, t5_path
+from tw_jax.tasks.vocab import (
+    LazyVocabulary,
+    VocabularyNotFoundError,
+    causal_vocabularies,
+    gpt2_path,
+    t5_path,
+    tokenizer_folders,
+)
 
 __all__ = [
     "TEMPORALWIKI",
@@ -45,6 +54,7 @@ __all__ = [
     "ensure_registered",
     "register_all",
     "register_published",
+    "register_tokenizer",
     "registered",
     "require",
 ]
@@ -60,6 +70,8 @@ def _vocabularies(
 
 
 _last_data_dir: list[str | None] = [None]  # what register_all read last, for require's errors
+# Tokenizers named by register_tokenizer (a run from a model folder), kept across register_all.
+_named_tokenizers: dict[str, str] = {}
 
 
 @gin.configurable(module="tw_jax.tasks")
@@ -67,12 +79,15 @@ def register_all(
     data_dir: str | os.PathLike[str] | None = None,
     t5_vocab: str | None = None,
     gpt2_vocab: str | None = None,
+    tokenizers: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Registers the tasks and mixtures of ``data_dir`` (default ``$TW_JAX_DATA_DIR``).
 
     Replaces whatever an earlier call registered; with no data folder configured it only
     removes those. The folder's cache (:func:`tw_jax.tasks.cache.cache_dir_of`) becomes the
-    one tw_jax folder seqio searches for cached tasks. Returns the registered names.
+    one tw_jax folder seqio searches for cached tasks. ``tokenizers`` (name -> model folder)
+    add causal-LM task sets ``*_lm_<name>`` to GPT-2's, as do ``DATA_DIR/vocab/<name>/``,
+    ``$TW_JAX_TOKENIZERS`` and :func:`register_tokenizer`. Returns the registered names.
     """
 
     registrar = Registrar("data_dir")
@@ -81,9 +96,28 @@ def register_all(
     search_cache_dir(cache_dir_of(resolved) if resolved else None)
     if resolved is None:
         return []
-    return register_layout(
-        registrar, discover(resolved), _vocabularies(resolved, t5_vocab, gpt2_vocab)
-    )
+    vocabularies = _vocabularies(resolved, t5_vocab, gpt2_vocab)
+    folders = tokenizer_folders(resolved, {**_named_tokenizers, **(tokenizers or {})})
+    return register_layout(registrar, discover(resolved), vocabularies,
+                           causal_vocabularies(vocabularies["gpt2"], folders))
+
+
+def register_tokenizer(name: str, folder: str | os.PathLike[str]) -> None:
+    """Adds the causal-LM tasks of the tokenizer in model folder ``folder`` under ``name``
+    (objective ``lm_<name>``: ``twiki_diffset_<P>_lm_<name>`` …) to the data folder's, now and
+    at every later :func:`register_all`. A name already given to another folder whose tokenizer
+    differs is a :class:`UsageError` naming both."""
+    from tw_jax.tasks import names
+
+    names.lm_objective(name)  # a valid name, else a ValueError saying how to spell one
+    folder = os.fspath(folder)
+    known = _named_tokenizers.get(name)
+    if known is not None and known != folder and (
+            LazyVocabulary("model", known).vocabulary != LazyVocabulary("model", folder).vocabulary):
+        raise UsageError(f"the tokenizer name {name!r} is {known}'s, whose tokenizer differs "
+                         f"from {folder}'s: give this one another name")
+    _named_tokenizers[name] = folder
+    register_all(_last_data_dir[0])
 
 
 @gin.configurable(module="tw_jax.tasks")

@@ -7,16 +7,17 @@ other than the first) otherwise. Nothing else writes these names by hand.
 ======================================================  ========================================
 name                                                    what
 ======================================================  ========================================
-``twiki_diffset_<period>_{ssm,lm}``                     the DiffSet (T5 SSM / causal LM)
-``twiki_nondiff_<period>_lm``                           the NON-DiffSet (unchanged articles)
-``twiki_intrinsic_<period>_lm``                         the two, an evaluation mixture
-``twiki_full_<snapshot>_{ssm,lm}``                      a full snapshot
-``twiki_mixreview_<period>_{ssm,lm}``                   Mix-Review: DiffSet + initial snapshot
+``twiki_diffset_<period>_<objective>``                  the DiffSet (T5 SSM / causal LM)
+``twiki_nondiff_<period>_<lm objective>``               the NON-DiffSet (unchanged articles)
+``twiki_intrinsic_<period>_<lm objective>``             the two, an evaluation mixture
+``twiki_full_<snapshot>_<objective>``                   a full snapshot
+``twiki_mixreview_<period>_<objective>``                Mix-Review: DiffSet + initial snapshot
 ``twiki_probes_<period>[_<source>][_<category>]<fmt>``  probes (``source``: open-book retriever)
 ``twiki_lighttuning_<period>_<category><fmt>``          light-tuning sets (``all``: the mix)
 ======================================================  ========================================
 
-``objective`` defaults to the placeholder ``{objective}``, which a run fills with its model's
+An objective is ``ssm``, ``lm`` or ``lm_<tokenizer>`` (below). ``objective`` defaults to the
+placeholder ``{objective}``, which a run fills with its model's
 (:func:`tw_jax.runtime.task_data.task_name`), as the gin files' ``MIXTURE_OR_TASK_NAME`` does.
 """
 
@@ -32,17 +33,78 @@ OBJECTIVE = "{objective}"
 PROBES = "twiki_probes"
 LIGHTTUNING = "twiki_lighttuning"
 
+# --- objectives: the task form a model trains on ------------------------------------------
+#
+# ``ssm`` (T5's salient span masking), ``lm`` (a causal LM in GPT-2's vocabulary, the papers'
+# tasks), and ``lm_<tokenizer>`` (a causal LM in a model folder's own tokenizer, registered
+# under that name: ``lm_llama_3_2_1b``). The probe formats of an objective (task-name suffixes):
+#
+# ===============  ===========  ===================  ==================
+# objective        text         object (the prompt)  cloze
+# ===============  ===========  ===================  ==================
+# ``lm``           (none)       ``_object``          ``_cloze``
+# ``lm_<name>``    ``_lm_<n>``  ``_lm_<n>_object``   ``_lm_<n>_cloze``
+# ``ssm``          ``_ssm``     ``_ssm``             ``_ssm_cloze``
+# ===============  ===========  ===================  ==================
+
+LM = "lm"
+SSM = "ssm"
+_TOKENIZER = re.compile(r"[a-z0-9]+(?:_[a-z0-9]+)*")
+
+
+def tokenizer_name(text: str) -> str:
+    """A tokenizer's name as task names spell it: lower case, runs of anything but letters and
+    digits as one ``_`` (a model folder ``Llama-3.2-1B`` gives ``llama_3_2_1b``)."""
+    name = "_".join(part for part in re.split(r"[^a-z0-9]+", text.lower()) if part)
+    if not name:
+        raise ValueError(f"{text!r} gives no tokenizer name (letters or digits needed)")
+    return name
+
+
+def lm_objective(tokenizer: str | None = None) -> str:
+    """``lm`` (GPT-2's vocabulary) or ``lm_<tokenizer>``."""
+    if tokenizer is None:
+        return LM
+    if not _TOKENIZER.fullmatch(tokenizer):
+        raise ValueError(f"tokenizer name {tokenizer!r} must be lower-case letters and digits "
+                         f"joined by single '_' (e.g. {tokenizer_name(tokenizer)!r})")
+    return f"{LM}_{tokenizer}"
+
+
+def is_lm(objective: str) -> bool:
+    return objective == LM or objective.startswith(f"{LM}_")
+
+
+def probe_suffix(objective: str, variant: str) -> str:
+    """The probe task suffix of ``objective``'s format for ``variant`` (``text``, ``object``,
+    ``cloze``; see the table above)."""
+    if variant not in ("text", "object", "cloze"):
+        raise ValueError(f"unknown probe variant {variant!r}")
+    if objective == SSM:
+        return {"text": "_ssm", "object": "_ssm", "cloze": "_ssm_cloze"}[variant]
+    if not is_lm(objective):
+        raise ValueError(f"no probe tasks for a model of objective {objective!r} "
+                         f"(known: {LM}, {LM}_<tokenizer>, {SSM})")
+    head = "" if objective == LM else f"_{objective}"
+    return head + {"text": "", "object": "_object", "cloze": "_cloze"}[variant]
+
+
+def qa_suffix(objective: str) -> str:
+    """The question-answering form of the probes for ``objective`` (what light-tuning trains
+    and what decoding answers): the ``object`` format."""
+    return probe_suffix(objective, "object")
+
 
 def diffset(period: Period, objective: str = OBJECTIVE) -> str:
     return f"twiki_diffset_{period.token}_{objective}"
 
 
-def nondiff(period: Period) -> str:
-    return f"twiki_nondiff_{period.token}_lm"
+def nondiff(period: Period, objective: str = "lm") -> str:
+    return f"twiki_nondiff_{period.token}_{objective}"
 
 
-def intrinsic(period: Period) -> str:
-    return f"twiki_intrinsic_{period.token}_lm"
+def intrinsic(period: Period, objective: str = "lm") -> str:
+    return f"twiki_intrinsic_{period.token}_{objective}"
 
 
 def full(snapshot: Snapshot, objective: str = OBJECTIVE) -> str:

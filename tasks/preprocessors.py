@@ -38,16 +38,22 @@ def pack_lm(
     sequence_length: Mapping[str, int] | None,
     output_features: OutputFeatures,
 ) -> tf.data.Dataset:
-    """Token streams of documents (``targets``, 1-D int32) → blocks of exactly the length."""
+    """Token streams of documents (``targets``, 1-D int32) → blocks of exactly the length.
+
+    Each document is followed by EOS; a vocabulary with a BOS of its own (Llama 3's
+    ``<|begin_of_text|>``, Gemma's ``<bos>``) also puts it in front, as those models were
+    pretrained; GPT-2's and Qwen's have none."""
     length = block_length(sequence_length)
     vocabulary = output_features["targets"].vocabulary
     eos = vocabulary.eos_id
     if eos is None:
         raise ValueError(f"{vocabulary!r} has no end-of-text id to separate documents with")
+    head = [] if vocabulary.bos_id is None else [int(vocabulary.bos_id)]
 
     def with_eos(ex: Mapping[str, tf.Tensor]) -> tf.Tensor:
         tokens = tf.cast(ex["targets"], tf.int32)
-        return tf.concat([tokens, tf.constant([eos], tf.int32)], axis=0)
+        return tf.concat([tf.constant(head, tf.int32), tokens, tf.constant([eos], tf.int32)],
+                         axis=0)
 
     def cut(carry: tf.Tensor, tokens: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         stream = tf.concat([carry, tokens], axis=0)

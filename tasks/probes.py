@@ -58,7 +58,7 @@ import numpy as np
 import seqio
 import tensorflow as tf
 
-from tw_jax.data.tokens import Span, encode_with_offsets, object_span, span_mask
+from tw_jax.data.tokens import Span, encode_with_offsets, object_span, prefix_id, span_mask
 from tw_jax.io import paths
 from tw_jax.preprocess.probes.probe_csv import SENTINEL, masked_cloze
 from tw_jax.tasks import metrics, names
@@ -71,6 +71,7 @@ from tw_jax.tasks.vocab import LazyVocabulary
 from tw_jax.time import Period
 
 CATEGORIES = ("unchanged", "updated", "new", "deleted")
+CAUSAL = "causal"  # the probe formats of a causal LM (one row), in whichever tokenizer
 PASSTHROUGH = ("subject", "relation", "object", "previous_object")
 PROBE_SPLITS = ("validation", "test")
 LIGHTTUNING_SPLITS = ("train",)
@@ -160,9 +161,10 @@ def probe_features(
     ``targets_weights`` (1 on the scored target tokens), the tokens ``model.span_example``
     scores for ``spec`` (``tests/tasks/test_probes_features.py`` checks both agree).
 
-    ``kind`` ``"t5"``: inputs = source + EOS, targets = target + EOS (EOS weight 0). ``"gpt2"``:
-    one row, EOS (as BOS) + source + target; with ``prompt`` the row is split before its first
-    scored token into inputs and targets, else all of it is targets (the BOS weight 0).
+    ``kind`` ``"t5"``: inputs = source + EOS, targets = target + EOS (EOS weight 0).
+    ``"causal"``: one row, the vocabulary's BOS (GPT-2, Qwen: EOS as BOS; :func:`prefix_id`) +
+    source + target; with ``prompt`` the row is split before its first scored token into inputs
+    and targets, else all of it is targets (the BOS weight 0).
     """
     vocabulary = _real(vocabulary)
     eos = int(vocabulary.eos_id)
@@ -171,11 +173,12 @@ def probe_features(
         target, offsets = encode_with_offsets(vocabulary, spec.target)
         return {"inputs": [*source, eos], "targets": [*target, eos],
                 TARGETS_WEIGHTS: [*_weights(offsets, spec.spans), 0]}
-    if kind != "gpt2":
+    if kind != CAUSAL:
         raise ValueError(f"unknown vocabulary kind {kind!r}")
     ids, offsets = encode_with_offsets(vocabulary, spec.source + spec.target)
     spans = spec.spans if spec.spans is not None or not spec.source else ((0, len(spec.target)),)
-    row, weights = [eos, *ids], [0, *_weights(offsets, spans, len(spec.source))]
+    row = [prefix_id(vocabulary), *ids]
+    weights = [0, *_weights(offsets, spans, len(spec.source))]
     if not any(weights):
         raise ValueError(f"nothing to score in {spec.source + spec.target!r}")
     if not prompt:
@@ -224,9 +227,10 @@ def format_ssm_cloze(row: Mapping[str, str]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class ProbeFormat:
-    """One format: task-name suffix, vocabulary kind, the texts (``*_pretokenized`` and the
-    passthrough strings), the perplexity variant its tokens score, and whether it generates an
-    object after a prompt in ``inputs``."""
+    """One format: task-name suffix (a causal format's, in GPT-2's vocabulary), vocabulary kind
+    (``t5`` or ``causal``), the texts (``*_pretokenized`` and the passthrough strings), the
+    perplexity variant its tokens score, and whether it generates an object after a prompt in
+    ``inputs``."""
 
     suffix: str
     kind: str
@@ -240,17 +244,36 @@ class ProbeFormat:
 
 
 FORMATS: tuple[ProbeFormat, ...] = (
-    ProbeFormat("", "gpt2", format_lm, "text", False),
-    ProbeFormat("_object", "gpt2", format_lm_object, "object", True),
-    ProbeFormat("_cloze", "gpt2", format_lm_cloze, "cloze", False),
+    ProbeFormat("", CAUSAL, format_lm, "text", False),
+    ProbeFormat("_object", CAUSAL, format_lm_object, "object", True),
+    ProbeFormat("_cloze", CAUSAL, format_lm_cloze, "cloze", False),
     ProbeFormat("_ssm", "t5", format_ssm, "text", True),
     ProbeFormat("_ssm_cloze", "t5", format_ssm_cloze, "cloze", True),
 )
 
 
 # The question-answering form of the probes (inputs → the object) per training objective:
-# what light-tuning trains a model of that objective on (``twiki_lighttuning_<P>_all{suffix}``).
+# what light-tuning trains a model of that objective on (``twiki_lighttuning_<P>_all{suffix}``);
+# any objective's: :func:`tw_jax.tasks.names.qa_suffix`.
 QA_SUFFIX: dict[str, str] = {"lm": "_object", "ssm": "_ssm"}
+
+
+def task_formats(
+    vocabularies: Mapping[str, seqio.Vocabulary],
+    causal: Mapping[str, seqio.Vocabulary] | None = None,
+) -> list[tuple[str, ProbeFormat, seqio.Vocabulary]]:
+    """``(suffix, format, vocabulary)`` of every probe task set: T5's formats, and the causal
+    formats once per causal objective (``causal``: objective -> vocabulary, default GPT-2's
+    ``lm``), suffixed as :func:`tw_jax.tasks.names.probe_suffix` says."""
+    causal = causal or {names.LM: vocabularies["gpt2"]}
+    found = []
+    for fmt in FORMATS:
+        if fmt.kind != CAUSAL:
+            found.append((fmt.suffix, fmt, vocabularies[fmt.kind]))
+            continue
+        for objective, vocabulary in causal.items():
+            found.append((names.probe_suffix(objective, fmt.variant), fmt, vocabulary))
+    return found
 
 
 def probe_dataset(
@@ -334,10 +357,10 @@ def trim_to_lengths(
 
 
 def output_features(
-    kind: str, keys: Sequence[str], vocabularies: Mapping[str, seqio.Vocabulary]
+    kind: str, keys: Sequence[str], vocabulary: seqio.Vocabulary
 ) -> dict[str, seqio.Feature]:
-    # T5 ends inputs and targets with EOS as in its pretraining; GPT-2 text has none.
-    return {k: seqio.Feature(vocabularies[kind], add_eos=kind == "t5") for k in keys}
+    # T5 ends inputs and targets with EOS as in its pretraining; a causal LM's text has none.
+    return {k: seqio.Feature(vocabulary, add_eos=kind == "t5") for k in keys}
 
 
 def register_row_tasks(
@@ -346,21 +369,23 @@ def register_row_tasks(
     load: Callable[[], list[dict[str, str]]],
     vocabularies: Mapping[str, seqio.Vocabulary],
     splits: Sequence[str],
+    causal: Mapping[str, seqio.Vocabulary] | None = None,
 ) -> list[str]:
-    """The five formats of one CSV (see the module docstring); returns the task names."""
-    names = []
-    for fmt in FORMATS:
+    """The formats of one CSV (see the module docstring; the causal ones per ``causal``
+    objective, :func:`task_formats`); returns the task names."""
+    found = []
+    for suffix, fmt, vocabulary in task_formats(vocabularies, causal):
         metric_fns = [metrics.perplexity] + ([metrics.squad] if fmt.generates else [])
         registrar.task(
-            base_name + fmt.suffix,
-            source=ProbeSource(load, fmt, vocabularies[fmt.kind], splits),
-            output_features=output_features(fmt.kind, fmt.keys, vocabularies),
+            base_name + suffix,
+            source=ProbeSource(load, fmt, vocabulary, splits),
+            output_features=output_features(fmt.kind, fmt.keys, vocabulary),
             preprocessors=[cache_point(), trim_to_lengths],
             postprocess_fn=metrics.probe_postprocessor,
             metric_fns=metric_fns,
         )
-        names.append(base_name + fmt.suffix)
-    return names
+        found.append(base_name + suffix)
+    return found
 
 
 def _reader(path: str) -> Callable[[], list[dict[str, str]]]:
@@ -381,9 +406,11 @@ def register_probe_folder(
     vocabularies: Mapping[str, seqio.Vocabulary],
     exists: Callable[[str], bool],
     source: str | None = None,
+    causal: Mapping[str, seqio.Vocabulary] | None = None,
 ) -> list[str]:
     """Probe and light-tuning tasks of one ``probes/`` folder (``source``: the retriever of an
-    open-book ``probes_<source>/`` folder), for the CSVs present."""
+    open-book ``probes_<source>/`` folder), for the CSVs present; the causal formats once per
+    ``causal`` objective (:func:`task_formats`)."""
     found = []
     for prefix, stem, splits in (
         (names.PROBES, "{}.csv", PROBE_SPLITS),
@@ -397,17 +424,17 @@ def register_probe_folder(
         present = {c: path for c, path in present.items() if exists(path)}
         for category, path in present.items():
             found += register_row_tasks(
-                registrar, name(category), _reader(path), vocabularies, splits
+                registrar, name(category), _reader(path), vocabularies, splits, causal
             )
         if "updated" in present and "new" in present:
             load = concatenated(_reader(present["updated"]), _reader(present["new"]))
             found += register_row_tasks(
-                registrar, name("changed"), load, vocabularies, splits
+                registrar, name("changed"), load, vocabularies, splits, causal
             )
         mix = [_reader(present[c]) for c in LIGHTTUNING_MIX if c in present]
         if lighttuning and mix:
             found += register_row_tasks(
-                registrar, name("all"), concatenated(*mix), vocabularies, splits
+                registrar, name("all"), concatenated(*mix), vocabularies, splits, causal
             )
         # seqio.Evaluator cannot evaluate a task without examples: the mixtures hold the
         # categories with rows (a month may delete no fact)
@@ -415,8 +442,8 @@ def register_probe_folder(
         if not lighttuning and {"updated", "new"} & set(categories) and \
                 {"updated", "new"} <= set(present):
             categories.append("changed")  # a light-tuning mixture repeats no row
-        for fmt in FORMATS:
-            if registrar.eval_mixture(name(None, fmt.suffix),
-                                      [name(c, fmt.suffix) for c in categories]):
-                found.append(name(None, fmt.suffix))
+        for suffix, _, _ in task_formats(vocabularies, causal):
+            if registrar.eval_mixture(name(None, suffix),
+                                      [name(c, suffix) for c in categories]):
+                found.append(name(None, suffix))
     return found

@@ -5,7 +5,8 @@ Per period P:
 
 - ``twiki_diffset_<P>_ssm`` (T5): ``ssm/diffset.*``, features ``inputs``/``targets`` with EOS.
 - ``twiki_diffset_<P>_lm`` (GPT-2): ``diffset/diffset.*`` packed into blocks of the sequence
-  length (:func:`tw_jax.tasks.preprocessors.pack_lm`).
+  length (:func:`tw_jax.tasks.preprocessors.pack_lm`); ``twiki_diffset_<P>_lm_<name>`` the same
+  in a named model tokenizer (:mod:`tw_jax.tasks.vocab`), as every ``_lm`` task below.
 - ``twiki_nondiff_<P>_lm`` (GPT-2): ``diffset/unchanged.*``, the articles of the new snapshot
   that did not change, for intrinsic evaluation.
 - ``twiki_intrinsic_<P>_lm``: the evaluation mixture of those two (TemporalWiki's TWiki-DiffSets
@@ -55,7 +56,7 @@ def ssm_features(vocabulary: seqio.Vocabulary) -> dict[str, seqio.Feature]:
 def register_lm_task(
     registrar: Registrar, name: str, source: seqio.DataSource, vocabulary: seqio.Vocabulary
 ) -> seqio.Task:
-    """A GPT-2 corpus task over any source of ``{"text": …}`` examples."""
+    """A causal-LM corpus task over any source of ``{"text": …}`` examples."""
     return registrar.task(
         name,
         source=source,
@@ -100,33 +101,41 @@ def _lister(folder: str) -> Callable[[str], bool]:
 
 
 def register_layout(
-    registrar: Registrar, layout: Layout, vocabularies: Mapping[str, seqio.Vocabulary]
+    registrar: Registrar, layout: Layout, vocabularies: Mapping[str, seqio.Vocabulary],
+    causal: Mapping[str, seqio.Vocabulary] | None = None,
 ) -> list[str]:
-    """Every task and mixture the folders of ``layout`` support; returns their names."""
-    t5, gpt2 = vocabularies["t5"], vocabularies["gpt2"]
+    """Every task and mixture the folders of ``layout`` support; returns their names.
+
+    ``causal``: the causal-LM task sets, objective -> vocabulary (default: ``lm``, GPT-2's
+    vocabulary); each gets its DiffSet, NON-DiffSet, full-snapshot, Mix-Review and probe tasks
+    (``twiki_diffset_<P>_lm_<name>`` …, :mod:`tw_jax.tasks.names`)."""
+    t5 = vocabularies["t5"]
+    causal = dict(causal or {names.LM: vocabularies["gpt2"]})
     diffset_stage = "tw-jax diffset --out DATA_DIR/<period>/diffset"
     ssm_stage = "tw-jax ssm --in DATA_DIR/<period>/diffset --out DATA_DIR/<period>/ssm"
     snapshot_stage = "tw-jax diffset (DATA_DIR/<period>/diffset/full.*) or, for the initial "
     snapshot_stage += "snapshot, the snapshot written to DATA_DIR/<snapshot>/full/"
-    lm_tasks: dict[Period, str] = {}
+    lm_tasks: dict[tuple[Period, str], str] = {}
     ssm_tasks: dict[Period, str] = {}
     for period, pair in layout.pairs.items():
         if layout.has(pair.diffset):
-            lm_tasks[period] = names.diffset(period, "lm")
-            register_lm_task(
-                registrar,
-                lm_tasks[period],
-                text_source(shards(pair.diffset, "diffset"), diffset_stage),
-                gpt2,
-            )
-            register_lm_task(
-                registrar,
-                names.nondiff(period),
-                text_source(shards(pair.diffset, "unchanged"), diffset_stage),
-                gpt2,
-            )
-            registrar.eval_mixture(names.intrinsic(period),
-                                   [lm_tasks[period], names.nondiff(period)])
+            for objective, vocabulary in causal.items():
+                lm_tasks[period, objective] = names.diffset(period, objective)
+                register_lm_task(
+                    registrar,
+                    lm_tasks[period, objective],
+                    text_source(shards(pair.diffset, "diffset"), diffset_stage),
+                    vocabulary,
+                )
+                register_lm_task(
+                    registrar,
+                    names.nondiff(period, objective),
+                    text_source(shards(pair.diffset, "unchanged"), diffset_stage),
+                    vocabulary,
+                )
+                registrar.eval_mixture(names.intrinsic(period, objective),
+                                       [lm_tasks[period, objective],
+                                        names.nondiff(period, objective)])
         if layout.has(pair.ssm):
             ssm_tasks[period] = names.diffset(period, "ssm")
             register_ssm_task(
@@ -134,18 +143,18 @@ def register_layout(
             )
         if layout.has(pair.probes):
             register_probe_folder(registrar, period, pair.probes, vocabularies,
-                                  _lister(pair.probes))
+                                  _lister(pair.probes), causal=causal)
         for retriever, folder in pair.context_folders().items():
             # open book: twiki_probes_<period>_<retriever>[_<category>][<format>]
             register_probe_folder(registrar, period, folder, vocabularies, _lister(folder),
-                                  source=retriever)
+                                  source=retriever, causal=causal)
     for files in layout.snapshots.values():
-        if files.text_pattern:
+        for objective, vocabulary in causal.items() if files.text_pattern else ():
             register_lm_task(
                 registrar,
-                names.full(files.snapshot, "lm"),
+                names.full(files.snapshot, objective),
                 text_source(files.text_pattern, snapshot_stage),
-                gpt2,
+                vocabulary,
             )
         if files.ssm_pattern:
             register_ssm_task(
@@ -155,13 +164,14 @@ def register_layout(
         files = layout.snapshots.get(layout.initial_snapshot(pair))
         if files is None:
             continue
-        if period in lm_tasks and files.text_pattern:
-            registrar.mixture(
-                MixReviewMixture(
-                    names.mixreview(period, "lm"), lm_tasks[period],
-                    names.full(files.snapshot, "lm"), preset="temporalwiki",
+        for objective in causal if files.text_pattern else ():
+            if (period, objective) in lm_tasks:
+                registrar.mixture(
+                    MixReviewMixture(
+                        names.mixreview(period, objective), lm_tasks[period, objective],
+                        names.full(files.snapshot, objective), preset="temporalwiki",
+                    )
                 )
-            )
         if period in ssm_tasks and files.ssm_pattern:
             registrar.mixture(
                 MixReviewMixture(

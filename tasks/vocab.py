@@ -10,6 +10,13 @@ Paths: ``TW_JAX_T5_VOCAB`` (a SentencePiece ``.model`` file or a folder with ``s
 and ``TW_JAX_GPT2_VOCAB`` (a folder with ``tokenizer.json`` or ``vocab.json`` + ``merges.txt``),
 defaulting to ``DATA_DIR/vocab/t5/spiece.model`` and ``DATA_DIR/vocab/gpt2/`` (where
 ``tw-jax demo`` writes tiny ones).
+
+Named tokenizers (kind ``model``): a Hugging Face model folder's own ``tokenizer.json``
+(:mod:`tw_jax.data.hf_tokenizer`), under a name its tasks carry (objective ``lm_<name>``,
+:mod:`tw_jax.tasks.names`). They are found in ``DATA_DIR/vocab/<name>/`` (any folder there with
+a ``tokenizer.json``), in ``$TW_JAX_TOKENIZERS`` (``name=folder[,name=folder…]``), in
+``register_all(tokenizers={name: folder})`` and through :func:`tw_jax.tasks.register_tokenizer`
+(what a run from a model folder calls).
 """
 
 from __future__ import annotations
@@ -21,9 +28,14 @@ from typing import Any
 import seqio
 import tensorflow as tf
 
+from tw_jax.data.hf_tokenizer import TOKENIZER_JSON, model_tokenizer
 from tw_jax.data.vocabularies import gpt2_vocabulary, t5_vocabulary
 from tw_jax.errors import UsageError
+from tw_jax.io import paths
+from tw_jax.tasks import names
 from tw_jax.tasks.layout import GPT2_VOCAB_ENV, T5_VOCAB_ENV, join
+
+TOKENIZERS_ENV = "TW_JAX_TOKENIZERS"
 
 T5_EXTRA_IDS = 100
 
@@ -41,19 +53,24 @@ def _load_gpt2(path: str) -> seqio.Vocabulary:
     return gpt2_vocabulary(path)
 
 
-# kind -> (environment variable, loader, what the path should be)
+# kind -> (how to set the path, loader, what the path should be)
 _KINDS: dict[str, tuple[str, Callable[[str], seqio.Vocabulary], str]] = {
-    "t5": (T5_VOCAB_ENV, _load_t5, "a SentencePiece .model file or a folder with spiece.model"),
+    "t5": (f"set {T5_VOCAB_ENV} or pass t5_vocab to tw_jax.tasks.register_all", _load_t5,
+           "a SentencePiece .model file or a folder with spiece.model"),
     "gpt2": (
-        GPT2_VOCAB_ENV,
+        f"set {GPT2_VOCAB_ENV} or pass gpt2_vocab to tw_jax.tasks.register_all",
         _load_gpt2,
         "a folder with tokenizer.json or vocab.json + merges.txt",
     ),
+    "model": (f"name its folder in {TOKENIZERS_ENV}=name=FOLDER or tw_jax.tasks."
+              "register_all(tokenizers=...)", model_tokenizer,
+              f"a model folder with {TOKENIZER_JSON}"),
 }
 
 
 class LazyVocabulary(seqio.Vocabulary):
-    """A ``seqio.Vocabulary`` that loads the real one (T5 or GPT-2) when first used.
+    """A ``seqio.Vocabulary`` that loads the real one (T5, GPT-2 or a model folder's) when first
+    used.
 
     Two lazy vocabularies are equal when they are of the same kind and path, so mixtures of
     tasks registered from one data folder pass seqio's vocabulary check without loading.
@@ -73,13 +90,12 @@ class LazyVocabulary(seqio.Vocabulary):
     def vocabulary(self) -> seqio.Vocabulary:
         """The real vocabulary (loaded now if needed)."""
         if self._loaded is None:
-            env, load, what = _KINDS[self.kind]
+            how, load, what = _KINDS[self.kind]
             try:
                 self._loaded = load(self.path)
             except FileNotFoundError as error:
                 raise VocabularyNotFoundError(
-                    f"{self.kind} vocabulary: {error} (expected {what}); set {env} or pass "
-                    f"{self.kind}_vocab to tw_jax.tasks.register_all"
+                    f"{self.kind} vocabulary: {error} (expected {what}); {how}"
                 ) from error
         return self._loaded
 
@@ -177,6 +193,39 @@ def gpt2_path(data_dir: str | None, override: str | None = None) -> str:
     if path:
         return os.fspath(path)
     return join(data_dir or ".", "vocab", "gpt2")
+
+
+def tokenizer_folders(data_dir: str | None,
+                      given: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Named tokenizers (name -> folder), later sources winning: ``DATA_DIR/vocab/<name>/``
+    folders with a ``tokenizer.json``, ``$TW_JAX_TOKENIZERS``, ``given``."""
+    found: dict[str, str] = {}
+    vocab = join(data_dir, "vocab") if data_dir else None
+    if vocab and paths.isdir(vocab):
+        for entry in sorted(paths.listdir(vocab)):
+            folder = join(vocab, entry)
+            if entry not in ("t5", "gpt2") and paths.isfile(join(folder, TOKENIZER_JSON)):
+                found[names.tokenizer_name(entry)] = folder
+    listed = os.environ.get(TOKENIZERS_ENV, "")
+    for item in filter(None, (part.strip() for part in listed.split(","))):
+        name, sep, folder = item.partition("=")
+        if not sep or not name or not folder:
+            raise UsageError(f"${TOKENIZERS_ENV}: {item!r} is not name=FOLDER")
+        found[name.strip()] = folder.strip()
+    found.update(given or {})
+    for name in found:
+        names.lm_objective(name)  # a name task names can carry, else a ValueError naming it
+    return found
+
+
+def causal_vocabularies(gpt2: seqio.Vocabulary,
+                        tokenizers: Mapping[str, str]) -> dict[str, seqio.Vocabulary]:
+    """objective -> vocabulary of every causal-LM task set: ``lm`` (GPT-2's) and
+    ``lm_<name>`` per named tokenizer."""
+    found = {names.LM: gpt2}
+    for name, folder in tokenizers.items():
+        found[names.lm_objective(name)] = LazyVocabulary("model", folder)
+    return found
 
 
 def load_vocabularies(

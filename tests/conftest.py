@@ -162,8 +162,10 @@ SLOW_MODULES = {
     "tests/evaluate/test_one_perplexity.py": 90,
     "tests/evaluate/test_lifelong.py": 100,
     "tests/test_year_boundary.py": 60,
-    "tests/models/test_llama_family.py": 35,
-    "tests/models/test_gemma_family.py": 28,
+    "tests/models/test_llama_family.py": 60,
+    "tests/models/test_gemma_family.py": 45,
+    "tests/train/test_open_llm_run.py": 100,
+    "tests/lm_eval/test_lm_eval.py": 100,
     "tests/t5x/test_t5x_lifelong.py": 85,
     "tests/evaluate/test_evolvingqa.py": 85,
     "tests/models/test_t5.py": 80,
@@ -181,7 +183,8 @@ SLOW_MODULES = {
     "tests/evaluate/test_mixture_eval.py": 50,
     "tests/train/test_third_family.py": 45,
     "tests/train/test_checkpoint_layouts.py": 40,
-    "tests/tools/test_bench_gpu.py": 35,
+    "tests/tools/test_bench_gpu.py": 60,
+    "tests/tasks/test_model_tokenizer_tasks.py": 25,
     "tests/datasets/test_temporal_wiki.py": 25,
 }
 
@@ -203,3 +206,16 @@ def _gin_cleared_after_each_module():
     import gin
 
     gin.clear_config()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _model_tokenizers_forgotten_after_each_module():
+    """A run from a model folder names its tokenizer for the rest of the process
+    (``tw_jax.tasks.register_tokenizer``), so later registrations add its ``*_lm_<name>`` tasks;
+    each test file starts without the tokenizers an earlier file's runs named."""
+    yield
+    import sys
+
+    tasks = sys.modules.get("tw_jax.tasks")
+    if tasks is not None:
+        tasks._named_tokenizers.clear()

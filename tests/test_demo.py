@@ -137,7 +137,7 @@ def test_without_the_english_pipeline_the_demo_stops_before_any_work(tmp_path, c
 @pytest.mark.parametrize(("methods", "expected"), [
     ("diff,lroa", "tw-jax demo: error: unknown method(s) lroa; the demo trains: diff, vanilla, "
                   "kadapter, lora, modular, recadam, full, mixreview\n"),
-    ("diff,modular", "tw-jax demo: error: method modular: gin binds T5Config.modular (the "
+    ("diff,modular", "tw-jax demo: error: method modular: gin binds ModelSettings.modular (the "
                      "modular method) but the run's MODEL is a GPT2Config, which has no modular "
                      "variant: pick another method or model\n"),
 ])

@@ -8,11 +8,11 @@ feature lengths come from the command line (``--batch``, ``--seq``, ``--targets-
 data: synthetic random token batches of exactly that shape, every position real, built once and
 reused (the input pipeline is not what is measured).
 
-Feature lengths. GPT-2: ``--seq L`` is the block length (``TASK_FEATURE_LENGTHS = {'targets': L}``).
-T5: ``--seq L`` is the encoder input length and the targets are ``--targets-len`` long, by default
-``L // 4`` (salient-span targets are short; CKL's gin pads both to 350: pass ``--targets-len 350``
-for that). Without ``--seq`` the model gin file's lengths are used, and without ``--batch`` its
-``BATCH_SIZE``.
+Feature lengths. GPT-2 and Llama: ``--seq L`` is the block length
+(``TASK_FEATURE_LENGTHS = {'targets': L}``). T5: ``--seq L`` is the encoder input length and the
+targets are ``--targets-len`` long, by default ``L // 4`` (salient-span targets are short; CKL's
+gin pads both to 350: pass ``--targets-len 350`` for that). Without ``--seq`` the model gin
+file's lengths are used, and without ``--batch`` its ``BATCH_SIZE``.
 
 Reporting. Every script prints one JSON object on its last line of output (and appends it to
 ``--jsonl FILE`` when given). The training benchmarks share their field names, so rows of our
@@ -39,12 +39,16 @@ from typing import Any
 
 import numpy as np
 
-MODELS: tuple[str, ...] = ("gpt2_tiny", "t5_tiny", "gpt2_large", "t5_large", "t5_small")
+MODELS: tuple[str, ...] = ("gpt2_tiny", "t5_tiny", "gpt2_large", "t5_large", "t5_small",
+                           "llama_tiny", "llama3_2_1b")
 METHODS: tuple[str, ...] = ("diff", "kadapter", "lora", "modular", "recadam")
 RUN_FILES: dict[str, str] = {"cpu": "runs/cpu_smoke.gin", "gpu": "runs/gpu.gin",
                              "cuda": "runs/gpu.gin", "tpu": "runs/tpu.gin"}
 # gin needs every macro of base.gin set; nothing is written there.
 UNUSED_MODEL_DIR = "/nonexistent/tw_jax_bench"
+# runs/gpu.gin and runs/tpu.gin leave TRAIN_STEPS to the experiment file; a benchmark builds its
+# step with its own count of steps, so this only lets train()'s bindings be read.
+UNUSED_TRAIN_STEPS = 10_000
 
 
 class BenchError(RuntimeError):
@@ -57,7 +61,7 @@ class BenchSetup:
 
     model_name: str
     method: str
-    config: Any  # GPT2Config | T5Config, with the method's variant and freeze policy
+    config: Any  # GPT2Config | T5Config | LlamaConfig, with the method's variant and freeze
     lengths: dict[str, int]  # task feature lengths, as TASK_FEATURE_LENGTHS
     batch_size: int
     optimizer: Any  # the run's optimizer config (tw_jax.train.optimizers: AdamWConfig ...)
@@ -103,7 +107,7 @@ def add_run_arguments(parser: argparse.ArgumentParser, *, shapes: bool = True) -
                         help="extra gin file after the others (repeatable)")
     parser.add_argument("--gin", action="append", default=[], metavar="KEY=VALUE",
                         help="extra gin binding, last (repeatable), e.g. "
-                             "--gin tw_jax.models.GPT2Config.remat=False")
+                             "--gin tw_jax.models.ModelSettings.remat=False")
     if shapes:
         parser.add_argument("--batch", type=int, default=None,
                             help="global batch size (default: the model gin's BATCH_SIZE)")
@@ -183,6 +187,9 @@ def load_setup(args: argparse.Namespace, platform_name: str) -> BenchSetup:
         # The compiled step alone: no input pipeline, so seqio and TensorFlow need not be
         # installed (an accelerator image has JAX, not TensorFlow).
         gin_setup.parse(files, bindings, input_pipeline=False)
+        if gin_setup.macro("TRAIN_STEPS") is None:
+            bindings.append(f"TRAIN_STEPS={UNUSED_TRAIN_STEPS}")
+            gin_setup.parse(files, bindings, input_pipeline=False)
         train_args = gin.get_bindings("tw_jax.train.train")
         optimizer = train_config().optimizer
         schedule = gin.get_bindings("tw_jax.train.make_schedule")
@@ -203,13 +210,13 @@ def load_setup(args: argparse.Namespace, platform_name: str) -> BenchSetup:
             lengths = {"targets": args.seq}
     if getattr(args, "targets_len", None) is not None:
         if not has_encoder:
-            raise BenchError("--targets-len is for T5; GPT-2's block length is --seq")
+            raise BenchError("--targets-len is for T5; a decoder's block length is --seq")
         lengths["targets"] = args.targets_len
     if batch < 1 or min(lengths.values()) < 1:
         raise BenchError(f"batch and lengths must be positive: batch={batch}, lengths={lengths}")
     if not has_encoder and lengths["targets"] + lengths.get("inputs", 0) > model.max_length:
-        raise BenchError(f"--seq {lengths['targets']} exceeds the model's n_positions "
-                         f"{config.n_positions}")
+        raise BenchError(f"--seq {lengths['targets']} exceeds the model's "
+                         f"{model.max_length} positions")
     return BenchSetup(
         model_name=args.model, method=args.method, config=config, lengths=lengths,
         batch_size=batch, optimizer=optimizer, schedule_fn=train_args.get("schedule_fn"),

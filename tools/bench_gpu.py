@@ -5,14 +5,15 @@
     python tools/bench_gpu.py --table          # rewrite docs/performance.md's GPU table only
 
 Rows run most valuable first (the issue's targets: GPT-2 Large DIFF against PyTorch's
-``torch.compile``, T5-large DIFF; then K-Adapter and LoRA, then DPR's encoder), each in a child
-process of its own (``tools/bench_train.py``, ``bench_train_reference.py``,
-``bench_retrieval.py``), so an out-of-memory or a crash costs one row. A row's JSON line is
-appended to ``--records`` (default ``tools/records/gpu.jsonl``) the moment it completes, with
-``suite_row`` and ``suite_run`` beside the benchmark's own fields: a run the lease cuts off
-leaves complete rows and no half row. A row starts only while its estimate fits in what is left
-of ``--budget`` (default 480 s: the 8 minutes of the issue, compilation included); the others
-are listed as not run. Then the GPU table in docs/performance.md (between its two
+``torch.compile``, Llama 3.2 1B DIFF against it too and its LoRA, T5-large DIFF; then K-Adapter
+and LoRA, then DPR's encoder), each in a child process of its own (``tools/bench_train.py``,
+``bench_train_reference.py``, ``bench_retrieval.py``), so an out-of-memory or a crash costs one
+row. A row's JSON line is appended to ``--records`` (default ``tools/records/gpu.jsonl``) the
+moment it completes, with ``suite_row`` and ``suite_run`` beside the benchmark's own fields: a
+run the lease cuts off leaves complete rows and no half row. A row starts only while its
+estimate fits in what is left of ``--budget`` (default 480 s: the 8 minutes of the issue,
+compilation included); the others are listed as not run (the rows after the Llama ones need a
+larger ``--budget``, or ``--rows``). Then the GPU table in docs/performance.md (between its two
 ``gpu-table`` markers) is written from every record of the file (:func:`gpu_table`), so the
 shipped table is always the shipped records' (tests/tools/test_bench_gpu.py checks it).
 
@@ -67,27 +68,50 @@ class Row:
         return [sys.executable, str(TOOLS / self.script), *argv, "--jsonl", records]
 
 
+# The tiny model of the same family that a dry run trains instead (gin/models/*.gin).
+DRY_MODELS = {"llama3_2_1b": "llama_tiny"}
+
+
+def _dry_model(model: str) -> str:
+    return DRY_MODELS.get(model, model.replace("_large", "_tiny"))
+
+
 def _train(model: str, method: str, shape: Sequence[str], dry: Sequence[str]) -> tuple:
     return (("--model", model, "--method", method, *shape, "--steps", "30", "--warmup", "3"),
-            ("--model", model.replace("_large", "_tiny"), "--method", method, *dry,
+            ("--model", _dry_model(model), "--method", method, *dry,
              "--steps", "3", "--warmup", "1"))
 
 
 GPT2_SHAPE, T5_SHAPE = ("--batch", "16", "--seq", "512"), ("--batch", "32", "--seq", "350",
                                                             "--targets-len", "350")
+# Llama 3.2 1B (1.24B parameters) on one 80 GB H100, bfloat16 compute with remat: float32
+# parameters, gradients and AdamW's two moments take ~20 GB, and the float32 logits over its
+# 128,256-token vocabulary ~8 GB per 16k tokens (about three times that with their bfloat16 copy
+# and gradient). 16 x 1024 (16k tokens, twice GPT-2 Large's row) leaves room on either stack;
+# 16 x 2048 would put the logits alone near 50 GB.
+LLAMA_SHAPE = ("--batch", "16", "--seq", "1024")
 GPT2_DRY, T5_DRY = ("--batch", "2", "--seq", "32"), ("--batch", "2", "--seq", "16")
 
 
+def _diff_rows(model: str, shape: Sequence[str], dry: Sequence[str], jax_s: float,
+               torch_s: float) -> list[Row]:
+    """A model's DIFF step on our stack, then PyTorch's ``torch.compile`` of the same run."""
+    jax_argv, jax_dry = _train(model, "diff", shape, dry)
+    # The dry run keeps PyTorch eager: torch.compile of even a tiny model takes minutes of
+    # CPU, and the flag changes nothing in the suite's own code path.
+    return [Row(f"{model} diff jax", "bench_train.py", jax_argv, jax_dry, jax_s),
+            Row(f"{model} diff torch.compile", "bench_train_reference.py",
+                (*jax_argv, "--compile"), jax_dry, torch_s, needs="torch")]
+
+
 def _rows() -> list[Row]:
-    rows = []
-    for model, shape, dry in (("gpt2_large", GPT2_SHAPE, GPT2_DRY),
-                              ("t5_large", T5_SHAPE, T5_DRY)):
-        jax_argv, jax_dry = _train(model, "diff", shape, dry)
-        rows.append(Row(f"{model} diff jax", "bench_train.py", jax_argv, jax_dry, 75))
-        # The dry run keeps PyTorch eager: torch.compile of even a tiny model takes minutes of
-        # CPU, and the flag changes nothing in the suite's own code path.
-        rows.append(Row(f"{model} diff torch.compile", "bench_train_reference.py",
-                        (*jax_argv, "--compile"), jax_dry, 110, needs="torch"))
+    rows = _diff_rows("gpt2_large", GPT2_SHAPE, GPT2_DRY, 75, 110)
+    # About 2.5 x GPT-2 Large's FLOPs a step (1.6 x the parameters, 2 x the tokens): ~0.3 s a
+    # step at 40% MFU, so compiling (JAX ~40 s, Inductor ~60 s) is most of each row.
+    rows += _diff_rows("llama3_2_1b", LLAMA_SHAPE, GPT2_DRY, 90, 140)
+    argv, dry_argv = _train("llama3_2_1b", "lora", LLAMA_SHAPE, GPT2_DRY)
+    rows.append(Row("llama3_2_1b lora jax", "bench_train.py", argv, dry_argv, 80))
+    rows += _diff_rows("t5_large", T5_SHAPE, T5_DRY, 75, 110)
     for model, method, shape, dry in (("gpt2_large", "kadapter", GPT2_SHAPE, GPT2_DRY),
                                       ("gpt2_large", "lora", GPT2_SHAPE, GPT2_DRY),
                                       ("t5_large", "kadapter", T5_SHAPE, T5_DRY)):

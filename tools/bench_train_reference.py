@@ -10,16 +10,17 @@ feature lengths, the synthetic batches, the loss (token cross-entropy of float32
 the loss tokens), the FLOP count, MFU and the JSON fields. Run it on the same machine right after
 ``bench_train.py`` so that the two are measured side by side.
 
-The model is ``GPT2LMHeadModel`` / ``T5ForConditionalGeneration`` built from our config's
-``to_hf_config()`` (random weights; nothing is downloaded), attention as transformers picks it
-(``attn_implementation``, SDPA by default). Methods, as tw_jax defines them:
+The model is ``GPT2LMHeadModel`` / ``T5ForConditionalGeneration`` / ``LlamaForCausalLM`` built
+from our config's ``to_hf_config()`` (random weights; nothing is downloaded), attention as
+transformers picks it (``attn_implementation``, SDPA by default). Methods, as tw_jax defines them:
 
 - diff / recadam: every parameter trains (RecAdam: Adam with ``lr·λ(t)`` plus the decoupled pull
   ``lr·(1 − λ(t))·γ·(θ − θ*)`` on the parameters before the step, as ``tw_jax.train.recadam``;
   Adam moments and the anchor copy, three copies of the parameters);
 - lora: LoRA's ``scale·(x A) B`` on the projections the LoRA config targets: GPT-2's fused
   ``c_attn`` gets low-rank deltas on its query and value slices, T5's ``q``/``v`` in every
-  self- and cross-attention; ``A ~ N(0, init_stddev)``, ``B = 0``;
+  self- and cross-attention, Llama's ``q_proj``/``v_proj`` (the value's output is the key/value
+  heads'); ``A ~ N(0, init_stddev)``, ``B = 0``;
 - kadapter: full transformer layers of the base model's kind (``GPT2Block``; T5 encoder
   ``T5Block`` with the encoder's relative position bias) fed from the hidden states after the
   tapped layers (forward hooks), chained, added as ``base + 0.1·LayerNorm(adapter)`` (GPT-2 after
@@ -67,6 +68,12 @@ GPT2_LORA_TARGETS: dict[str, tuple[str, int | None]] = {
 T5_LORA_TARGETS: dict[str, str] = {
     "query": "q", "key": "k", "value": "v", "out": "o", "wi": "wi", "wo": "wo", "wi_0": "wi_0",
     "wi_1": "wi_1",
+}
+# Our decoder's projection names (tw_jax/models/decoder.py) -> transformers' Llama modules.
+LLAMA_LORA_TARGETS: dict[str, str] = {
+    "query": "self_attn.q_proj", "key": "self_attn.k_proj", "value": "self_attn.v_proj",
+    "out": "self_attn.o_proj", "gate": "mlp.gate_proj", "up": "mlp.up_proj",
+    "down": "mlp.down_proj",
 }
 
 
@@ -142,9 +149,25 @@ def _set(module: Any, dotted: str, value: Any) -> None:
     setattr(module, last, value)
 
 
+def _add_llama_lora(hf: Any, lora: Any) -> None:
+    """LoRA on the Linear layers of every decoder layer that our targets name."""
+    unknown = [t for t in lora.targets if t not in LLAMA_LORA_TARGETS]
+    if unknown:
+        raise BenchError(f"reference LoRA: Llama targets {unknown} are not reproduced")
+    for layer in hf.model.layers:
+        for target in lora.targets:
+            path = LLAMA_LORA_TARGETS[target]
+            base = _get(layer, path)
+            _set(layer, path, _lora_module(base, base.in_features, base.out_features, None,
+                                           lora.rank, lora.scale, lora.init_stddev))
+
+
 def _add_lora(hf: Any, config: Any) -> None:
     """Wrap the projections our LoRA config targets, in place."""
     lora = config.lora
+    if config.model_type == "llama":
+        _add_llama_lora(hf, lora)
+        return
     if config.model_type == "gpt2":
         unknown = [t for t in lora.targets if t not in GPT2_LORA_TARGETS]
         if unknown:
@@ -205,6 +228,30 @@ class _Taps:
         self.first_output = output
 
 
+def _llama_reference(config: Any) -> Any:
+    """``LlamaForCausalLM`` from our config's ``config.json`` (grouped-query attention, llama3
+    RoPE scaling, tied head as the config says): the module that returns its logits."""
+    _, nn, transformers = _modules()
+    if config.model_type != "llama":
+        raise BenchError(f"reference: model_type {config.model_type!r} is not reproduced "
+                         "(Llama only of the decoder family)")
+    hf = transformers.LlamaForCausalLM(transformers.LlamaConfig(**config.to_hf_config()))
+
+    class LlamaReference(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.hf = hf
+
+        def forward(self, batch: dict[str, Any]) -> Any:
+            hidden = self.hf.model(
+                input_ids=batch["decoder_input_tokens"], attention_mask=batch["decoder_mask"],
+                use_cache=False,
+            ).last_hidden_state
+            return self.hf.lm_head(hidden)
+
+    return LlamaReference()
+
+
 def build_reference(setup: bench_common.BenchSetup) -> Any:
     """The reference ``nn.Module``: ``forward(batch) -> float32 logits``."""
     torch, nn, transformers = _modules()
@@ -212,6 +259,8 @@ def build_reference(setup: bench_common.BenchSetup) -> Any:
     variants = [v for v in ("lora", "kadapter", "modular") if getattr(config, v, None) is not None]
     if len(variants) > 1:
         raise BenchError(f"reference: variants {variants} together are not reproduced")
+    if hasattr(config, "num_key_value_heads"):  # the open LLMs' decoders: Llama's is reproduced
+        return _finish(_llama_reference(config), config)
     remat = bool(config.remat)
     checkpoint = torch.utils.checkpoint.checkpoint
 
@@ -330,10 +379,16 @@ def build_reference(setup: bench_common.BenchSetup) -> Any:
                 return self.hf.lm_head(decoded)
 
         model = T5Reference()
+    return _finish(model, config)
+
+
+def _finish(model: Any, config: Any) -> Any:
+    """LoRA, gradient checkpointing (our ``remat``) and freezing, the same for every family."""
     if config.lora is not None:
-        _add_lora(hf, config)
-    if remat:
-        hf.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        _add_lora(model.hf, config)
+    if config.remat:
+        model.hf.gradient_checkpointing_enable(
+            gradient_checkpointing_kwargs={"use_reentrant": False})
     _freeze(model, config)
     return model
 

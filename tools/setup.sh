@@ -2,8 +2,9 @@
 # Creates .venv and installs tw_jax (editable) from the locked set in requirements/constraints.txt.
 #   bash tools/setup.sh          # the library, its CLI and spaCy's English pipeline (extra
 #                                # "spacy-model": salient span masking and the demo need it)
-#   bash tools/setup.sh test     # plus test tools, Apache Beam and PyTorch for the parity tests
-#                                # against Hugging Face (extra "parity")
+#   bash tools/setup.sh test     # plus test tools, Apache Beam, PyTorch for the parity tests
+#                                # against Hugging Face (extra "parity") and lm-evaluation-harness
+#                                # (extra "lm-eval", docs/lm_eval.md)
 #   bash tools/setup.sh tpu      # on a Cloud TPU VM: jax[tpu] (libtpu); what tools/tpu_vm.sh setup
 #                                # runs on every worker. No PyTorch (see below)
 #   bash tools/setup.sh t5x      # plus the real T5X (python -m t5x.train ...; docs/t5x.md), from
@@ -42,7 +43,7 @@ fi
 if [[ ",$extras," != *",spacy-model,"* ]]; then extras="${extras:+$extras,}spacy-model"; fi
 # On a TPU VM the test tools come without the PyTorch parity tests: the CPU torch wheel is a local
 # wheel of this workplace's machines, and from an index Linux gets the CUDA build (gigabytes).
-if [[ ",$extras," == *",test,"* && "$tpu" = 0 ]]; then extras="$extras,parity"; fi
+if [[ ",$extras," == *",test,"* && "$tpu" = 0 ]]; then extras="$extras,parity,lm-eval"; fi
 if [[ ",$extras," == *",parity,"* && "$tpu" = 0 ]]; then
   # pip, not uv: pip's configured find-links hold the CPU wheel; an index would give the CUDA build.
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "torch==2.13.0"

@@ -12,7 +12,12 @@ exactly as a T5X user runs it; this command is the front a tw_jax user expects:
   required flags; docs/beam.md) and handed to SeqIO's comma-separated ``--pipeline_options``;
 - the cache goes where the runs look for it (``DATA/seqio_cache`` or ``$TW_JAX_CACHE_DIR``)
   unless ``--out`` says otherwise, and the command ends by checking that every task it asked
-  for has its ``COMPLETED`` file there.
+  for has its ``COMPLETED`` file there;
+- every cache the job completes records what it was made from (``tw_jax_fingerprint.json``:
+  the source files' sizes and SHA-256, the vocabularies, the task's settings), so a run reuses
+  it only for the same (:mod:`tw_jax.tasks.cache`). The job records it itself, as it imports
+  ``tw_jax.tasks``; this command records any it did not, and names the tasks cached earlier
+  without one (checked by modification time only until rebuilt with ``--overwrite``).
 """
 
 from __future__ import annotations
@@ -25,12 +30,16 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Sequence
 
 from tw_jax.io.cli_paths import input_path
 from tw_jax.preprocess.runners.cli_options import add_beam_options
 
 DEFAULT_RUNNER_FLAGS = ["--runner=DirectRunner"]
+# a COMPLETED file written by this run may carry a time a little before the run's start (file
+# systems that keep whole seconds, a bucket's clock)
+_MTIME_SLACK_NS = 2_000_000_000
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -105,7 +114,7 @@ def cache_command(tasks: Sequence[str], out: str, flags: Sequence[str], *, min_s
 def run(args: argparse.Namespace) -> int:
     import tw_jax.tasks as tasks
     from tw_jax.io import paths
-    from tw_jax.tasks.cache import cache_dir_of
+    from tw_jax.tasks.cache import cache_dir_of, fingerprint_new_caches
     from tw_jax.tasks.layout import DATA_DIR_ENV, GPT2_VOCAB_ENV, T5_VOCAB_ENV, resolve_data_dir
 
     data = resolve_data_dir(args.data)
@@ -128,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
                             overwrite=args.overwrite)
     print(f"tw-jax cache: {len(chosen)} tasks: {' '.join(shlex.quote(c) for c in command[1:])}",
           file=sys.stderr)
+    started = time.time_ns() - _MTIME_SLACK_NS
     done = subprocess.run(command, env=env, check=False)
     if done.returncode != 0:
         print(f"tw-jax cache: error: SeqIO's cache job exited with {done.returncode}",
@@ -138,5 +148,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"tw-jax cache: error: the job ended without caching {', '.join(missing)} in "
               f"{out} (no COMPLETED file)", file=sys.stderr)
         return 1
+    _, unchecked = fingerprint_new_caches(chosen, out, started)
+    if unchecked:
+        print(f"tw-jax cache: warning: {', '.join(unchecked)} were cached earlier without a "
+              f"fingerprint (their sources are checked by modification time only, not by "
+              f"content); rebuild them with --overwrite", file=sys.stderr)
     print(f"cached {len(chosen)} tasks in {out}: {', '.join(chosen)}")
     return 0

@@ -48,6 +48,7 @@ _STAGES: tuple[str, ...] = (
     "tw_jax.benchmarks.ecbd_cli",
     "tw_jax.benchmarks.evolvingqa_cli",
     "tw_jax.t5x.cli",
+    "tw_jax.lm_eval.cli",
     "tw_jax.demo",
 )
 
@@ -112,6 +113,9 @@ EXAMPLES: dict[str, str] = {
     "t5x-checkpoint to-t5x": "tw-jax t5x-checkpoint to-t5x --from runs/t5 --out t5x_runs/start",
     "t5x-checkpoint from-t5x": "tw-jax t5x-checkpoint from-t5x --from "
                                "t5x_runs/kadapter/checkpoint_4 --out runs/kadapter-t5x",
+    "lm-eval-tasks": "tw-jax lm-eval-tasks --data demo_out/data --out lm_eval_tasks",
+    "lm-eval": "tw-jax lm-eval --model tw_jax --model_args pretrained=demo_out/hf_gpt2 "
+               "--include_path lm_eval_tasks --tasks twiki_probes_0809 --limit 8",
     "demo": "tw-jax demo --out demo_out",
 }
 

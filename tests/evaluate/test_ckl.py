@@ -68,7 +68,7 @@ def _tiny_gin(path: Path, vocab) -> Path:
     lines += [f"tw_jax.models.T5Config.{k} = {v!r}" for k, v in fields.items()]
     # freeze None (no variant: everything trains) keeps the config equal to the one read from
     # the Hugging Face folder, so both decode with the same compiled graphs.
-    lines += ["tw_jax.models.T5Config.freeze = None", "INPUTS_LENGTH = 32",
+    lines += ["tw_jax.models.ModelSettings.freeze = None", "INPUTS_LENGTH = 32",
               "TARGETS_LENGTH = 16", "BATCH_SIZE = 2", "tw_jax.train.train.progress = False"]
     path.write_text("\n".join(lines) + "\n")
     return path

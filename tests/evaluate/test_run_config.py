@@ -4,6 +4,7 @@ configuration that does not fit the checkpoint and a task with no prompt to deco
 
 import json
 
+import numpy as np
 import pytest
 
 from tw_jax.cli import main
@@ -96,6 +97,19 @@ def test_a_run_is_evaluated_and_decoded_with_its_own_config(tmp_path, data_bindi
         f"configuration, the one {model_dir}/config.gin records: leave out the --gin_file flags "
         f"to use it (tw-jax eval --gin.MODEL_DIR={model_dir} --task ...)"]
 
+    # the run's own config.gin with a changed model setting: the same tensors, another model
+    step_dir = model_dir / "checkpoints" / "4"
+    out.unlink()
+    assert main(["eval", f"--gin.MODEL_DIR={model_dir}", "--task", TASK,
+                 "--gin.tw_jax.models.GPT2Config.activation='relu'"]) == 2
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        f"tw-jax eval: error: {step_dir}: was trained with other model settings than this "
+        "configuration gives (activation gelu_new → relu; recorded → given), so it would score "
+        "another model than it trained; evaluate it with its own settings (--gin.MODEL_DIR=DIR "
+        "and no --gin_file reads the run's DIR/config.gin; leave out the bindings that change "
+        "them)"]
+    assert not out.exists()
+
     # a probe task is whole sentences: no prompt to decode from
     assert main(["infer", f"--gin.MODEL_DIR={model_dir}", "--task", TASK]) == 2
     assert capsys.readouterr().err.splitlines()[1:] == [
@@ -128,3 +142,34 @@ def test_eval_and_infer_help_say_how_to_pick_the_run_task_and_split():
         assert EXAMPLES[name].startswith(
             f"tw-jax {name} --gin.MODEL_DIR=demo_out/runs/checkpoints/diff/0809 "
             "--task twiki_probes_0809_updated")
+
+
+def test_only_settings_that_change_what_is_scored_are_refused(tmp_path):
+    """A step's recorded model settings against the configuration that evaluates it: dropout,
+    initialisers, freezing, remat and dtypes may differ; the activation, a layer count or a
+    method's settings may not; a step that records nothing is not checked."""
+    import dataclasses
+
+    from tw_jax.evaluate.runs import TrainedSettingsError, check_model_settings
+    from tw_jax.models import GPT2Config, LoRAConfig
+    from tw_jax.runtime import checkpoints
+
+    config = GPT2Config(vocab_size=64, n_positions=32, n_embd=16, n_layer=1, n_head=2,
+                        lora=LoRAConfig())
+    params = {"p": np.zeros((2,), np.float32)}  # the check reads the step's meta alone
+    step = checkpoints.save_params(tmp_path / "run", 3, params,
+                                   {"step": 3, "model": checkpoints.model_record(config)})
+    bare = checkpoints.save_params(tmp_path / "old", 3, params, {"step": 3})
+    same = dataclasses.replace(config, dropout_rate=0.0, initializer_range=1.0, remat=True,
+                               freeze="none", dtype="bfloat16",
+                               lora=dataclasses.replace(config.lora, init_stddev=0.5))
+    check_model_settings(step, same)
+    check_model_settings(bare, dataclasses.replace(config, activation="relu"))
+    for changed, said in ((dataclasses.replace(config, activation="relu"),
+                           "activation gelu_new → relu"),
+                          (dataclasses.replace(config, lora=LoRAConfig(rank=8)),
+                           "lora.rank 4 → 8"),
+                          (dataclasses.replace(config, lora=None), "lora.alpha 16.0 → None")):
+        with pytest.raises(TrainedSettingsError, match=f"^{step}: was trained with other model "
+                                                     f"settings .*\\({said}[,;]"):
+            check_model_settings(step, changed)

@@ -4,6 +4,7 @@ over, saying so; temporaries and scratch folders of dead runs are removed when a
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import socket
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from fault_helpers import file_size_limit
 
 from tw_jax.cli import main
 from tw_jax.errors import OutputError
@@ -266,3 +268,85 @@ def test_without_hard_links_the_lock_is_still_exclusive(tmp_path, monkeypatch):
     assert output_claim._write_lock(lock, me, exclusive=True)
     assert not output_claim._write_lock(lock, me, exclusive=True)
     assert sorted(os.listdir(tmp_path)) == [LOCK_NAME]
+
+
+class _FullDisk:
+    """A file whose writes fail as on a full disk (ENOSPC); the real file is created first,
+    as ``open`` does, so the test sees what the writer leaves behind."""
+
+    def __init__(self, real) -> None:
+        self.real = real
+
+    def write(self, _text: str) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    def __enter__(self) -> _FullDisk:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.real.close()
+
+
+def _full_disk_writes(monkeypatch, *, by_name: bool = True) -> None:
+    """The files output_claim writes are on a full disk: those it opens by name (the lock's
+    temporary), and those it creates exclusively (the lock itself, without hard links)."""
+    real_open, real_fdopen = open, os.fdopen
+
+    def full_open(path, mode="r", **kwargs):
+        handle = real_open(path, mode, **kwargs)
+        return _FullDisk(handle) if "w" in mode else handle  # reads (/proc) as they are
+
+    if by_name:
+        monkeypatch.setattr(output_claim, "open", full_open, raising=False)
+    monkeypatch.setattr(output_claim.os, "fdopen",
+                        lambda *a, **k: _FullDisk(real_fdopen(*a, **k)))
+
+
+def test_a_file_size_limit_while_taking_the_lock_is_one_line_and_changes_nothing(tmp_path,
+                                                                                capsys):
+    """A real EFBIG (RLIMIT_FSIZE, no root needed) on the lock's first byte: exit 2, one line
+    naming the lock file, and the folder the run would have made is not there."""
+    out = tmp_path / "out"
+    with file_size_limit(10):
+        status = main(["sample-world", "--out", str(out), *SMALL_WORLD])
+    assert status == 2
+    assert _error_line(capsys) == (
+        f"tw-jax sample-world: error: {out / LOCK_NAME}: cannot take the folder's lock: file "
+        "too large while writing it (the file-size limit, ulimit -f, is 10 bytes); nothing in "
+        "the folder was changed and the run did not start")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("links", [True, False])
+def test_a_full_disk_while_taking_the_lock_leaves_no_lock_and_no_temporary(
+        tmp_path, monkeypatch, links):
+    """ENOSPC while the lock is written, with hard links or without (then the lock itself is
+    created first: an empty one would read as a dead run's): one OutputError naming the lock,
+    and the folder holds what it held."""
+    out = tmp_path / "out"
+    (out / "kept.txt").parent.mkdir()
+    (out / "kept.txt").write_text("earlier output")
+    if not links:
+        def no_links(source, target):
+            raise PermissionError("hard links not supported")
+
+        monkeypatch.setattr(output_claim.os, "link", no_links)
+    _full_disk_writes(monkeypatch, by_name=links)  # without links: the lock's own write
+    with pytest.raises(OutputError) as error, claimed(out, "tw-jax probes"):
+        pass
+    assert str(error.value).startswith(f"{out / LOCK_NAME}: cannot take the folder's lock: no "
+                                       "space left on device while writing it (")
+    assert sorted(os.listdir(out)) == ["kept.txt"]
+    assert (out / "kept.txt").read_text() == "earlier output"
+
+
+def test_a_full_disk_while_taking_over_a_dead_runs_lock_keeps_that_lock(tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    _lock(out, _ended_pid())
+    before = (out / LOCK_NAME).read_bytes()
+    _full_disk_writes(monkeypatch)
+    with pytest.raises(OutputError, match=r"cannot take the folder's lock: no space left"), \
+            claimed(out, "tw-jax probes"):
+        pass
+    assert (out / LOCK_NAME).read_bytes() == before  # the next run takes it over again
+    assert sorted(os.listdir(out)) == [LOCK_NAME]

@@ -10,7 +10,9 @@ import logging
 import os
 
 import pytest
+from fault_helpers import file_size_limit
 
+from tw_jax.errors import OutputError
 from tw_jax.evaluate import ecbd
 from tw_jax.evaluate.results import Result, append_results, read_results
 from tw_jax.io import jsonl, paths
@@ -57,9 +59,32 @@ def test_a_failed_write_leaves_the_file_as_it_was(tmp_path, monkeypatch, before)
         return real_write(fd, data)  # the truncation freed the space
 
     monkeypatch.setattr(jsonl.os, "write", disk_full)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(OutputError) as error:
         jsonl.append_lines(path, ROWS)
     assert path.read_bytes() == before
+    assert str(error.value).startswith(f"{path}: no space left on device while writing it (")
+    assert str(error.value).endswith("; 2 row(s) not appended, the file is as it was")
+
+
+def test_results_past_a_file_size_limit_are_one_line_and_leave_the_file_as_it_was(tmp_path):
+    """A real EFBIG (RLIMIT_FSIZE, no root needed) while results are appended: one
+    OutputError naming the file, which the CLI prints as one line; the file byte for byte as it
+    was, and a file the append would have created is not there."""
+    append_results(tmp_path, [_row(1)])
+    path = tmp_path / "results.jsonl"
+    before = path.read_bytes() + b'{"method": "di'  # a torn row a killed run left
+    path.write_bytes(before)
+    with file_size_limit(len(before) + 20), pytest.raises(OutputError) as error:
+        append_results(tmp_path, [_row(2), _row(3)])
+    assert path.read_bytes() == before
+    message = str(error.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: file too large while writing it (the file-size limit, "
+                              f"ulimit -f, is {len(before) + 20} bytes)")
+    assert message.endswith("; 2 row(s) not appended, the file is as it was")
+    with file_size_limit(10), pytest.raises(OutputError):
+        append_results(tmp_path / "new", [_row(1)])
+    assert not (tmp_path / "new" / "results.jsonl").exists()
 
 
 def test_a_write_that_lands_in_parts_completes(tmp_path, monkeypatch):

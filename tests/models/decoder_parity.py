@@ -28,7 +28,7 @@ transformers = pytest.importorskip("transformers")
 
 from safetensors.numpy import load_file, save_file  # noqa: E402
 
-from tw_jax.models import LoRAConfig, decoding, load_pretrained  # noqa: E402
+from tw_jax.models import LoRAConfig, decoding, load_pretrained, model_for  # noqa: E402
 
 VOCAB, PAD = 101, 0
 
@@ -88,6 +88,14 @@ def check_greedy_equals_generate(hf, model, params) -> None:
                              eos_token_id=None, pad_token_id=PAD).numpy()[:, ids.shape[1]:]
     np.testing.assert_array_equal(ours, theirs)
     assert len(set(ours.ravel().tolist())) > 8  # not one token repeated: the test can fail
+
+
+def check_fused_attention(label: str, hf, model, params) -> None:
+    """``attention_kernel='fused'`` (jax.nn.dot_product_attention; XLA's computation on CPU)
+    gives transformers' logits as the einsum path does, and the same greedy tokens."""
+    fused = model_for(dataclasses.replace(model.config, attention_kernel="fused")).module
+    check_logits_match(f"{label} (fused attention)", hf, fused, params)
+    check_greedy_equals_generate(hf, fused, params)
 
 
 def check_beam_search(hf, model, params) -> None:
@@ -202,16 +210,21 @@ def gin_config(gin_file: str, config_class: type, *bindings: str) -> Any:
 
 
 def check_train_step(config, method: str) -> None:
-    """One LoRA (``method`` ``lora``: only LoRA's B moves) or DIFF (every parameter moves)
-    train step on ``config``, with a finite loss."""
+    """One LoRA (``method`` ``lora``: only LoRA's B moves), K-Adapter (``kadapter``: only the
+    adapters move, the base frozen) or DIFF (every parameter moves) train step on ``config``,
+    with a finite loss; K-Adapter's decoding with the KV cache equals its teacher-forced
+    argmax."""
+    from tw_jax.models import KAdapterConfig
     from tw_jax.models.sharding import activate
     from tw_jax.runtime.run_model import build_run_model
     from tw_jax.train.optimizers import AdamWConfig
     from tw_jax.train.schedules import make_schedule
     from tw_jax.train.trainer import build_train_step
 
-    config = (dataclasses.replace(config, lora=LoRAConfig(), freeze="base")
-              if method == "lora" else config)
+    variant = {"lora": {"lora": LoRAConfig()},
+               "kadapter": {"kadapter": KAdapterConfig(taps=(0, 1))}}  # tiny: 2 layers
+    config = (dataclasses.replace(config, freeze="base", **variant[method])
+              if method in variant else config)
     run = build_run_model(config, (1, 1, 1), devices=jax.devices()[:1])
     step = build_train_step(run, config, optimizer=AdamWConfig(),
                             schedule_fn=functools.partial(make_schedule, "constant", 1e-2),
@@ -230,11 +243,22 @@ def check_train_step(config, method: str) -> None:
                for (path, a), b in zip(jax.tree_util.tree_flatten_with_path(params)[0],
                                        jax.tree.leaves(before), strict=True)}
     lora = {name for name in changed if "lora_" in name}
+    adapters = {name for name in changed if name.startswith("kadapter/")}
     if method == "lora":  # only LoRA's B moves in the first step (the update is A·B, B = 0)
         assert lora and all(changed[n] for n in lora if n.endswith("lora_b"))
         assert not any(changed[n] for n in changed if n not in lora)
+    elif method == "kadapter":  # every adapter tensor moves, no base one
+        assert adapters and all(changed[n] for n in adapters)
+        assert not any(changed[n] for n in changed if n not in adapters)
+        prompt = jnp.asarray(tokens[:, :6])
+        greedy = np.asarray(decoding.greedy_decode(run.model.module, params, prompt,
+                                                   jnp.ones_like(prompt), max_new_tokens=3,
+                                                   eos_id=None))
+        row = np.concatenate([tokens[:, :6], greedy], axis=1)
+        forced = logits(run.model.module, params, row, np.ones_like(row))
+        np.testing.assert_array_equal(greedy, forced[:, 5:-1].argmax(-1))
     else:
-        assert not lora and all(changed.values())
+        assert not lora and not adapters and all(changed.values())
 
 
 def check_flops(c) -> None:

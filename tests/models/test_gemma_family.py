@@ -32,6 +32,7 @@ from decoder_parity import (  # noqa: E402
     check_broken_checkpoints,
     check_export,
     check_flops,
+    check_fused_attention,
     check_greedy_equals_generate,
     check_logits_match,
     check_sharded_and_bf16,
@@ -139,6 +140,11 @@ def test_final_logit_softcapping_is_honoured(reference):
 def test_greedy_kv_cache_decoding_equals_generate(reference):
     hf, _, model, params = reference
     check_greedy_equals_generate(hf, model, params)
+
+
+def test_fused_attention_gives_the_same_logits_and_tokens(reference):
+    hf, _, model, params = reference
+    check_fused_attention("gemma3", hf, model, params)  # sliding and global layers
 
 
 def test_beam_search_equals_transformers_beams_and_scores(reference):
@@ -251,7 +257,7 @@ def tiny_config() -> GemmaConfig:
     return config
 
 
-@pytest.mark.parametrize("method", ["lora", "diff"])
+@pytest.mark.parametrize("method", ["lora", "kadapter", "diff"])
 def test_a_train_step_runs_on_the_tiny_config(tiny_config, method):
     check_train_step(tiny_config, method)
 

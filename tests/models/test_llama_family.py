@@ -32,6 +32,7 @@ from decoder_parity import (  # noqa: E402
     check_broken_checkpoints,
     check_export,
     check_flops,
+    check_fused_attention,
     check_greedy_equals_generate,
     check_logits_match,
     check_sharded_and_bf16,
@@ -127,6 +128,11 @@ def test_logits_match_transformers_on_left_padded_rows(reference):
 def test_greedy_kv_cache_decoding_equals_generate(reference):
     _, hf, _, model, params = reference
     check_greedy_equals_generate(hf, model, params)
+
+
+def test_fused_attention_gives_the_same_logits_and_tokens(reference):
+    family, hf, _, model, params = reference
+    check_fused_attention(family, hf, model, params)  # Mistral: past its sliding window
 
 
 def test_export_loads_back_into_transformers_with_the_same_logits(reference, tmp_path):
@@ -249,7 +255,7 @@ def test_gin_sets_llama3_rope_scaling():
     assert (config.rope_scaling.rope_type, config.rope_scaling.factor) == ("llama3", 32.0)
 
 
-@pytest.mark.parametrize("method", ["lora", "diff"])
+@pytest.mark.parametrize("method", ["lora", "kadapter", "diff"])
 def test_a_train_step_runs_on_the_tiny_config(tiny_config, method):
     check_train_step(tiny_config, method)
 

@@ -27,7 +27,8 @@ def test_task_features_are_the_reports_scored_tokens(twiki, vocabularies, catego
         name = f"twiki_probes_0910_{category}{fmt.suffix}"
         rows = seqio.get_mixture_or_task(name).source.rows()
         config = T5Config() if fmt.kind == "t5" else GPT2Config()
-        expected = [model_for(config).probe_example(vocabularies[fmt.kind], row, fmt.variant)
+        vocabulary = vocabularies["t5" if fmt.kind == "t5" else "gpt2"]
+        expected = [model_for(config).probe_example(vocabulary, row, fmt.variant)
                     for row in rows]
         got = _examples(name)
         assert len(got) == len(expected) == len(rows) > 0, name
@@ -56,12 +57,12 @@ def test_spec_and_features_by_hand(vocabularies):
     spec = probe_spec(ROW, "text", sentinel=False)
     assert spec == ProbeSpec("", "Trurmouth head of government Groris Funley", None)
     text = list(gpt2.encode(spec.target))
-    assert probe_features(spec, gpt2, "gpt2", prompt=False) == {
+    assert probe_features(spec, gpt2, "causal", prompt=False) == {
         "targets": [gpt2.eos_id, *text], "targets_weights": [0] + [1] * len(text)}
     spec = probe_spec(ROW, "object", sentinel=False)
     assert spec.spans == ((len("Trurmouth head of government"), len(spec.target)),)
     obj = list(gpt2.encode(" Groris Funley"))
-    assert probe_features(spec, gpt2, "gpt2", prompt=True) == {
+    assert probe_features(spec, gpt2, "causal", prompt=True) == {
         "inputs": [gpt2.eos_id, *gpt2.encode("Trurmouth head of government")],
         "targets": obj, "targets_weights": [1] * len(obj)}
     with pytest.raises(ValueError, match="unknown variant 'masked'"):

@@ -6,6 +6,7 @@ naming the command that builds it."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -119,10 +120,14 @@ def test_a_missing_cache_names_the_command_that_builds_it(task_data, local_cache
             f"--tasks={SSM} --output_cache_dir={tmp_path / 'empty'}") in message
 
 
-def test_a_cache_older_than_its_files_is_stale(task_data, local_cache, monkeypatch):
-    register(task_data, local_cache, monkeypatch)
+def test_a_cache_older_than_its_files_is_stale(task_data, local_cache, tmp_path, monkeypatch):
+    """A cache without a fingerprint (built before tw_jax recorded one) is checked by dates."""
+    cache = tmp_path / "old"
+    shutil.copytree(Path(local_cache) / SSM, cache / SSM)  # copy2: the mtimes stay
+    (cache / SSM / "tw_jax_fingerprint.json").unlink()
+    register(task_data, str(cache), monkeypatch)
     shard = Path(seqio.get_mixture_or_task(SSM).source.list_shards("train")[0])
-    completed = Path(local_cache) / SSM / "COMPLETED"
+    completed = cache / SSM / "COMPLETED"
     before = completed.stat().st_mtime
     later = time.time() + 60
     os.utime(shard, (later, later))
@@ -134,7 +139,7 @@ def test_a_cache_older_than_its_files_is_stale(task_data, local_cache, monkeypat
     assert str(stale.value) == (
         f"USE_CACHED_TASKS: the cache of {SSM} is older than {shard}; rebuild it with "
         f"`TW_JAX_DATA_DIR=DATA python -m seqio.scripts.cache_tasks_main "
-        f"--module_import=tw_jax.tasks --tasks={SSM} --output_cache_dir={local_cache} "
+        f"--module_import=tw_jax.tasks --tasks={SSM} --output_cache_dir={cache} "
         f"--overwrite`")
 
 
@@ -163,6 +168,25 @@ def test_tw_jax_train_reads_the_cache_or_names_the_command_that_builds_it(
         f"{tmp_path / 'none'}); build the cache with `TW_JAX_DATA_DIR=DATA python -m "
         f"seqio.scripts.cache_tasks_main --module_import=tw_jax.tasks --tasks={SSM} "
         f"--output_cache_dir={tmp_path / 'none'}`"]
+
+
+def test_a_shard_cut_under_the_completed_marker_is_one_line_naming_it(
+        task_data, local_cache, tmp_path, monkeypatch, capsys):
+    """The job's own cache, its last shard cut by a copy that stopped (COMPLETED still there):
+    tw-jax train names the shard and the command that rebuilds the cache, exit 2, before a step
+    (before: TensorFlow's DataLossError traceback from inside the input pipeline)."""
+    cache = tmp_path / "cache"
+    shutil.copytree(Path(local_cache) / SSM, cache / SSM)  # copy2: the mtimes stay
+    shard = sorted((cache / SSM).glob("train.tfrecord-*"))[-1]
+    shard.write_bytes(shard.read_bytes()[:-9])
+    capsys.readouterr()
+    assert _train(task_data, tmp_path / "run", str(cache), monkeypatch) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"tw-jax train: error: {shard}: truncated record: the cache of {SSM} was cut or changed "
+        f"after it was built; rebuild it with `TW_JAX_DATA_DIR=DATA python -m "
+        f"seqio.scripts.cache_tasks_main --module_import=tw_jax.tasks --tasks={SSM} "
+        f"--output_cache_dir={cache} --overwrite`"]
+    assert not list((tmp_path / "run").glob("checkpoints/[0-9]*"))
 
 
 def _t5x_train(data: dict, model_dir, cache_dir: str) -> subprocess.CompletedProcess:

@@ -37,26 +37,50 @@ def test_the_dry_run_trains_and_records_rows_without_tensorflow(tmp_path):
     records = tmp_path / "gpu.jsonl"
     env = {**os.environ, "JAX_PLATFORMS": "cpu",
            "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(ROOT)])}
-    rows = "gpt2_large diff jax,gpt2_large diff torch.compile,gpt2_large probe eval"
+    rows = ("gpt2_large diff jax,gpt2_large diff torch.compile,llama3_2_1b diff jax,"
+            "llama3_2_1b diff torch.compile,llama3_2_1b lora jax,gpt2_large probe eval")
     done = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "bench_gpu.py"), "--dry-run", "--rows", rows,
          "--records", str(records), "--doc", str(doc)],
         env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     summary = json.loads(done.stdout.strip().splitlines()[-2])
-    assert summary["done"] == ["gpt2_large diff jax", "gpt2_large diff torch.compile"]
+    assert summary["done"] == ["gpt2_large diff jax", "gpt2_large diff torch.compile",
+                               "llama3_2_1b diff jax", "llama3_2_1b diff torch.compile",
+                               "llama3_2_1b lora jax"]
     assert summary["skipped"] == ["gpt2_large probe eval"] and not summary["failed"]
     assert "skipped  gpt2_large probe eval: seqio is not installed here" in done.stdout
     written = [json.loads(line) for line in records.read_text().splitlines()]
-    assert [(r["suite_row"], r["stack"], r["model"]) for r in written] == [
-        ("gpt2_large diff jax", "jax", "gpt2_tiny"),
-        ("gpt2_large diff torch.compile", "pytorch-eager", "gpt2_tiny")]
+    assert [(r["suite_row"], r["stack"], r["model"], r["freeze"]) for r in written] == [
+        ("gpt2_large diff jax", "jax", "gpt2_tiny", "none"),
+        ("gpt2_large diff torch.compile", "pytorch-eager", "gpt2_tiny", "none"),
+        ("llama3_2_1b diff jax", "jax", "llama_tiny", "none"),
+        ("llama3_2_1b diff torch.compile", "pytorch-eager", "llama_tiny", "none"),
+        ("llama3_2_1b lora jax", "jax", "llama_tiny", "base")]
+    # The same Llama on both stacks: every parameter trains, as many of them.
+    jax_row, torch_row = written[2], written[3]
+    assert jax_row["params_total"] == torch_row["params_total"] == jax_row["params_trainable"]
+    assert written[4]["params_trainable"] < written[4]["params_total"]
     assert all(r["suite_dry_run"] and r["tokens_per_second"] > 0 for r in written)
     assert len({r["suite_run"] for r in written}) == 1
     # Dry-run records never reach the table.
     tool = _tool()
     assert tool.gpu_table(written).startswith("No GPU row is recorded yet")
     assert tool.gpu_table(written) in doc.read_text()
+
+
+def test_the_llama_rows_follow_gpt2_large_diff_and_dry_run_the_tiny_llama():
+    tool = _tool()
+    names = [row.name for row in tool.ROWS]
+    assert names[:5] == ["gpt2_large diff jax", "gpt2_large diff torch.compile",
+                         "llama3_2_1b diff jax", "llama3_2_1b diff torch.compile",
+                         "llama3_2_1b lora jax"]
+    llama = {row.name: row for row in tool.ROWS if row.name.startswith("llama")}
+    for row in llama.values():
+        assert row.argv[:2] == ("--model", "llama3_2_1b")
+        assert row.dry_argv[:2] == ("--model", "llama_tiny")
+        assert row.argv[4:8] == ("--batch", "16", "--seq", "1024")
+    assert llama["llama3_2_1b diff torch.compile"].argv[-1] == "--compile"
 
 
 def test_a_row_past_the_budget_is_not_started_and_the_rest_go_on(tmp_path):

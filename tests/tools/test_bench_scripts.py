@@ -119,7 +119,7 @@ def test_modular_is_refused_for_gpt2(capsys):
     bench_train = _load("bench_train")
     assert bench_train.bench_common.run_main(
         bench_train.main, ["--model", "gpt2_tiny", "--method", "modular", *TINY]) == 2
-    assert ("gin binds T5Config.modular (the modular method) but the run's MODEL is a GPT2Config, "
+    assert ("gin binds ModelSettings.modular (the modular method) but the run's MODEL is a GPT2Config, "
             "which has no modular variant" in capsys.readouterr().err)
 
 

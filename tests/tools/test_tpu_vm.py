@@ -516,7 +516,7 @@ def test_setup_sh_default_and_test_are_unchanged(tmp_path):
         ["python3", "-m", "venv", ".venv"], VENV_UV, _uv(".[spacy-model]"),
     ])
     assert run_setup(tmp_path / "test", ["test"]) == (0, "", [
-        ["python3", "-m", "venv", ".venv"], VENV_UV, TORCH, _uv(".[test,spacy-model,parity]"),
+        ["python3", "-m", "venv", ".venv"], VENV_UV, TORCH, _uv(".[test,spacy-model,parity,lm-eval]"),
         T5X_GIT, T5X_DEPS,
     ])
 

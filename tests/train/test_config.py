@@ -105,7 +105,7 @@ def test_a_method_whose_variant_the_model_lacks_is_refused_before_training():
     with pytest.raises(gin_setup.GinConfigError) as error:
         train_config()
     assert str(error.value) == (
-        "gin binds T5Config.modular (the modular method) but the run's MODEL is a GPT2Config, "
+        "gin binds ModelSettings.modular (the modular method) but the run's MODEL is a GPT2Config, "
         "which has no modular variant: pick another method or model")
     gin_setup.parse(["lora.gin", "models/bart_tiny.gin", "runs/cpu_smoke.gin"])
     bart = train_config().model_config

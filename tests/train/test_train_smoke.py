@@ -1,4 +1,5 @@
-"""CPU smoke runs of every method on the sample world's tasks, through the shipped gin files.
+"""CPU smoke runs of every method on the sample world's tasks, through the shipped gin files
+(T5, GPT-2, and the methods of the open-LLM families not covered by their own tests).
 
 Each run: the loss decreases, frozen parameters are bitwise unchanged, every trainable one
 changed, and a second invocation with more steps resumes from the checkpoint.
@@ -18,6 +19,11 @@ from tw_jax.train.gin_config import train_config
 METHODS = {
     "t5_tiny": ("diff", "full", "kadapter", "lora", "modular", "recadam", "mixreview"),
     "gpt2_tiny": ("diff", "full", "kadapter", "lora", "recadam", "mixreview"),  # Modular: T5 only
+    # The open-LLM families through the same method files (DIFF, LoRA and K-Adapter steps:
+    # tests/models; LoRA from a Hugging Face folder: test_open_llm_run.py). Not RecAdam: the
+    # optimizer is the family's no more than Adam is, and cpu_smoke.gin's gamma of 100 holds a
+    # random 50,257-way Llama at its start for 6 steps (the loss does not fall yet).
+    "llama_tiny": ("full", "mixreview"),
 }
 CASES = [(model, method) for model, methods in METHODS.items() for method in methods]
 

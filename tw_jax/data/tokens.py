@@ -1,8 +1,9 @@
 """Token ids with character offsets, and which tokens a character span covers.
 
 Scoring "the object" or "the proper nouns" of a text means choosing subword tokens by where their
-characters lie in the text. Both vocabularies report character offsets (Unicode code points into
-the original string): GPT-2's byte-level BPE through ``tokenizers`` (``Encoding.offsets``), T5's
+characters lie in the text. The vocabularies report character offsets (Unicode code points into
+the original string): GPT-2's byte-level BPE and a model folder's ``tokenizer.json`` through
+``tokenizers`` (``Encoding.offsets``), T5's
 SentencePiece through ``encode_as_immutable_proto`` (each piece's ``begin``/``end``; a piece's
 span includes the whitespace its ``▁`` stands for). A token belongs to a span when their
 character ranges overlap, so tokenisation never has to line up with word boundaries.
@@ -19,14 +20,15 @@ Span = tuple[int, int]
 def encode_with_offsets(vocabulary: Any, text: str) -> tuple[list[int], list[Span]]:
     """``(ids, [(start, end), ...])`` of ``text``, exactly the ids ``vocabulary.encode`` gives.
 
-    ``vocabulary`` is a :class:`tw_jax.data.vocabularies.ByteLevelBPEVocabulary` (GPT-2) or a
-    ``seqio.SentencePieceVocabulary`` (T5, sentinels included).
+    ``vocabulary`` is a :class:`tw_jax.data.vocabularies.ByteLevelBPEVocabulary` (GPT-2), a
+    model folder's :class:`tw_jax.data.hf_tokenizer.ModelTokenizerVocabulary` (both through
+    ``tokenizers``' offsets) or a ``seqio.SentencePieceVocabulary`` (T5, sentinels included).
     """
     # Imported here: the model families import this module, and the vocabularies bring seqio
     # and TensorFlow, which a model on its own (a retriever's encoders, say) does not need.
-    from tw_jax.data.vocabularies import ByteLevelBPEVocabulary
+    from tw_jax.data.vocabularies import TokenizersVocabulary
 
-    if isinstance(vocabulary, ByteLevelBPEVocabulary):
+    if isinstance(vocabulary, TokenizersVocabulary):
         encoding = vocabulary.tokenizer.encode(text, add_special_tokens=False)
         return list(encoding.ids), [tuple(o) for o in encoding.offsets]
     processor = getattr(vocabulary, "tokenizer", None)
@@ -37,6 +39,13 @@ def encode_with_offsets(vocabulary: Any, text: str) -> tuple[list[int], list[Spa
         )
     pieces = processor.encode_as_immutable_proto(text).pieces
     return [p.id for p in pieces], [(p.begin, p.end) for p in pieces]
+
+
+def prefix_id(vocabulary: Any) -> int:
+    """What a causal LM's row starts with: the vocabulary's BOS, else its EOS standing for one
+    (GPT-2, Qwen), as GPT-2's papers and lm-evaluation-harness (``prefix_token_id``) do."""
+    bos = vocabulary.bos_id
+    return int(vocabulary.eos_id if bos is None else bos)
 
 
 def overlaps(token: Span, spans: Sequence[Span]) -> bool:

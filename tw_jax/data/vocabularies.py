@@ -21,6 +21,7 @@ import os
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import seqio
@@ -286,7 +287,97 @@ def _as_tensor(value: object) -> tf.Tensor | tf.RaggedTensor:
 # GPT-2: the vocabulary
 
 
-class ByteLevelBPEVocabulary(seqio.Vocabulary):
+class TokenizersVocabulary(seqio.Vocabulary):
+    """What a seqio vocabulary run by a ``tokenizers.Tokenizer`` (``self._tokenizer``, with
+    ``self._size`` ids and ``self._eos_id``) does the same way whatever its files: GPT-2's
+    byte-level BPE (:class:`ByteLevelBPEVocabulary`) and a model folder's ``tokenizer.json``
+    (:class:`tw_jax.data.hf_tokenizer.ModelTokenizerVocabulary`). Encoding adds no special
+    token; decoding stops at the first EOS and drops ids outside ``[0, size)``; ``encode_tf``
+    calls the Rust tokenizer through ``tf.numpy_function`` (see :class:`ByteLevelBPEVocabulary`
+    for what that costs); no unknown token; ``pad_id`` 0, as seqio pads."""
+
+    _tokenizer: Any
+    _size: int
+    _eos_id: int
+
+    @property
+    def eos_id(self) -> int:
+        return self._eos_id
+
+    @property
+    def unk_id(self) -> None:
+        return None
+
+    @property
+    def pad_id(self) -> int:
+        return seqio.vocabularies.PAD_ID
+
+    @property
+    def _base_vocab_size(self) -> int:
+        return self._size
+
+    def _encode(self, s: str | bytes) -> list[int]:
+        if isinstance(s, bytes):
+            s = s.decode("utf-8")
+        return self._tokenizer.encode(s, add_special_tokens=False).ids
+
+    def _decode(self, ids: Iterable[int]) -> str:
+        kept: list[int] = []
+        for index in ids:
+            index = int(index)
+            if index == self._eos_id:
+                break
+            if 0 <= index < self._size:
+                kept.append(index)
+        return self._tokenizer.decode(kept, skip_special_tokens=True)
+
+    def _encode_tf(self, s: tf.Tensor | tf.RaggedTensor) -> tf.Tensor | tf.RaggedTensor:
+        s = _as_tensor(s)
+        if s.shape.rank is None:
+            raise ValueError(f"{type(self).__name__}.encode_tf needs a statically known rank")
+        if isinstance(s, tf.RaggedTensor):
+            return s.with_flat_values(self._encode_tf(s.flat_values))
+        if s.shape.rank == 0:
+            return self._encode_tf(tf.reshape(s, [1])).values
+        if s.shape.rank > 1:
+            return self._encode_tf(tf.RaggedTensor.from_tensor(s))
+        values, row_splits = tf.numpy_function(
+            self._encode_batch, [s], [tf.int32, tf.int64], stateful=False, name="bpe_encode"
+        )
+        values.set_shape([None])
+        row_splits.set_shape([None if s.shape[0] is None else s.shape[0] + 1])
+        return tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
+
+    def _encode_batch(self, strings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """numpy_function body: UTF-8 byte strings -> (concatenated ids, row splits)."""
+        texts = []
+        for raw in strings.tolist():
+            try:
+                texts.append(raw.decode("utf-8"))
+            except UnicodeDecodeError as error:
+                raise ValueError(
+                    f"{type(self).__name__}: input is not valid UTF-8 ({error}): {raw[:80]!r}"
+                ) from error
+        encodings = self._tokenizer.encode_batch_fast(texts, add_special_tokens=False)
+        lengths = [len(e.ids) for e in encodings]
+        values = np.fromiter(
+            (i for e in encodings for i in e.ids), dtype=np.int32, count=sum(lengths)
+        )
+        row_splits = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=row_splits[1:])
+        return values, row_splits
+
+    @property
+    def tokenizer(self):
+        """The underlying ``tokenizers.Tokenizer`` (for inspection; encode through this class)."""
+        return self._tokenizer
+
+    def tokens(self, ids: Sequence[int]) -> list[str | None]:
+        """The token strings of ``ids`` (GPT-2's ``Ġ`` stands for a space), for debugging."""
+        return [self._tokenizer.id_to_token(int(i)) for i in ids]
+
+
+class ByteLevelBPEVocabulary(TokenizersVocabulary):
     """GPT-2's byte-level BPE as a seqio vocabulary, exact in both directions.
 
     Encoding is id-for-id what Hugging Face ``tokenizers`` gives for the same files (it runs
@@ -350,78 +441,11 @@ class ByteLevelBPEVocabulary(seqio.Vocabulary):
         self._table = _piece_bytes(self._tokenizer, self._size)
         self._fingerprint = _fingerprint(self._tokenizer)
 
-    # seqio.Vocabulary's interface -----------------------------------------------------------
-
-    @property
-    def eos_id(self) -> int:
-        return self._eos_id
+    # seqio.Vocabulary's interface (the rest: TokenizersVocabulary) ---------------------------
 
     @property
     def bos_id(self) -> None:
         return None
-
-    @property
-    def unk_id(self) -> None:
-        return None
-
-    @property
-    def pad_id(self) -> int:
-        return seqio.vocabularies.PAD_ID
-
-    @property
-    def _base_vocab_size(self) -> int:
-        return self._size
-
-    def _encode(self, s: str | bytes) -> list[int]:
-        if isinstance(s, bytes):
-            s = s.decode("utf-8")
-        return self._tokenizer.encode(s, add_special_tokens=False).ids
-
-    def _decode(self, ids: Iterable[int]) -> str:
-        kept: list[int] = []
-        for index in ids:
-            index = int(index)
-            if index == self._eos_id:
-                break
-            if 0 <= index < self._size:
-                kept.append(index)
-        return self._tokenizer.decode(kept, skip_special_tokens=True)
-
-    def _encode_tf(self, s: tf.Tensor | tf.RaggedTensor) -> tf.Tensor | tf.RaggedTensor:
-        s = _as_tensor(s)
-        if s.shape.rank is None:
-            raise ValueError("ByteLevelBPEVocabulary.encode_tf needs a statically known rank")
-        if isinstance(s, tf.RaggedTensor):
-            return s.with_flat_values(self._encode_tf(s.flat_values))
-        if s.shape.rank == 0:
-            return self._encode_tf(tf.reshape(s, [1])).values
-        if s.shape.rank > 1:
-            return self._encode_tf(tf.RaggedTensor.from_tensor(s))
-        values, row_splits = tf.numpy_function(
-            self._encode_batch, [s], [tf.int32, tf.int64], stateful=False, name="bpe_encode"
-        )
-        values.set_shape([None])
-        row_splits.set_shape([None if s.shape[0] is None else s.shape[0] + 1])
-        return tf.RaggedTensor.from_row_splits(values, row_splits, validate=False)
-
-    def _encode_batch(self, strings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """numpy_function body: UTF-8 byte strings -> (concatenated ids, row splits)."""
-        texts = []
-        for raw in strings.tolist():
-            try:
-                texts.append(raw.decode("utf-8"))
-            except UnicodeDecodeError as error:
-                raise ValueError(
-                    f"ByteLevelBPEVocabulary: input is not valid UTF-8 ({error}): {raw[:80]!r}"
-                ) from error
-        encodings = self._tokenizer.encode_batch_fast(texts, add_special_tokens=False)
-        lengths = [len(e.ids) for e in encodings]
-        values = np.fromiter(
-            (i for e in encodings for i in e.ids), dtype=np.int32, count=sum(lengths)
-        )
-        row_splits = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=row_splits[1:])
-        return values, row_splits
 
     def _decode_tf(self, ids: tf.Tensor | tf.RaggedTensor) -> tf.Tensor | tf.RaggedTensor:
         ids = _as_tensor(ids)
@@ -484,17 +508,8 @@ class ByteLevelBPEVocabulary(seqio.Vocabulary):
     def eos_token(self) -> str:
         return self._eos_token
 
-    @property
-    def tokenizer(self):
-        """The underlying ``tokenizers.Tokenizer`` (for inspection; encode through this class)."""
-        return self._tokenizer
-
     def id_to_token(self, index: int) -> str | None:
         return self._tokenizer.id_to_token(int(index))
-
-    def tokens(self, ids: Sequence[int]) -> list[str | None]:
-        """The byte-level token strings of ``ids`` (``Ġ`` stands for a space), for debugging."""
-        return [self.id_to_token(i) for i in ids]
 
 
 def gpt2_vocabulary(path: str | os.PathLike[str]) -> ByteLevelBPEVocabulary:

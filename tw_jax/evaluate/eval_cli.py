@@ -19,6 +19,7 @@ scores generated answers; ``docs/metrics.md`` defines them.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from tw_jax.cli_parser import without_gin_trail
@@ -45,6 +46,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         parser.add_argument("--split", metavar="SPLIT",
                             help="split to read: validation (the run's EVAL_SPLIT by default) "
                             "or test")
+        if name == "eval":
+            parser.add_argument("--per-probe", metavar="FILE.jsonl", dest="per_probe",
+                                help="also write each example's id, category, text, "
+                                "log-likelihood, scored tokens and whether greedy decoding "
+                                "gives the target, one JSON line each")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -58,6 +64,9 @@ def _run(args: argparse.Namespace) -> int:
               f"{args.gin_file[0]}", file=sys.stderr)
     args.gin_bindings = [*args.gin_bindings,
                          *run_config.shortcut_bindings(args.command_name, args.task, args.split)]
+    if getattr(args, "per_probe", None):
+        args.gin_bindings.append(
+            f"tw_jax.evaluate.evaluate.per_probe_path={json.dumps(args.per_probe)}")
     failed = parse_gin(args, gin_setup.MACROS_EVAL)
     if failed is not None:
         return failed

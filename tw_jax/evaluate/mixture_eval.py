@@ -6,14 +6,16 @@ so the lifelong runner, its report and ``tw-jax eval`` share one code path.
 
 Which mixture gives a metric group, by the model's training objective:
 
-==============  =====================  =====================
-group           ``lm`` (GPT-2)         ``ssm`` (T5)
-==============  =====================  =====================
-``ppl``         ``twiki_probes_<P>``   ``…_ssm``
-``ppl_object``  ``…_object``           ``…_ssm``
-``ppl_cloze``   ``…_cloze``            ``…_ssm_cloze``
-``qa``          ``…_object``           ``…_ssm``
-==============  =====================  =====================
+==============  =====================  =====================  ======================
+group           ``lm`` (GPT-2)         ``lm_<name>``          ``ssm`` (T5)
+==============  =====================  =====================  ======================
+``ppl``         ``twiki_probes_<P>``   ``…_lm_<name>``        ``…_ssm``
+``ppl_object``  ``…_object``           ``…_lm_<name>_object`` ``…_ssm``
+``ppl_cloze``   ``…_cloze``            ``…_lm_<name>_cloze``  ``…_ssm_cloze``
+``qa``          ``…_object``           ``…_lm_<name>_object`` ``…_ssm``
+==============  =====================  =====================  ======================
+
+(``lm_<name>``: a causal LM in a model folder's own tokenizer, :mod:`tw_jax.tasks.names`.)
 
 ``<P>`` is the period's token (:mod:`tw_jax.tasks.names`: ``0809``, ``202412_202501``).
 
@@ -51,25 +53,21 @@ Values = dict[tuple[str, str], float]
 # (category, metric) -> an (examples, 2) array: each example's [log-likelihood, scored tokens]
 Scores = dict[tuple[str, str], np.ndarray]
 
-# objective -> metric group -> the probe format (task-name suffix) whose metrics give it
-PROBE_FORMS: dict[str, dict[str, str]] = {
-    "lm": {"ppl": "", "ppl_object": "_object", "ppl_cloze": "_cloze", "qa": "_object"},
-    "ssm": {"ppl": "_ssm", "ppl_object": "_ssm", "ppl_cloze": "_ssm_cloze", "qa": "_ssm"},
-}
+# metric group -> the probe variant whose format's metrics give it (the format's task-name
+# suffix per objective: tw_jax.tasks.names.probe_suffix)
+PROBE_VARIANTS: dict[str, str] = {"ppl": "text", "ppl_object": "object", "ppl_cloze": "cloze",
+                                  "qa": "object"}
 QA = "qa"
 
 
 def probe_forms(model: Any, groups: Sequence[str]) -> dict[str, list[str]]:
     """``{format suffix: [groups it gives]}`` for the probe groups among ``groups``."""
     objective = model_for(model).objective
-    forms = PROBE_FORMS.get(objective)
-    if forms is None:
-        raise ValueError(f"no probe task format for a model of objective {objective!r} "
-                         f"(known: {', '.join(PROBE_FORMS)})")
     found: dict[str, list[str]] = {}
     for group in groups:
-        if group in forms:
-            found.setdefault(forms[group], []).append(group)
+        if group in PROBE_VARIANTS:
+            suffix = names.probe_suffix(objective, PROBE_VARIANTS[group])
+            found.setdefault(suffix, []).append(group)
     return found
 
 

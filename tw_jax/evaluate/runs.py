@@ -7,6 +7,14 @@ the gin files that built the run (their ``MODEL`` and ``MESH_SHAPE``), or from t
 folder's own ``config.json``. Parameters are restored straight into this mesh's shardings,
 whatever mesh or host count wrote them (:func:`tw_jax.runtime.checkpoints.initial_params`).
 
+A step records the settings of the model it trained (``meta["model"]``); a configuration that
+builds the same parameters but another model (``GPT2Config.activation='relu'`` over the run's own
+``config.gin``) would score that other model without a word, so a difference is a
+:class:`TrainedSettingsError` naming the settings, before any tensor is read (tensors of other
+shapes are named by the restore, with both shapes). Settings that change how a model trains or
+is stored, never what it scores (dropout, initialisers, rematerialisation, freezing, compute and
+parameter dtypes), may differ.
+
     with loaded_run(ModelSource(model_dir="gs://b/run", gin_files=["kadapter.gin"])) as run:
         run.model.score(run.params, batch)
 """
@@ -18,6 +26,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from flax import traverse_util
+
+from tw_jax.errors import UsageError
 from tw_jax.io import paths
 from tw_jax.io.paths import PathLike
 from tw_jax.models import families_by_type, model_for
@@ -25,6 +36,47 @@ from tw_jax.models.hf_io import read_config
 from tw_jax.models.sharding import activate
 from tw_jax.runtime import checkpoints, gin_setup
 from tw_jax.runtime.run_model import RunModel, build_run_model
+
+# Settings free to differ between the model a step trained and the one that scores it: how it
+# trains (dropout, initialisers, rematerialisation, freezing) or its precision, not what it is.
+SCORE_NEUTRAL_SETTINGS = frozenset({
+    "dropout_rate", "attention_dropout", "activation_dropout", "initializer_range",
+    "initializer_factor", "init_std", "init_stddev", "remat", "freeze", "dtype", "param_dtype"})
+
+
+class TrainedSettingsError(UsageError):
+    """A step evaluated with another model than it trained: a one-line error naming the
+    settings (recorded → given) and what to do; the CLI exits 2."""
+
+
+def _shapes(tree: Any) -> dict[str, tuple[int, ...]]:
+    return {name: tuple(leaf.shape)
+            for name, leaf in traverse_util.flatten_dict(tree, sep="/").items()}
+
+
+def check_model_settings(step_dir: str, config: Any, abstract_params: Any = None) -> None:
+    """Refuse to score the step ``step_dir`` with ``config`` when a setting that changes what
+    the model computes differs from those the step records; a step without a record (saved by
+    an older tw_jax, converted from T5X) is not checked. When ``abstract_params`` (the model's
+    tree) differs from the step's in its tensors, the restore names them, tensor and shapes,
+    instead."""
+    recorded = (checkpoints.saved_meta(step_dir) or {}).get("model")
+    if not isinstance(recorded, dict):
+        return
+    if abstract_params is not None and _shapes(checkpoints.saved_params(step_dir)) != _shapes(
+            abstract_params):
+        return
+    changes = [(name, old, new) for name, old, new in
+               checkpoints.setting_differences(recorded, checkpoints.model_record(config))
+               if name.rsplit(".", 1)[-1] not in SCORE_NEUTRAL_SETTINGS]
+    if not changes:
+        return
+    said = ", ".join(f"{name} {old!r} → {new!r}".replace("'", "") for name, old, new in changes)
+    raise TrainedSettingsError(
+        f"{step_dir}: was trained with other model settings than this configuration gives "
+        f"({said}; recorded → given), so it would score another model than it trained; "
+        "evaluate it with its own settings (--gin.MODEL_DIR=DIR and no --gin_file reads the "
+        "run's DIR/config.gin; leave out the bindings that change them)")
 
 
 @dataclass
@@ -100,6 +152,7 @@ def load_params(
             raise checkpoints.CheckpointError(f"{source}: no checkpoint to evaluate") from error
         name = found.rstrip("/").rsplit("/", 1)[-1]
         found_step = int(name) if name.isdigit() else None
+        check_model_settings(found, run.config, run.abstract_params)
     merged, missing = checkpoints.initial_params(
         lambda: run.init_params(0), source, run.abstract_params
     )

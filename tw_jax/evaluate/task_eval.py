@@ -95,15 +95,18 @@ def evaluate(
     beam_size: int = 1,
     qa_protocol: str | None = None,
     mesh_shape: Sequence[int] = (-1, 1, 1),
+    per_probe_path: str | None = None,
 ) -> dict[str, Any]:
     """Every task of ``mixture_or_task_name`` through ``seqio.Evaluator``: its own metrics per
-    task, logged under ``MODEL_DIR/inference_eval`` (see the module docstring)."""
+    task, logged under ``MODEL_DIR/inference_eval`` (see the module docstring); with
+    ``per_probe_path`` (``tw-jax eval --per-probe``) every example's log-likelihood, scored
+    tokens and greedy flag as JSONL there too (:mod:`tw_jax.evaluate.probe_records`)."""
     import seqio
 
     distributed.initialize()
     model_dir = paths.resolve(model_dir)
     name = task_data.task_name(mixture_or_task_name, model_config)
-    ensure_tasks(name)
+    ensure_tasks(name, model_config, model_dir=model_dir, initial_checkpoint=checkpoint_path)
     check_lengths(name, task_feature_lengths)
     run = build_run_model(model_config, mesh_shape)
     for task in seqio.get_subtasks(seqio.get_mixture_or_task(name)):
@@ -133,6 +136,10 @@ def evaluate(
     future, _ = evaluator.evaluate(compute_metrics=True, step=step, score_fn=fns.score_fn,
                                    predict_fn=fns.predict_fn)
     found = {task: metric_values(values) for task, values in future.result().items()}
+    if per_probe_path is not None and writer:
+        from tw_jax.evaluate.probe_records import write_per_probe
+
+        write_per_probe(paths.resolve(per_probe_path), evaluator, fns)
     evaluator.close()
     summary = {"step": step, "split": split, "tasks": found}
     if writer:
@@ -162,7 +169,8 @@ def infer(
     distributed.initialize()
     model_dir = paths.resolve(model_dir)
     mixture_or_task_name = task_data.task_name(mixture_or_task_name, model_config)
-    ensure_tasks(mixture_or_task_name)
+    ensure_tasks(mixture_or_task_name, model_config, model_dir=model_dir,
+                 initial_checkpoint=checkpoint_path)
     check_prompts(mixture_or_task_name)
     check_lengths(mixture_or_task_name, task_feature_lengths)
     run = build_run_model(model_config, mesh_shape)

@@ -16,7 +16,9 @@ A results file, which several runs extend, has its appender (:func:`append_lines
 - **A failed write leaves the file as it was**: locally the file is truncated back to its size
   before the append (a short write, a full disk); in a bucket, where objects cannot be appended
   to, the old bytes plus the new rows are uploaded under a temporary name and moved into place,
-  so a reader sees the old file or the whole new one.
+  so a reader sees the old file or the whole new one. A full disk, a spent quota or a file-size
+  limit (ENOSPC, EDQUOT, EFBIG) is then one :class:`~tw_jax.errors.OutputError` naming the file
+  and how many rows were not appended, which the CLI prints as one line.
 
 Two runs appending to one bucket object at once may lose one run's rows (the later upload wins):
 give concurrent runs their own output folder.
@@ -30,9 +32,9 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from tw_jax.errors import DumpError
+from tw_jax.errors import DumpError, OutputError
 from tw_jax.io import paths
-from tw_jax.io.atomic import atomic_open
+from tw_jax.io.atomic import atomic_open, disk_full_errno, disk_full_reason
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +103,10 @@ def repaired(data: bytes, where: str) -> bytes:
 
 def append_lines(path: paths.PathLike, lines: Iterable[str]) -> str:
     """Append ``lines`` (each one JSON row, without its newline) to ``path``, local or gs://,
-    in one write, after repairing a torn last line; returns the path."""
-    payload = "".join(f"{line}\n" for line in lines).encode("utf-8")
+    in one write, after repairing a torn last line; returns the path. A full disk leaves the
+    file as it was and is an :class:`OutputError` naming it."""
+    rows = [f"{line}\n" for line in lines]
+    payload = "".join(rows).encode("utf-8")
     where = os.fspath(path)
     if not payload:
         return where
@@ -111,7 +115,22 @@ def append_lines(path: paths.PathLike, lines: Iterable[str]) -> str:
         with atomic_open(where, "wb") as handle:
             handle.write(repaired(old, where) + payload)
         return where
+    try:
+        _append_local(where, payload)
+    except OSError as error:
+        number = disk_full_errno(error)
+        if number is None:
+            raise
+        raise OutputError(where, f"{disk_full_reason(number, where)}; {len(rows)} row(s) not "
+                          "appended, the file is as it was") from None
+    return where
+
+
+def _append_local(where: str, payload: bytes) -> None:
+    """``payload`` appended to the local file ``where`` after repairing a torn last line; a
+    write that fails puts the file back as it was, torn fragment included, and raises."""
     os.makedirs(os.path.dirname(os.path.abspath(where)), exist_ok=True)
+    created = not os.path.exists(where)
     fd = os.open(where, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         size = os.fstat(fd).st_size
@@ -136,10 +155,11 @@ def append_lines(path: paths.PathLike, lines: Iterable[str]) -> str:
             if dropped:
                 os.lseek(fd, kept, os.SEEK_SET)
                 _write_all(fd, dropped, where)
+            if created:  # as it was: absent
+                os.unlink(where)
             raise
     finally:
         os.close(fd)
-    return where
 
 
 def _write_all(fd: int, data: bytes, where: str) -> None:

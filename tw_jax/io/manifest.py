@@ -5,7 +5,8 @@ retrieval indexes (:mod:`tw_jax.retrieval.index`). Local or ``gs://``."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Container, Mapping
+import os
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 from tw_jax.io import paths
@@ -68,4 +69,69 @@ def problem(folder: str, files: Mapping[str, Mapping[str, Any]],
     return None
 
 
-__all__ = ["digest", "files_below", "problem", "record"]
+# --- files named one by one (a SeqIO cache's sources), hashed once per process -------------------
+
+_hashed: dict[tuple[str, int, int], str] = {}  # (path, bytes, modification stamp) -> SHA-256
+
+
+def stamp(path: str) -> tuple[int, int]:
+    """``(bytes, modification time)`` of a file (nanoseconds locally, seconds in a bucket): what
+    says, without reading it, that a file hashed earlier in this process is still the same."""
+    if paths.is_url(path):
+        stat = paths.as_path(path).stat()
+        return int(stat.length), int(stat.mtime)
+    stat = os.stat(path)
+    return stat.st_size, stat.st_mtime_ns
+
+
+def digest_once(path: str) -> tuple[int, str]:
+    """``(bytes, SHA-256)`` of a file, streamed, hashed once per process while its size and
+    modification time stay: a run checks many tasks that share files (a mixture's probe tasks,
+    a month's SSM and LM tasks), and a rerun of the check costs one ``stat`` per file."""
+    size, when = stamp(path)
+    key = (path, size, when)
+    if key not in _hashed:
+        hashed_size, sha = digest(path)
+        if hashed_size != size:  # changed while it was read: never remember that
+            return hashed_size, sha
+        _hashed[key] = sha
+    return size, _hashed[key]
+
+
+def record_files(files: Iterable[str], root: str) -> dict[str, dict[str, Any]]:
+    """:func:`record` of the files named (each below ``root``), keyed relative to ``root``."""
+    prefix = root.rstrip("/") + "/"
+    recorded = {}
+    for path in sorted(files):
+        size, sha = digest_once(path)
+        recorded[path[len(prefix):] if path.startswith(prefix) else path] = {
+            "bytes": size, "sha256": sha}
+    return recorded
+
+
+def differences(root: str, files: Mapping[str, Mapping[str, Any]], present: Iterable[str],
+                since: str = "recorded") -> list[tuple[str, str]]:
+    """Every ``(relative path, what differs)`` between the record ``files`` and the files
+    ``present`` now (relative to ``root``): missing, new, resized, changed. Sizes are compared
+    before any file is hashed, and only files of the recorded size are hashed
+    (:func:`digest_once`)."""
+    now = set(present)
+    found = [(relative, "is missing") for relative in sorted(set(files) - now)]
+    found += [(relative, "is new") for relative in sorted(now - set(files))]
+    same_size = []
+    for relative in sorted(now & set(files)):
+        size, _ = stamp(paths.join(root, relative))
+        if size != files[relative]["bytes"]:
+            found.append((relative, f"has {size} bytes, {files[relative]['bytes']} were {since}"))
+        else:
+            same_size.append(relative)
+    for relative in same_size:
+        _, sha = digest_once(paths.join(root, relative))
+        if sha != files[relative]["sha256"]:
+            found.append((relative, f"does not match its checksum (its bytes changed after it "
+                                    f"was {since})"))
+    return found
+
+
+__all__ = ["differences", "digest", "digest_once", "files_below", "problem", "record",
+           "record_files", "stamp"]

@@ -14,6 +14,10 @@ command before it writes:
   dead run's and is removed, as are ``tw_jax_*`` scratch folders of ended processes in the
   temp dir (:func:`scratch_dir`, which honours ``TMPDIR``).
 
+A full disk or a file-size limit while the lock is written (ENOSPC, EDQUOT, EFBIG) is one
+:class:`~tw_jax.errors.OutputError` naming the lock file, and the folder is left as it was: no
+half-written lock (which a later run would take over as a dead run's), no temporary beside it.
+
 The lock is re-entrant within one process (the demo and the lifelong runner claim folders
 inside folders they hold). In a bucket the lock is best effort: written if absent (object
 stores have no exclusive create through our path layer), and a holder on another host cannot
@@ -37,7 +41,7 @@ from dataclasses import dataclass
 
 from tw_jax.errors import OutputError
 from tw_jax.io import paths
-from tw_jax.io.atomic import disk_full_errno
+from tw_jax.io.atomic import disk_full_errno, disk_full_reason
 from tw_jax.io.paths import PathLike
 
 LOCK_NAME = ".tw_jax.lock"
@@ -121,8 +125,32 @@ def _read_holder(lock: str) -> Holder | None:
 
 
 def _write_lock(lock: str, holder: Holder, *, exclusive: bool) -> bool:
-    """Writes the lock; with ``exclusive``, False when one exists already."""
+    """Writes the lock; with ``exclusive``, False when one exists already. A full disk is an
+    :class:`OutputError` naming the lock, after whatever this write created is removed."""
     text = json.dumps(holder.__dict__, indent=2) + "\n"
+    try:
+        return _write_lock_text(lock, text, exclusive=exclusive)
+    except OSError as error:
+        number = disk_full_errno(error)
+        if number is None:
+            raise
+        raise OutputError(lock, f"cannot take the folder's lock: {disk_full_reason(number, lock)}"
+                          "; nothing in the folder was changed and the run did not start"
+                          ) from None
+
+
+def _write_whole(path: str, text: str) -> None:
+    """``text`` as the new file ``path``; a write that fails removes the file."""
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+
+
+def _write_lock_text(lock: str, text: str, *, exclusive: bool) -> bool:
     if paths.is_url(lock):
         if exclusive and paths.exists(lock):
             return False
@@ -130,15 +158,13 @@ def _write_lock(lock: str, holder: Holder, *, exclusive: bool) -> bool:
         return True
     if not exclusive:
         temporary = f"{lock}.{os.getpid()}"
-        with open(temporary, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        _write_whole(temporary, text)
         os.replace(temporary, lock)
         return True
     # The lock appears with its content in one step (a hard link of a written file), so another
     # run never reads it empty and takes it over as a dead writer's.
     temporary = f"{lock}.tmp-{os.getpid()}"  # a leftover of a killed run matches _TEMPORARY
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    _write_whole(temporary, text)
     try:
         os.link(temporary, lock)
     except FileExistsError:
@@ -156,8 +182,13 @@ def _create_then_write(lock: str, text: str) -> bool:
         descriptor = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
         return False
-    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except BaseException:  # an empty lock would pass for a dead writer's: none is left
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        raise
     return True
 
 
@@ -262,7 +293,13 @@ def claimed(folder: PathLike, command: str) -> Iterator[str]:
     if _held.get(lock):
         _held[lock] += 1
     else:
-        _acquire(folder, lock, command)
+        try:
+            _acquire(folder, lock, command)
+        except BaseException:
+            if created:  # the folder this claim made, left as it was found: absent
+                with contextlib.suppress(OSError):
+                    os.rmdir(folder)
+            raise
         _held[lock] = 1
         _remove_leftovers(folder)
     try:

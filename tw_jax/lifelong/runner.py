@@ -128,9 +128,10 @@ from tw_jax.models import model_for
 from tw_jax.preprocess.probes.probe_csv import read_probe_csv
 from tw_jax.preprocess.runners.accounting import STATS_FILE
 from tw_jax.runtime import task_data
+from tw_jax.runtime.model_tokenizer import use_model_tokenizer
 from tw_jax.tasks import LazyVocabulary, names
 from tw_jax.tasks.layout import discover, resolve_data_dir
-from tw_jax.tasks.probes import LIGHTTUNING_MIX, QA_SUFFIX
+from tw_jax.tasks.probes import LIGHTTUNING_MIX
 from tw_jax.time import BASE, Period, Trained, label
 from tw_jax.train import trainer
 from tw_jax.train.config import TrainConfig
@@ -228,6 +229,7 @@ class LifelongRun:
         self.periods = self._spelled(self.periods)
         self._check_rerun()
         tw_jax.tasks.register_all(found)  # gin may name the tasks' vocabularies
+        self._register_model_tokenizer()
 
         initial = self._initial()
         if self.method == INITIAL:
@@ -240,6 +242,15 @@ class LifelongRun:
         for period in self.periods:
             previous = self._update(period, previous)
         return self.summary
+
+    def _register_model_tokenizer(self) -> None:
+        """A model with a tokenizer of its own (a Hugging Face folder's) has its tasks from
+        the start: INITIAL is scored before anything trains (which would register them)."""
+        start = self.options.initial_checkpoint
+        for run in (self.runs.initial, self.runs.method):
+            if run is not None:
+                use_model_tokenizer(run.model_config, initial_checkpoint=str(
+                    start or run.initial_checkpoint_path or "") or None)
 
     def _check_rerun(self) -> None:
         """A rerun resumes only the run it recorded (:mod:`tw_jax.lifelong.run_record`)."""
@@ -432,7 +443,7 @@ class LifelongRun:
         steps = -(-rows // batch)
         target = paths.join(options.out_dir, "lighttuned", update.method,
                             str(update.trained_through), period.name)
-        kind = QA_SUFFIX[model_for(run.model_config).objective]
+        kind = names.qa_suffix(model_for(run.model_config).objective)
         length = options.lighttune_length
         result = trainer.train(run.replace(
             model_config=dataclasses.replace(run.model_config, freeze="none"),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import tw_jax.tasks
 from tw_jax.evaluate.groups import INITIAL, OPEN_BOOK
+from tw_jax.io import paths
 from tw_jax.lifelong.options import LifelongError, LifelongOptions, default_initial_gin_files
 from tw_jax.runtime import gin_setup, task_data
 from tw_jax.train.config import TrainConfig
@@ -97,14 +98,19 @@ def parse_runs(options: LifelongOptions, method: str) -> ParsedRuns:
     """Parse INITIAL's gin files, then the method's (whose state gin keeps: task registration
     reads its bindings). Each update sets its own MODEL_DIR, task and start point on these."""
     initial_files = options.initial_gin_files or default_initial_gin_files(options.gin_files)
+    bindings = list(options.gin_bindings)
+    start = options.initial_checkpoint
+    if start and paths.isfile(paths.join(str(start), "config.json")):
+        # --initial-checkpoint of a Hugging Face folder: the run's model is the folder's, as
+        # tw-jax train's from INITIAL_CHECKPOINT_PATH (tw_jax.runtime.start_model)
+        bindings.append(f"INITIAL_CHECKPOINT_PATH={str(start)!r}")
     # Not strict: a --gin macro of the method's files may be unused by INITIAL's (the method's
     # parse below checks them).
-    gin_setup.parse(initial_files, options.gin_bindings, options.gin_search_paths,
-                    strict_macros=False)
+    gin_setup.parse(initial_files, bindings, options.gin_search_paths, strict_macros=False)
     initial = train_config()
     # No gin binding refers to TRAIN_EPOCHS (the runner reads it), so gin's check of unused
     # macros must not count it.
-    gin_setup.parse(options.gin_files, options.gin_bindings, options.gin_search_paths,
+    gin_setup.parse(options.gin_files, bindings, options.gin_search_paths,
                     runner_macros=(EPOCHS_MACRO,))
     trains = method not in (INITIAL, *OPEN_BOOK)
     return ParsedRuns(initial, train_config() if trains else None, update_epochs(),

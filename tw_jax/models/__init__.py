@@ -5,7 +5,8 @@
   this package asks it, never which family it holds.
 - :func:`load_pretrained` reads a Hugging Face folder, local or ``gs://`` (``config.json`` +
   safetensors), and dispatches on ``model_type`` to the registered families (``gpt2``, ``t5``,
-  ``bart``).
+  ``bart``, ``llama``, ``qwen2``, ``qwen3``, ``mistral``, ``gemma3_text``, ``gemma3``); a folder
+  with a ``tokenizer.json`` gives a model whose vocabulary is that tokenizer.
 - :func:`forward_logits` runs one teacher-forced forward pass and returns numpy logits, the same
   call for decoder-only and encoder-decoder models.
 - :func:`build_model` / :func:`abstract_variables` make a model from a config and its variable
@@ -35,8 +36,11 @@ from tw_jax.models.base import (
     registered_families,
 )
 from tw_jax.models.families import BARTModel, GPT2Model, T5Model
+from tw_jax.models.gemma import GemmaConfig
 from tw_jax.models.gpt2 import GPT2, GPT2Config
 from tw_jax.models.hf_io import read_config
+from tw_jax.models.llama import LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config, RopeScaling
+from tw_jax.models.settings import FREEZE_AUTO, ModelSettings, ModelSettingsError, apply_settings
 from tw_jax.models.t5 import T5, T5Config
 from tw_jax.models.variants import (
     KAdapterConfig,
@@ -48,23 +52,34 @@ from tw_jax.models.variants import (
 )
 
 __all__ = [
+    "GemmaConfig",
+    "hf_folder_config",
+    "LlamaConfig",
+    "MistralConfig",
+    "Qwen2Config",
+    "Qwen3Config",
+    "RopeScaling",
     "BART",
     "BARTConfig",
     "BARTModel",
     "BaseModel",
     "DecoderOnlyModel",
     "EncoderDecoderModel",
+    "FREEZE_AUTO",
     "GPT2",
     "GPT2Config",
     "GPT2Model",
     "KAdapterConfig",
     "LoRAConfig",
+    "ModelSettings",
+    "ModelSettingsError",
     "ModularConfig",
     "ParamCount",
     "T5",
     "T5Config",
     "T5Model",
     "abstract_variables",
+    "apply_settings",
     "build_model",
     "count_params",
     "families_by_type",
@@ -76,7 +91,7 @@ __all__ = [
     "registered_families",
 ]
 
-ModelConfig = GPT2Config | T5Config | BARTConfig
+ModelConfig = GPT2Config | T5Config | BARTConfig | LlamaConfig | GemmaConfig
 
 
 def build_model(config: ModelConfig) -> nn.Module:
@@ -128,6 +143,22 @@ def load_pretrained(path: str | os.PathLike[str], **overrides: Any) -> tuple[nn.
     config, params = known[model_type].load_hf(folder, **overrides)
     module = model_for(config).module
     return module, _with_variant_weights(module, params, folder)
+
+
+def hf_folder_config(path: str | os.PathLike[str], **overrides: Any) -> Any:
+    """The model config of a Hugging Face folder (its ``config.json``; with a
+    ``tokenizer.json``, a model of that tokenizer), reading no weights: what
+    :func:`load_pretrained` would build."""
+    folder = os.fspath(path)
+    hf = read_config(folder)
+    known = families_by_type()
+    model_type = hf.get("model_type")
+    if model_type not in known:
+        raise ValueError(
+            f"{os.path.join(folder, 'config.json')}: model_type {model_type!r} is not supported "
+            f"(supported: {', '.join(sorted(known))})"
+        )
+    return known[model_type].hf_folder_config(folder, hf, **overrides)
 
 
 def forward_logits(

@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from tw_jax.data.tokens import Span, encode_with_offsets, span_mask
+from tw_jax.data.tokens import Span, encode_with_offsets, prefix_id, span_mask
 from tw_jax.models import decoding, features
 from tw_jax.models.token_scores import (
     CausalExample,
@@ -60,7 +60,8 @@ class BaseModel(abc.ABC):
     module_class: ClassVar[type[nn.Module]]
     model_type: ClassVar[str]  # config.json's ``model_type`` of its Hugging Face checkpoints
     objective: ClassVar[str]  # the task form it trains on: "ssm", "lm" or "denoise" ({objective})
-    vocabulary_kind: ClassVar[str]  # the vocabulary it reads: "t5", "gpt2" or "bart"
+    # The vocabulary it reads: "t5", "gpt2", "bart" or "model" (a model folder's tokenizer.json).
+    vocabulary_kind: ClassVar[str]
     # How its probe answers are read (tw_jax.evaluate.qa): "teacher_forced" or "free" decoding.
     qa_protocol: ClassVar[str]
     prompt_padding: ClassVar[str]  # "left" or "right"
@@ -188,13 +189,13 @@ class BaseModel(abc.ABC):
 
     # --- how evaluations format examples ------------------------------------------------
 
-    @classmethod
-    def load_vocabulary(cls, path: str) -> Any:
+    def load_vocabulary(self, path: str) -> Any:
         """The seqio vocabulary of :attr:`vocabulary_kind` from local or ``gs://`` files."""
-        from tw_jax.data import vocabularies
+        from tw_jax.data import hf_tokenizer, vocabularies
 
         return {"t5": vocabularies.t5_vocabulary, "gpt2": vocabularies.gpt2_vocabulary,
-                "bart": vocabularies.bart_vocabulary}[cls.vocabulary_kind](path)
+                "bart": vocabularies.bart_vocabulary,
+                "model": hf_tokenizer.model_tokenizer}[self.vocabulary_kind](path)
 
     def probe_prompt(self, row: Mapping[str, str], *, cloze: bool = False) -> str:
         """The prompt that asks for a probe row's object: ``subject relation``, which the model
@@ -266,6 +267,12 @@ class BaseModel(abc.ABC):
     @abc.abstractmethod
     def load_hf(cls, folder: str, **overrides: Any) -> tuple[Any, Any]:
         """``(config, params)`` of a Hugging Face folder (``config.json`` + safetensors)."""
+
+    @classmethod
+    def hf_folder_config(cls, folder: str, hf: Mapping[str, Any], **overrides: Any) -> Any:
+        """The config :meth:`load_hf` gives for ``folder`` (whose ``config.json`` is ``hf``),
+        without reading a weight: what a run started from the folder trains."""
+        return cls.config_class.from_hf_config(dict(hf), **overrides)
 
     @abc.abstractmethod
     def save_hf(self, folder: str, params: Any) -> None:
@@ -370,8 +377,9 @@ class DecoderOnlyModel(BaseModel):
     def span_example(self, vocabulary: Any, source: str, target: str,
                      spans: Sequence[Span] | None = None, *, separator: str = "",
                      prepend_bos: bool = True) -> CausalExample:
-        """The row ``source + separator + target``; with ``prepend_bos`` EOS goes in front as
-        BOS, so the first token is scored too (else it has no context and is not)."""
+        """The row ``source + separator + target``; with ``prepend_bos`` the vocabulary's BOS
+        goes in front (EOS standing for it where there is none: GPT-2, Qwen), so the first
+        token is scored too (else it has no context and is not)."""
         text = source + separator + target
         ids, offsets = encode_with_offsets(vocabulary, text)
         if not ids:
@@ -383,7 +391,7 @@ class DecoderOnlyModel(BaseModel):
         if spans is None and not source:
             weights = [1.0] * len(ids)
         if prepend_bos:
-            return CausalExample((vocabulary.eos_id, *ids), (0.0, *weights))
+            return CausalExample((prefix_id(vocabulary), *ids), (0.0, *weights))
         return CausalExample(tuple(ids), (0.0, *weights[1:]))
 
     def sequence_example(self, ids: Sequence[int], weights: Sequence[float]) -> CausalExample:
@@ -401,7 +409,10 @@ class DecoderOnlyModel(BaseModel):
         return CausalExample(example.tokens[cut:], (0.0, *example.weights[cut + 1:])), True
 
     def prompt_ids(self, vocabulary: Any, text: str) -> list[int]:
-        return list(vocabulary.encode(text))
+        """The prompt's tokens, after the vocabulary's BOS where it has one (Llama 3, Gemma:
+        as ``generate`` reads a tokenised prompt); GPT-2's prompts start with their text."""
+        bos = vocabulary.bos_id
+        return [*([] if bos is None else [int(bos)]), *vocabulary.encode(text)]
 
     def prompt_budget(self, input_length: int, max_new_tokens: int) -> int:
         """``input_length``, less the answer's tokens: prompt and answer share one row of at

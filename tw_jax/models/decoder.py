@@ -44,6 +44,7 @@ from tw_jax.models.layers import (
 )
 
 LOGIT_AXES = ("batch", "length", "activation_vocab")
+KV_HEADS_AXES = ("batch", "length", "activation_kv_heads", "activation_kv")
 
 # --- config ------------------------------------------------------------------------------
 
@@ -176,7 +177,7 @@ def sliding_window_mask(causal: decode_cache.CausalMask, window: int | None) -> 
 
 def grouped_query_attention(
     module: nn.Module, query: jax.Array, key: jax.Array, value: jax.Array, mask: jax.Array,
-    cache_index: jax.Array | None, decode: bool, deterministic: bool, *, divide_by: jax.Array,
+    cache_index: jax.Array | None, decode: bool, deterministic: bool, *, divide_by: Any,
 ) -> jax.Array:
     """Attention of ``num_attention_heads`` queries over ``num_key_value_heads`` keys and values
     (after RoPE), shared by the families with grouped-query attention: in decode mode the keys
@@ -188,10 +189,38 @@ def grouped_query_attention(
     cfg = module.config
     if decode:
         key, value = cached_key_value(module, key, value, cache_index)
+    kernel = getattr(cfg, "attention_kernel", "xla")
+    if kernel != "xla":
+        return fused_attention(query, key, value, mask, kernel=kernel, divide_by=divide_by,
+                               dropout=0.0 if deterministic else cfg.attention_dropout)
     groups = query.shape[2] // key.shape[2]
     key, value = jnp.repeat(key, groups, axis=2), jnp.repeat(value, groups, axis=2)
     return attend(query, key, value, mask, dropout_rate=cfg.attention_dropout,
                   deterministic=deterministic, dtype=jnp.dtype(cfg.dtype), divide_by=divide_by)
+
+
+# attention_kernel -> jax.nn.dot_product_attention's ``implementation`` (None: XLA's own choice,
+# cuDNN's fused kernel on a GPU where it applies, the XLA computation elsewhere, CPU included)
+ATTENTION_KERNELS = {"xla": None, "fused": None, "cudnn": "cudnn"}
+
+
+def fused_attention(query: jax.Array, key: jax.Array, value: jax.Array, mask: jax.Array, *,
+                    kernel: str, divide_by: Any, dropout: float) -> jax.Array:
+    """:func:`grouped_query_attention` through ``jax.nn.dot_product_attention`` (the config's
+    ``attention_kernel``: ``fused``, or ``cudnn`` to insist on cuDNN's kernel): grouped
+    key/value heads as they are (the function repeats them itself), the same boolean mask and
+    scale; the numbers of the ``xla`` path within float rounding (tests/models). It has no
+    attention dropout: a rate above 0 while training is refused rather than ignored."""
+    if kernel not in ATTENTION_KERNELS:
+        raise ValueError(f"attention_kernel={kernel!r}; expected one of {sorted(ATTENTION_KERNELS)}")
+    if dropout > 0:
+        raise ValueError(f"attention_kernel={kernel!r} has no attention dropout (the config's "
+                         f"attention_dropout is {dropout}): use attention_kernel='xla'")
+    out = jax.nn.dot_product_attention(query, key.astype(query.dtype),
+                                       value.astype(query.dtype), mask=mask,
+                                       scale=float(1.0 / np.asarray(divide_by)),
+                                       implementation=ATTENTION_KERNELS[kernel])
+    return nn.with_logical_constraint(out, HEADS_AXES)
 
 
 class Attention(nn.Module):
@@ -219,21 +248,23 @@ class Attention(nn.Module):
     ) -> jax.Array:
         cfg = self.config
 
-        def projected(name: str, heads: int) -> jax.Array:
-            layer = projection(cfg, (heads, cfg.head_dim), ("embed", "heads", "kv"), name,
+        def projected(name: str, heads: int, axis: str, activation: tuple[str, ...]) -> jax.Array:
+            layer = projection(cfg, (heads, cfg.head_dim), ("embed", axis, "kv"), name,
                                use_bias=self.bias)
-            return nn.with_logical_constraint(layer(x), HEADS_AXES)
+            return nn.with_logical_constraint(layer(x), activation)
 
-        query = projected("query", cfg.num_attention_heads)
-        key = projected("key", cfg.num_key_value_heads)
-        value = projected("value", cfg.num_key_value_heads)
+        # Key/value heads have names of their own: a model axis wider than them (8 key/value
+        # heads of Llama 3 8B on 16 chips) can leave them whole while it splits the queries.
+        query = projected("query", cfg.num_attention_heads, "heads", HEADS_AXES)
+        key = projected("key", cfg.num_key_value_heads, "kv_heads", KV_HEADS_AXES)
+        value = projected("value", cfg.num_key_value_heads, "kv_heads", KV_HEADS_AXES)
         if self.qk_norm is not None:  # per head, before the rotation
             query, key = self.qk_norm(cfg, "query_norm")(query), self.qk_norm(cfg, "key_norm")(key)
         query = apply_rope(query, positions, self.inv_freq)
         key = apply_rope(key, positions, self.inv_freq)
         out = grouped_query_attention(self, query, key, value, mask, cache_index, decode,
                                       deterministic,
-                                      divide_by=jnp.sqrt(jnp.float32(self.score_dim)))
+                                      divide_by=np.sqrt(np.float32(self.score_dim)))
         return projection(cfg, (cfg.hidden_size,), ("heads", "kv", "embed"), "out", n_axes=2,
                           use_bias=self.out_bias)(out)
 

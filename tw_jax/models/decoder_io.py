@@ -15,7 +15,9 @@ held. A shard in a bucket (``gs://``) is first copied to a local temporary file
 Every tensor the config expects must be there in Hugging Face's shape, else one line names the
 file, the tensor and both shapes; a tensor the config has no place for is an error naming it (a
 family's ``rename`` may skip some, or read them under other names). A tied checkpoint has no
-``lm_head.weight``; one that has it anyway must equal the embedding.
+``lm_head.weight``; one that has it anyway must equal the embedding. A file safetensors cannot
+read (cut short by a copy that stopped, damaged) is one line naming it
+(:class:`~tw_jax.models.hf_io.UnreadableFileError`), as is an index that is not JSON.
 
 ``torch.nn.Linear`` stores ``(out, in)``; our kernels are ``(in, ...)`` with separate head axes
 (``query`` ``(embed, heads, head_dim)``, ``out`` ``(heads, head_dim, embed)``), so import
@@ -25,18 +27,24 @@ and writes ``config.json`` last (``hf_io.write_folder``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import ml_dtypes  # noqa: F401  (registers numpy's "bfloat16", which safe_open returns bf16 as)
 import numpy as np
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
 
 from tw_jax.io import paths
-from tw_jax.models.hf_io import INDEX_FILE, SINGLE_FILE, write_folder
+from tw_jax.models.hf_io import (
+    INDEX_FILE,
+    SINGLE_FILE,
+    read_weight_map,
+    unreadable_tensors,
+    write_folder,
+)
 from tw_jax.models.variants import export_params
 
 _FLOAT_DTYPES = frozenset({"BF16", "F16", "F32", "F64"})
@@ -102,11 +110,28 @@ def _checkpoint_files(folder: str) -> tuple[list[str], str]:
         return [single], single
     index = paths.join(folder, INDEX_FILE)
     if paths.isfile(index):
-        weight_map = json.loads(paths.read_text(index))["weight_map"]
+        weight_map = read_weight_map(index)
         return [paths.join(folder, shard) for shard in sorted(set(weight_map.values()))], index
     raise FileNotFoundError(
         f"no {SINGLE_FILE} or {INDEX_FILE} in {folder} (only safetensors are read; "
         "convert pytorch_model.bin with Hugging Face tools first)")
+
+
+@contextlib.contextmanager
+def _opened(file: str) -> Iterator[Any]:
+    """``safe_open`` of the safetensors ``file`` (a bucket object through a local copy); a file
+    it cannot read is one line naming ``file``. Its header is checked against the file's size
+    when it opens, so a file cut short fails here, before any tensor is taken."""
+    with paths.local_copy(file) as local:
+        try:
+            handle = safe_open(local, framework="numpy")
+        except SafetensorError as error:
+            raise unreadable_tensors(file, error) from None
+        with handle:
+            try:
+                yield handle
+            except SafetensorError as error:
+                raise unreadable_tensors(file, error) from None
 
 
 def _put(tree: dict[str, Any], path: tuple[str, ...], value: np.ndarray) -> None:
@@ -157,7 +182,7 @@ def read_params(
     taken: set[str] = set()
     head: tuple[str, np.ndarray] | None = None
     for file in files:
-        with paths.local_copy(file) as local, safe_open(local, framework="numpy") as handle:
+        with _opened(file) as handle:
             stored = {n: rename(n) if rename else n for n in list(handle.keys())}
             names = {n: ours for n, ours in stored.items() if ours is not None}
             unexpected = sorted(n for n, ours in names.items()

@@ -12,6 +12,7 @@ Gemma's subclasses :class:`HFDecoderModel` and names its classes, loader, writer
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -19,6 +20,7 @@ import flax.linen as nn
 import jax
 
 from tw_jax.data.tokens import Span, encode_with_offsets, span_mask
+from tw_jax.io import paths
 from tw_jax.models import flop_layout, t5_fill
 from tw_jax.models.bart import BART, BARTConfig
 from tw_jax.models.bart_io import BIAS, load_bart, save_bart
@@ -253,14 +255,12 @@ class HFDecoderModel(DecoderOnlyModel):
     and module classes, its ``model_type``, its loader and writer (``*_io.py``) and its FLOP
     layout; it is not a family itself (no config class, never registered).
 
-    ``vocabulary_kind`` is GPT-2's for now, as the tiny configs' 50,257 ids are: reading a
-    checkpoint's own tokenizer from its folder (Llama 3's tiktoken BPE, Qwen's BPE, Gemma's
-    SentencePiece) is a later step, so a real checkpoint's evaluation still needs that before
-    its text means anything.
+    Its vocabulary is its config's ``tokenizer``: a name (a model folder's ``tokenizer.json``,
+    :mod:`tw_jax.data.hf_tokenizer`, whose tasks are ``*_lm_<name>``), set by :meth:`load_hf`
+    from a folder that has one; or None, GPT-2's vocabulary and its ``_lm`` tasks (the tiny
+    configs of tests and smoke runs, 50,257 ids).
     """
 
-    objective = "lm"
-    vocabulary_kind = "gpt2"  # TODO: the tokenizer of the model folder (a later step)
     # The family's Hugging Face folder reader ``(folder, **overrides) -> (config, params)``,
     # writer ``(folder, config, params)`` and FLOP layout ``(config) -> (parts, locate)``.
     hf_loader: ClassVar[Callable[..., tuple[Any, Any]]]
@@ -268,12 +268,29 @@ class HFDecoderModel(DecoderOnlyModel):
     layout: ClassVar[Callable[[Any], tuple[dict[str, Any], Any]]]
 
     @property
+    def objective(self) -> str:  # type: ignore[override]
+        from tw_jax.tasks import names  # the task layer, imported only when tasks are wanted
+
+        return names.lm_objective(self.config.tokenizer)
+
+    @property
+    def vocabulary_kind(self) -> str:  # type: ignore[override]
+        return "gpt2" if self.config.tokenizer is None else "model"
+
+    @property
     def max_length(self) -> int | None:
         return int(self.config.max_position_embeddings)
 
     @classmethod
     def load_hf(cls, folder: str, **overrides: Any) -> tuple[Any, Any]:
-        return cls.hf_loader(folder, **overrides)
+        """The folder's model; with a ``tokenizer.json`` there, its tokenizer is the model's,
+        named after the folder (``Llama-3.2-1B`` -> ``llama_3_2_1b``) unless ``tokenizer`` is
+        given."""
+        return cls.hf_loader(folder, **_with_tokenizer(folder, overrides))
+
+    @classmethod
+    def hf_folder_config(cls, folder: str, hf: Mapping[str, Any], **overrides: Any) -> Any:
+        return cls.config_class.from_hf_config(dict(hf), **_with_tokenizer(folder, overrides))
 
     def save_hf(self, folder: str, params: Any) -> None:
         type(self).hf_saver(folder, self.config, params)
@@ -283,6 +300,17 @@ class HFDecoderModel(DecoderOnlyModel):
 
     def answer_text(self, text: str) -> str:
         return answer_from_gpt2(text)
+
+
+def _with_tokenizer(folder: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    """``overrides`` with the folder's tokenizer as the model's (named after the folder) where
+    the folder has a ``tokenizer.json`` and no ``tokenizer`` is given."""
+    if "tokenizer" in overrides or not paths.isfile(paths.join(folder, "tokenizer.json")):
+        return overrides
+    from tw_jax.tasks import names  # the task layer, imported only when a tokenizer is named
+
+    return {**overrides,
+            "tokenizer": names.tokenizer_name(os.path.basename(folder.rstrip("/")))}
 
 
 class LlamaModel(HFDecoderModel):
@@ -329,9 +357,8 @@ register_family(LlamaModel)
 class GemmaModel(HFDecoderModel):
     """Gemma 3's text decoder (``tw_jax/models/gemma.py``, ``model_type`` ``gemma3_text``).
 
-    Besides the tokenizer (see :class:`HFDecoderModel`), the scoring convention that goes with
-    it is a later step: Gemma puts ``<bos>``, the config's ``bos_token_id``, in front of every
-    text, where :meth:`span_example` puts EOS as GPT-2 does.
+    Its rows start with its tokenizer's ``<bos>`` (:meth:`span_example` puts the vocabulary's
+    BOS in front, :func:`tw_jax.data.tokens.prefix_id`).
     """
 
     config_class = GemmaConfig

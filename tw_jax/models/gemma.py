@@ -53,8 +53,8 @@ from tw_jax.models.decoder import (
     sliding_window_mask,
     token_embedding,
 )
-from tw_jax.models.layers import EMBED_AXES, activations
-from tw_jax.models.variants import LoRAConfig
+from tw_jax.models.layers import EMBED_AXES, activations, kadapter_output
+from tw_jax.models.variants import KAdapterConfig, LoRAConfig
 
 ARCHITECTURES = {"gemma3_text": "Gemma3ForCausalLM"}
 SLIDING, FULL = "sliding_attention", "full_attention"
@@ -106,9 +106,16 @@ class GemmaConfig(DecoderConfig):
     dtype: str = "float32"  # compute dtype; "bfloat16" on accelerators.
     param_dtype: str = "float32"
     remat: bool = False  # rematerialise each block in the backward pass
+    # "xla" (einsum, softmax in float32), "fused" (jax.nn.dot_product_attention: cuDNN's fused
+    # kernel on GPU, XLA elsewhere) or "cudnn" (that kernel or an error): decoder.py
+    attention_kernel: str = "xla"
     # Continual-learning variants (see variants.py) and which base parameters train.
     lora: LoRAConfig | None = None
-    freeze: str | None = None  # "none" | "base"; None: "base" with LoRA, else "none".
+    kadapter: KAdapterConfig | None = None  # global-attention layers fed from tapped states
+    freeze: str | None = None  # "none" | "base"; None: "base" with a variant, else "none".
+    # The model's tokenizer by name (its tasks are ``*_lm_<name>``; the folder's tokenizer.json,
+    # tw_jax.data.hf_tokenizer); None: GPT-2's vocabulary (the tiny configs). Not in config.json.
+    tokenizer: str | None = None
     model_type: str = "gemma3_text"
 
     fixed_model_type: ClassVar[str] = "gemma3_text"
@@ -345,6 +352,29 @@ class Block(nn.Module):
         return nn.with_logical_constraint(x + _norm(cfg, "post_feedforward_norm")(h), EMBED_AXES)
 
 
+class KAdapter(nn.Module):
+    """K-Adapter on the decoder stack, as GPT-2's and Llama's: Gemma layers of global attention
+    (the ``full_attention`` type: every earlier position, the global RoPE) named
+    ``adapter_{i}``, fed from the tapped hidden states and chained, ``0.1 * LayerNorm(out)``
+    added to the final (normed) hidden state, with their own key/value caches."""
+
+    config: GemmaConfig
+
+    @nn.compact
+    def __call__(
+        self, base: jax.Array, tapped: list[jax.Array], mask: jax.Array, positions: jax.Array,
+        cache_index: jax.Array | None, decode: bool, deterministic: bool,
+    ) -> jax.Array:
+        cfg = self.config
+        block = remat_block(Block, cfg)
+        return kadapter_output(
+            base, tapped,
+            lambda i, h: block(cfg, FULL, name=f"adapter_{i}")(h, mask, positions, cache_index,
+                                                                decode, deterministic),
+            cfg.kadapter, jnp.dtype(cfg.dtype), jnp.dtype(cfg.param_dtype),
+        )
+
+
 class Gemma(nn.Module):
     """A Gemma 3 text model; the same call as GPT-2's and Llama's.
 
@@ -383,11 +413,18 @@ class Gemma(nn.Module):
         x = nn.with_logical_constraint(x, EMBED_AXES)
 
         block = remat_block(Block, cfg)
+        taps = cfg.kadapter.tap_layers(cfg.num_hidden_layers) if cfg.kadapter else ()
+        tapped = []
         for i, layer_type in enumerate(cfg.layer_types):
             x = block(cfg, layer_type, name=f"layer_{i}")(
                 x, masks[layer_type], positions, causal.cache_index, decode, deterministic)
+            if i in taps:
+                tapped.append(x)
 
         x = _norm(cfg, "final_norm")(x)
+        if cfg.kadapter is not None:
+            x = KAdapter(cfg, name="kadapter")(x, tapped, masks[FULL], positions,
+                                               causal.cache_index, decode, deterministic)
         logits = lm_logits(cfg, tokens, x)
         if cfg.final_logit_softcapping is not None:  # Gemma3ForCausalLM.forward
             cap = jnp.float32(cfg.final_logit_softcapping)

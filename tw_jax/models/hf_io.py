@@ -11,6 +11,10 @@ safetensors file is read with ``load_file``; an object is fetched whole and pars
 (``safetensors.numpy.load``), and written from bytes (``safetensors.numpy.save``). Every file is
 written under a temporary name and renamed into place; ``config.json`` is written last, so a
 folder with a ``config.json`` (what loaders look for) is complete.
+
+A file that cannot be read (``config.json`` or the shard index not JSON, a safetensors file cut
+short or damaged: a copy that stopped early) is an :class:`UnreadableFileError` naming it, one
+line that the CLI prints without a traceback, never safetensors' or json's own error.
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ import os
 from typing import Any
 
 import numpy as np
+from safetensors import SafetensorError
 from safetensors.numpy import load, load_file, save, save_file
 
+from tw_jax.errors import UsageError
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open, commit, discard, temporary_sibling, write_json
 from tw_jax.models.gpt2 import GPT2Config
@@ -38,20 +44,69 @@ def _folder(path: str | os.PathLike[str]) -> str:
     return os.fspath(path)
 
 
+class UnreadableFileError(UsageError):
+    """A file of a Hugging Face folder that cannot be read: ``config.json`` or the shard index
+    not a JSON object, a safetensors file cut short or damaged. Its message names the file; a
+    :class:`~tw_jax.errors.UsageError`, so the CLI prints it as one line (exit 2), and a
+    ``ValueError``, as the loaders' other refusals are."""
+
+
+_DAMAGED = "the file is cut short or damaged; copy the folder again"
+
+
+def read_json_object(path: str) -> dict[str, Any]:
+    """The JSON object in the file ``path``; text that is not one is an
+    :class:`UnreadableFileError` naming the file and where it broke."""
+    try:
+        value = json.loads(paths.read_text(path))
+    except json.JSONDecodeError as error:
+        raise UnreadableFileError(f"{path}: not JSON at line {error.lineno}, column "
+                                  f"{error.colno} ({error.msg}): {_DAMAGED}") from None
+    except UnicodeDecodeError as error:
+        raise UnreadableFileError(f"{path}: not JSON (not UTF-8 text at byte {error.start}): "
+                                  f"{_DAMAGED}") from None
+    if not isinstance(value, dict):
+        raise UnreadableFileError(f"{path}: holds a JSON {type(value).__name__}, not an object: "
+                                  f"{_DAMAGED}")
+    return value
+
+
 def read_config(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The parsed ``config.json`` of a checkpoint folder, with a clear error when it is missing."""
+    """The parsed ``config.json`` of a checkpoint folder, with a clear error when it is missing
+    or not a JSON object."""
     folder = _folder(path)
     config_path = paths.join(folder, "config.json")
     if not paths.isfile(config_path):
         raise FileNotFoundError(f"no config.json in {folder}")
-    return json.loads(paths.read_text(config_path))
+    return read_json_object(config_path)
+
+
+def read_weight_map(index: str) -> dict[str, str]:
+    """``{tensor: shard file}`` of a ``model.safetensors.index.json``, or one line naming it."""
+    weight_map = read_json_object(index).get("weight_map")
+    if not isinstance(weight_map, dict):
+        raise UnreadableFileError(f"{index}: has no \"weight_map\" object: {_DAMAGED}")
+    return weight_map
+
+
+def unreadable_tensors(path: str, error: BaseException) -> UnreadableFileError:
+    """The one-line error of a safetensors file that safetensors cannot read (``error``), naming
+    the file as the user knows it (never a local copy of a bucket object)."""
+    reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    for prefix in ("Error while deserializing header: ", "Error while deserializing: "):
+        reason = reason.removeprefix(prefix)
+    return UnreadableFileError(f"{path}: not a readable safetensors file ({reason}): "
+                               f"{_DAMAGED}")
 
 
 def load_tensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """The tensors of one safetensors file, local or in a bucket."""
-    if paths.is_url(path):
-        return load(paths.read_bytes(path))
-    return load_file(os.fspath(path))
+    try:
+        if paths.is_url(path):
+            return load(paths.read_bytes(path))
+        return load_file(os.fspath(path))
+    except SafetensorError as error:
+        raise unreadable_tensors(os.fspath(path), error) from None
 
 
 def read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
@@ -61,7 +116,7 @@ def read_safetensors(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
         return load_tensors(paths.join(folder, SINGLE_FILE))
     index = paths.join(folder, INDEX_FILE)
     if paths.isfile(index):
-        weight_map = json.loads(paths.read_text(index))["weight_map"]
+        weight_map = read_weight_map(index)
         tensors: dict[str, np.ndarray] = {}
         for shard in sorted(set(weight_map.values())):
             tensors.update(load_tensors(paths.join(folder, shard)))

@@ -51,8 +51,8 @@ from tw_jax.models.decoder import (
     sliding_window_mask,
     token_embedding,
 )
-from tw_jax.models.layers import EMBED_AXES
-from tw_jax.models.variants import LoRAConfig
+from tw_jax.models.layers import EMBED_AXES, kadapter_output
+from tw_jax.models.variants import KAdapterConfig, LoRAConfig
 
 MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
 # Hugging Face's class of each type, written to an exported config.json's ``architectures``.
@@ -120,9 +120,16 @@ class LlamaConfig(DecoderConfig):
     dtype: str = "float32"  # compute dtype; "bfloat16" on accelerators.
     param_dtype: str = "float32"
     remat: bool = False  # rematerialise each block in the backward pass
+    # "xla" (einsum, softmax in float32), "fused" (jax.nn.dot_product_attention: cuDNN's fused
+    # kernel on GPU, XLA elsewhere) or "cudnn" (that kernel or an error): decoder.py
+    attention_kernel: str = "xla"
     # Continual-learning variants (see variants.py) and which base parameters train.
     lora: LoRAConfig | None = None
-    freeze: str | None = None  # "none" | "base"; None: "base" with LoRA, else "none".
+    kadapter: KAdapterConfig | None = None  # Llama layers fed from tapped hidden states
+    freeze: str | None = None  # "none" | "base"; None: "base" with a variant, else "none".
+    # The model's tokenizer by name (its tasks are ``*_lm_<name>``; the folder's tokenizer.json,
+    # tw_jax.data.hf_tokenizer); None: GPT-2's vocabulary (the tiny configs). Not in config.json.
+    tokenizer: str | None = None
     model_type: str = "llama"
 
     fixed_model_type: ClassVar[str] = "llama"
@@ -398,6 +405,29 @@ class Block(nn.Module):
         return nn.with_logical_constraint(x + h, EMBED_AXES)
 
 
+class KAdapter(nn.Module):
+    """K-Adapter on the decoder stack, as GPT-2's (``gpt2.py``): Llama layers named
+    ``adapter_{i}`` fed from the tapped hidden states and chained, ``0.1 * LayerNorm(out)``
+    added to the final (normed) hidden state; each adapter layer has its own key/value cache
+    and the base model's RoPE, so decoding runs it step by step too."""
+
+    config: LlamaConfig
+
+    @nn.compact
+    def __call__(
+        self, base: jax.Array, tapped: list[jax.Array], mask: jax.Array, positions: jax.Array,
+        cache_index: jax.Array | None, decode: bool, deterministic: bool,
+    ) -> jax.Array:
+        cfg = self.config
+        block = remat_block(Block, cfg)
+        return kadapter_output(
+            base, tapped,
+            lambda i, h: block(cfg, name=f"adapter_{i}")(h, mask, positions, cache_index,
+                                                          decode, deterministic),
+            cfg.kadapter, jnp.dtype(cfg.dtype), jnp.dtype(cfg.param_dtype),
+        )
+
+
 class Llama(nn.Module):
     """A Llama-style language model; the same call as GPT-2's.
 
@@ -430,9 +460,16 @@ class Llama(nn.Module):
         x = nn.with_logical_constraint(tokens(input_ids), EMBED_AXES)
 
         block = remat_block(Block, cfg)
+        taps = cfg.kadapter.tap_layers(cfg.num_hidden_layers) if cfg.kadapter else ()
+        tapped = []
         for i in range(cfg.num_hidden_layers):
             x = block(cfg, name=f"layer_{i}")(x, mask, positions, causal.cache_index, decode,
                                               deterministic)
+            if i in taps:
+                tapped.append(x)
 
         x = _norm(cfg, "final_norm")(x)
+        if cfg.kadapter is not None:
+            x = KAdapter(cfg, name="kadapter")(x, tapped, mask, positions, causal.cache_index,
+                                               decode, deterministic)
         return nn.with_logical_constraint(lm_logits(cfg, tokens, x), LOGIT_AXES)

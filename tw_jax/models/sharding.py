@@ -36,6 +36,7 @@ LOGICAL_AXIS_RULES: tuple[tuple[str, str | tuple[str, ...] | None], ...] = (
     ("activation_embed", None),
     ("activation_mlp", "model"),
     ("activation_heads", "model"),
+    ("activation_kv_heads", "model"),  # grouped-query keys/values: ('...', None) if too few
     ("activation_kv", None),
     ("activation_vocab", "model"),
     # Parameters.
@@ -43,6 +44,7 @@ LOGICAL_AXIS_RULES: tuple[tuple[str, str | tuple[str, ...] | None], ...] = (
     ("embed", "fsdp"),
     ("mlp", "model"),
     ("heads", "model"),
+    ("kv_heads", "model"),
     ("kv", None),
     ("joined_kv", "model"),
     ("position", None),

@@ -27,7 +27,12 @@ Starting point (:func:`initial_params`): the latest checkpoint in MODEL_DIR (aut
 handled by the trainer), else ``INITIAL_CHECKPOINT_PATH``: a Hugging Face folder
 (``config.json`` + safetensors), a checkpoint step folder of ours, or a MODEL_DIR whose latest
 checkpoint is taken. Parameters it lacks (new LoRA / adapter / Modular weights) keep their fresh
-initialisation and are named in the log.
+initialisation and are named in the log; ``check`` (the trainer's) sees them first, and may refuse
+a start that would initialise parameters of the base model.
+
+Model settings (:func:`model_record`): every step the trainer saves records its model's config
+in ``meta["model"]``, so a resume or an evaluation can say which settings differ
+(:func:`setting_changes`: ``n_layer 3 → 4``) from the model it is asked to build.
 
 Any layout. Every restore names its target: the current mesh's shardings (resume, a starting
 point, evaluation) or host numpy (:func:`read_params`), so a checkpoint written by 8 devices or
@@ -38,17 +43,20 @@ epath and TensorStore.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import logging
 import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
+from flax import traverse_util
 
 from tw_jax.errors import OutputError
 from tw_jax.io import paths
@@ -437,6 +445,31 @@ def saved_meta(step_dir: str) -> dict[str, Any] | None:
     return dict(meta) if isinstance(meta, dict) else None
 
 
+def model_record(model_config: Any) -> dict[str, Any]:
+    """What a checkpoint records of its model: the config's class and every setting, as JSON."""
+    settings = dataclasses.asdict(model_config) if dataclasses.is_dataclass(model_config) else {}
+    return {"config": type(model_config).__name__,
+            "settings": json.loads(json.dumps(settings, default=str))}
+
+
+def setting_differences(recorded: Mapping[str, Any], requested: Mapping[str, Any]
+                        ) -> list[tuple[str, Any, Any]]:
+    """``(dotted name, recorded, requested)`` of each setting that differs between two
+    :func:`model_record` records (``("model", class, class)`` for another config class)."""
+    if recorded.get("config") != requested.get("config"):
+        return [("model", recorded.get("config"), requested.get("config"))]
+    old = traverse_util.flatten_dict(dict(recorded.get("settings", {})), sep=".")
+    new = traverse_util.flatten_dict(dict(requested.get("settings", {})), sep=".")
+    return [(name, old.get(name), new.get(name)) for name in sorted(set(old) | set(new))
+            if old.get(name) != new.get(name)]
+
+
+def setting_changes(recorded: Mapping[str, Any], requested: Mapping[str, Any]) -> list[str]:
+    """``["n_layer 3 → 4", "lora.rank 8 → 16"]``: the settings that differ, dotted."""
+    return [f"{name} {old!r} → {new!r}".replace("'", "")
+            for name, old, new in setting_differences(recorded, requested)]
+
+
 def _saved_shapes(params_dir: str) -> Any:
     """The checkpoint's parameter tree: ``{name: ...: ArrayMetadata}``, read from its metadata."""
     metadata = ocp.StandardCheckpointHandler().metadata(paths.as_path(params_dir))
@@ -490,14 +523,17 @@ def _overlay(fresh: Any, loaded: Any, where: tuple[str, ...], missing: list[str]
 
 
 def initial_params(
-    fresh: Any | Callable[[], Any], path: PathLike, abstract_params: Any
+    fresh: Any | Callable[[], Any], path: PathLike, abstract_params: Any,
+    check: Callable[[str, list[str]], None] | None = None,
 ) -> tuple[Any, list[str]]:
     """``fresh`` (unboxed, placed) with every tensor the checkpoint at ``path`` has replaced by
     it, in the shardings of ``abstract_params``; and the paths that kept their fresh values.
 
     ``fresh`` may be a function that makes them: it is called only when the checkpoint lacks a
     tensor, so a checkpoint that has them all skips initialising (and compiling the
-    initialiser of) a model whose every value it replaces.
+    initialiser of) a model whose every value it replaces. ``check(folder, missing)``, when
+    given, is called with the paths the checkpoint lacks before anything is initialised (it
+    raises to refuse them).
 
     An orbax checkpoint is restored straight into the current mesh, whatever mesh or host count
     saved it; a Hugging Face folder is read on the host and placed.
@@ -520,12 +556,11 @@ def initial_params(
     except CheckpointError as error:  # the same kind, with the folder
         raise type(error)(f"{folder}: {error}") from error
     missing: list[str] = []
-    if callable(fresh):
-        merged = _overlay(abstract_params, loaded, (), missing)
-        if missing:
-            merged = _overlay(fresh(), loaded, (), [])
-    else:
-        merged = _overlay(fresh, loaded, (), missing)
+    merged = _overlay(abstract_params if callable(fresh) else fresh, loaded, (), missing)
+    if check is not None:
+        check(folder, missing)
+    if callable(fresh) and missing:
+        merged = _overlay(fresh(), loaded, (), [])
     if missing:
         log.info(
             "%s: %d tensors are not in the checkpoint and start fresh: %s", folder, len(missing),

@@ -21,10 +21,24 @@ same search path. Later files and bindings override earlier ones.
 The T5X macros a command needs (``MODEL_DIR``, ``MIXTURE_OR_TASK_NAME`` …) are checked after
 parsing: an unset one is an error naming it, as are gin's own errors for a misspelt configurable
 or parameter (which name the file and line).
+
+Run and method files set what every model takes once, for whichever model the run uses
+(:class:`tw_jax.models.ModelSettings`: ``tw_jax.models.ModelSettings.dtype = 'bfloat16'``, ``.lora
+= @tw_jax.models.LoRAConfig()`` …). After parsing, ``MODEL`` becomes
+``@tw_jax.runtime.gin_setup.with_model_settings()`` of the model the files set, so everything that
+reads ``%MODEL`` (``train``, ``evaluate``, ``infer``, ``compile``, the T5X wiring, a test) gets the
+model with the settings applied; gin's own parse (the real T5X's) does the same when it finalizes
+the config (a finalize hook). A setting the model cannot take, or an old per-class binding
+(``tw_jax.models.T5Config.dtype = 'float32'``) that says otherwise than the settings, is a one-line
+error naming both when the model is built (:func:`model_config`,
+:func:`tw_jax.train.gin_config.train_config`). A ``MODEL/``-scoped binding is what a run's
+``operative_config.gin`` records of the model's constructor, before the settings: the settings
+apply over it.
 """
 
 from __future__ import annotations
 
+import copy
 import difflib
 import importlib
 import inspect
@@ -36,7 +50,17 @@ from typing import Any
 
 import gin
 
-from tw_jax.models import KAdapterConfig, LoRAConfig, ModularConfig, registered_families
+from tw_jax.models import (
+    FREEZE_AUTO,
+    KAdapterConfig,
+    LoRAConfig,
+    ModelSettings,
+    ModelSettingsError,
+    ModularConfig,
+    apply_settings,
+    registered_families,
+)
+from tw_jax.runtime.start_model import model_of_start
 
 MACROS_TRAIN = ("MODEL_DIR", "MIXTURE_OR_TASK_NAME", "TASK_FEATURE_LENGTHS", "TRAIN_STEPS",
                 "BATCH_SIZE")
@@ -92,8 +116,11 @@ def register_configurables(input_pipeline: bool = True) -> None:
     """Make every command's configurables known to gin (idempotent); without
     ``input_pipeline``, all but :data:`PIPELINE_MODULES`'."""
     if "models" not in _REGISTERED:
-        for cls in (*_package_configs(), LoRAConfig, KAdapterConfig, ModularConfig):
+        for cls in (*_package_configs(), LoRAConfig, KAdapterConfig, ModularConfig, ModelSettings):
             gin.external_configurable(cls, module="tw_jax.models")
+        # Under its import path, as gin files with dynamic registration would name it.
+        gin.external_configurable(with_model_settings, module=__name__)
+        gin.config.register_finalize_hook(_settings_on_finalize)
         _REGISTERED.add("models")
     for module in CONFIGURABLE_MODULES:
         if module not in _REGISTERED and (input_pipeline or module not in PIPELINE_MODULES):
@@ -198,6 +225,8 @@ def parse(
             f"gin macro(s) {', '.join(missing)} not set: define them in a gin file or pass "
             + " ".join(f"--gin.{m}=..." for m in missing)
         )
+    for key, value in settings_bindings().items():
+        gin.bind_parameter(key, value)
 
 
 _NO_PARAMETER = re.compile(r"Configurable '([^']+)' doesn't have a parameter named '([^']+)'")
@@ -287,16 +316,104 @@ def macro(name: str, default: Any = None) -> Any:
 
 
 def model_config() -> Any:
-    """The model config the parsed gin files build (their ``MODEL`` macro), as training builds
-    it: inside the macro's scope. Gin evaluates ``%MODEL`` in scope ``MODEL``, so a run's
-    ``operative_config.gin`` records the model's parameters as ``MODEL/GPT2Config.n_embd = …``;
-    calling the reference outside that scope would miss them and build the default model."""
+    """The model config the parsed gin files build (their ``MODEL`` macro, with the run's
+    :class:`~tw_jax.models.ModelSettings`), as training builds it: inside the macro's scope. Gin
+    evaluates ``%MODEL`` in scope ``MODEL``, so a run's ``operative_config.gin`` records the
+    model's parameters as ``MODEL/GPT2Config.n_embd = …``; calling the reference outside that
+    scope would miss them and build the default model."""
     try:
         reference = gin.query_parameter("%MODEL")
         with gin.config_scope("MODEL"):
-            return reference.scoped_configurable_fn()
+            config = reference.scoped_configurable_fn()
+    except GinConfigError as error:  # raised inside gin's call, which appends its trail
+        raise GinConfigError(str(error).splitlines()[0]) from None
     except ValueError as error:
         raise GinConfigError(f"gin: {error} (add a models/*.gin file)") from None
+    # Parsed by gin alone and never finalized, MODEL is the model the files set.
+    return config if _has_settings(reference) else with_model_settings(config)
+
+
+# --- the settings every model takes (tw_jax.models.ModelSettings) ---------------------------
+
+SETTINGS_WRAPPER = f"{__name__}.with_model_settings"
+
+
+def with_model_settings(config: Any) -> Any:
+    """``config`` (the model a models/*.gin file sets) with the parsed
+    :class:`~tw_jax.models.ModelSettings` applied: what ``MODEL`` is after parsing. A setting the
+    model cannot take, or an unscoped per-class binding that sets the same field otherwise, is a
+    one-line :class:`GinConfigError`. Applying it twice changes nothing.
+
+    A run that starts from a Hugging Face folder (``INITIAL_CHECKPOINT_PATH``) of another family
+    trains the folder's model, and one of the same family takes the folder's tokenizer
+    (:func:`tw_jax.runtime.start_model.model_of_start`): the settings apply to that model."""
+    settings = _parsed_settings()
+    try:
+        config = model_of_start(config, macro("INITIAL_CHECKPOINT_PATH"))
+    except (OSError, ValueError) as error:
+        raise GinConfigError(f"INITIAL_CHECKPOINT_PATH: {str(error).splitlines()[0]}") from None
+    _check_class_bindings(config, settings)
+    try:
+        return apply_settings(config, settings)
+    except ModelSettingsError as error:
+        raise GinConfigError(f"gin binds {error.setting} but the run's MODEL is {error.family}, "
+                             f"which {error.reason}") from None
+
+
+def settings_bindings() -> dict[Any, Any]:
+    """The bindings that make ``MODEL`` :func:`with_model_settings` of the model the files set
+    (``{}`` when MODEL is unset, not a reference, or already that). Nothing is built: files
+    that do not fit together still parse, and fail where the model is built."""
+    try:
+        reference = gin.query_parameter("%MODEL")
+    except ValueError:
+        return {}
+    if not isinstance(reference, gin.config.ConfigurableReference) or _has_settings(reference):
+        return {}
+    wrapper = gin.config.ConfigurableReference(SETTINGS_WRAPPER, True)
+    return {("MODEL", "gin.macro", "value"): wrapper, f"{SETTINGS_WRAPPER}.config": reference}
+
+
+def _settings_on_finalize(config: Any) -> dict[Any, Any]:
+    """gin's finalize hook: the real T5X parses its gin files itself and finalizes them."""
+    del config  # settings_bindings reads the parsed configuration through gin
+    return settings_bindings()
+
+
+def _has_settings(reference: Any) -> bool:
+    configurable = getattr(reference, "configurable", None)
+    return getattr(configurable, "wrapped", None) is with_model_settings
+
+
+def _parsed_settings() -> ModelSettings:
+    try:
+        return gin.get_configurable(ModelSettings)()
+    except (ValueError, TypeError) as error:
+        raise GinConfigError(f"gin: {str(error).splitlines()[0]}") from None
+
+
+def _check_class_bindings(config: Any, settings: ModelSettings) -> None:
+    """An old per-class binding (``tw_jax.models.T5Config.dtype = 'float32'``) of a field the
+    settings set to another value: an error naming both (``freeze = 'auto'`` defers to it)."""
+    given = {name: value for name, value in settings.bound().items()
+             if not (name == "freeze" and value == FREEZE_AUTO)}
+    if not given:
+        return
+    name_of = type(config).__name__
+    with gin.config_scope(None):  # unscoped: what a user's file binds
+        try:
+            bound = gin.get_bindings(type(config), resolve_references=False)
+        except ValueError:  # not a gin configurable
+            return
+        for name, value in given.items():
+            if name not in bound:
+                continue
+            old = copy.deepcopy(bound[name])  # gin's way of evaluating a reference or macro
+            if old != value:
+                raise GinConfigError(
+                    f"gin binds {name_of}.{name} = {old!r} and ModelSettings.{name} = {value!r}, "
+                    f"which set the run's model's {name} differently: bind one of them "
+                    f"(tw_jax.models.ModelSettings.{name} sets it for every family)")
 
 
 def _macro_is_set(name: str) -> bool:

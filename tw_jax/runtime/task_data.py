@@ -161,8 +161,19 @@ def vocabulary(name: str) -> Any:
     return seqio.get_mixture_or_task(name).output_features["targets"].vocabulary
 
 
-def ensure_tasks(name: str) -> None:
+def ensure_tasks(name: str, model_config: Any = None, *, model_dir: str | None = None,
+                 initial_checkpoint: str | None = None, keep_tokenizer: bool = False) -> None:
     """Register the data folder's tasks (``tw_jax.tasks.register_all``, gin- or env-configured)
     unless ``name`` is registered already; an unknown name is a one-line
-    :class:`tw_jax.tasks.UnknownTaskError` with the closest names and the data folder."""
+    :class:`tw_jax.tasks.UnknownTaskError` with the closest names and the data folder.
+
+    A model with a tokenizer of its own (``model_config.tokenizer``) has its tasks registered
+    from wherever its files are (:func:`tw_jax.runtime.model_tokenizer.use_model_tokenizer`:
+    the starting model folder, the run's ``MODEL_DIR/tokenizer/``, …); ``keep_tokenizer``
+    copies them into ``MODEL_DIR/tokenizer/`` so the run's checkpoints carry them."""
+    if model_config is not None:
+        from tw_jax.runtime.model_tokenizer import use_model_tokenizer
+
+        use_model_tokenizer(model_config, model_dir=model_dir,
+                            initial_checkpoint=initial_checkpoint, keep=keep_tokenizer)
     tw_jax.tasks.require(name)

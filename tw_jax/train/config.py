@@ -80,6 +80,9 @@ class TrainConfig:
     log_period: int = 10
     seed: int = 0
     initial_checkpoint_path: str | None = None
+    # A start from it may initialise parameters of the base model it lacks (a checkpoint of 3
+    # layers for a model of 4); a method's new ones always start fresh. gin: ALLOW_NEW_PARAMETERS.
+    allow_new_parameters: bool = False
     peak_flops: float | None = None
     progress: bool | None = None  # None: a bar on a terminal, else a plain line per log
     # Several examples a row (seqio's packing, segment ids and positions: each example's loss is

@@ -17,7 +17,11 @@ import gin
 from tw_jax.models import families_by_type
 from tw_jax.models.sharding import axis_rules
 from tw_jax.models.variants import VARIANT_FIELDS
-from tw_jax.runtime.gin_setup import GinConfigError, register_configurables
+from tw_jax.runtime.gin_setup import (
+    GinConfigError,
+    register_configurables,
+    with_model_settings,
+)
 from tw_jax.train import aot, optimizers, schedules  # noqa: F401  (aot: compile; optimizers: configs)
 from tw_jax.train.config import NOT_GIN_FIELDS, GinRecord, TrainConfig
 
@@ -33,7 +37,9 @@ def train_config() -> TrainConfig:
     a gin-configured schedule function becomes the plain function with its bound parameters
     (``functools.partial``), the optimizer is its config (an old-style name becomes one, see
     :func:`tw_jax.train.optimizers.resolve`), the sharding table is resolved, and the parsed gin
-    is recorded (:class:`~tw_jax.train.config.GinRecord`) for the run's MODEL_DIR."""
+    is recorded (:class:`~tw_jax.train.config.GinRecord`) for the run's MODEL_DIR. The model
+    has the run's :class:`~tw_jax.models.ModelSettings` (through ``%MODEL``; applied here too
+    when a gin file wires ``model_config`` past MODEL, so they are never dropped)."""
     register_configurables(input_pipeline=False)  # gin_setup.parse registered what it parsed
     try:
         config = gin.get_configurable("tw_jax.train.train")()
@@ -43,8 +49,14 @@ def train_config() -> TrainConfig:
                                 schedule_fn=_bound(config.schedule_fn))
         rules = axis_rules()  # called through gin, so the operative record lists the table
         bound = gin.get_bindings("tw_jax.train.train")
+        model = with_model_settings(config.model_config)
+    except GinConfigError as error:  # raised inside gin's call, which appends its trail
+        raise GinConfigError(str(error).splitlines()[0]) from None
     except (ValueError, TypeError) as error:
         raise GinConfigError(f"gin: {str(error).splitlines()[0]}") from None
+    if model != config.model_config:  # so the record does not list the settings as changes
+        bound = {**bound, "model_config": model}
+        config = config.replace(model_config=model)
     if bound.get("optimizer_fn") is None:
         _check_no_flat_optimizer_bindings()
     _check_variants(config.model_config)
@@ -64,9 +76,11 @@ def _check_no_flat_optimizer_bindings() -> None:
 
 
 def _check_variants(model_config: Any) -> None:
-    """A method file switches its variant on per model family (``kadapter.gin`` binds
-    ``T5Config.kadapter`` and ``GPT2Config.kadapter``); a variant bound only for other families
-    than the run's MODEL would silently train without it (``modular.gin`` on GPT-2)."""
+    """An old-style method file switches its variant on per model family (``T5Config.kadapter
+    = ...`` and ``GPT2Config.kadapter = ...``; the shipped ones bind
+    ``tw_jax.models.ModelSettings.kadapter`` once, which gin_setup checks against the run's
+    model); a variant bound only for other families than the run's MODEL would silently train
+    without it (``modular.gin`` on GPT-2)."""
     model_name = type(model_config).__name__  # gin's subclass of the config class keeps its name
     for family in families_by_type().values():
         other = family.config_class

@@ -10,20 +10,34 @@ settings (steps saved since this check exists carry ``meta["model"]``), which se
 before any file of MODEL_DIR changes. Settings that cannot change the parameters (steps,
 learning rate, batch) are free to change on resume; :func:`record_config` keeps the earlier
 ``config.gin`` beside the new one, so the record says what trained which steps.
+
+A start from ``INITIAL_CHECKPOINT_PATH`` (:func:`check_new_parameters`) may lack the new
+parameters of a method (LoRA, K-Adapter, Modular: :func:`tw_jax.models.variants.is_new_parameter`),
+which start fresh, as the log says. A parameter of the base model that it lacks (a checkpoint of
+3 layers for a model of 4) would train a model part pretrained, part random without a word: a
+:class:`NewParametersError` naming the first few, unless the run asks for them
+(``--gin.ALLOW_NEW_PARAMETERS=True``).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-from collections.abc import Mapping
+import logging
 from typing import Any
 
 from flax import traverse_util
 
+from tw_jax.errors import UsageError
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
-from tw_jax.runtime.checkpoints import CHECKPOINTS, saved_meta
+from tw_jax.models.variants import is_new_parameter
+from tw_jax.runtime.checkpoints import (
+    CHECKPOINTS,
+    model_record,
+    saved_meta,
+    setting_changes,
+)
+
+log = logging.getLogger(__name__)
 
 _SHOWN = 6  # differing tensors named in the error (the count says how many in all)
 
@@ -32,21 +46,10 @@ class ResumeMismatchError(ValueError):
     """The model asked for does not fit the checkpoints MODEL_DIR holds."""
 
 
-def model_record(model_config: Any) -> dict[str, Any]:
-    """What a checkpoint records of its model: the config's class and every setting, as JSON."""
-    settings = dataclasses.asdict(model_config) if dataclasses.is_dataclass(model_config) else {}
-    return {"config": type(model_config).__name__,
-            "settings": json.loads(json.dumps(settings, default=str))}
-
-
-def setting_changes(recorded: Mapping[str, Any], requested: Mapping[str, Any]) -> list[str]:
-    """``["n_layer 3 → 4", "lora.rank 8 → 16"]``: the settings that differ, dotted."""
-    if recorded.get("config") != requested.get("config"):
-        return [f"model {recorded.get('config')} → {requested.get('config')}"]
-    old = traverse_util.flatten_dict(dict(recorded.get("settings", {})), sep=".")
-    new = traverse_util.flatten_dict(dict(requested.get("settings", {})), sep=".")
-    return [f"{name} {old.get(name)!r} → {new.get(name)!r}".replace("'", "")
-            for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
+class NewParametersError(ResumeMismatchError, UsageError):
+    """A start from ``INITIAL_CHECKPOINT_PATH`` that would initialise parameters of the base
+    model from scratch, which the run did not ask for (``ALLOW_NEW_PARAMETERS``). A
+    :class:`~tw_jax.errors.UsageError`: every command prints it as one line, exit 2."""
 
 
 def tensor_changes(saved: Any, requested: Any) -> list[str]:
@@ -85,6 +88,30 @@ def check_resume(model_dir: str, step_dir: str, model_config: Any, abstract_para
         f"{paths.join(model_dir, CHECKPOINTS)} with --gin.INITIAL_CHECKPOINT_PATH)")
 
 
+def _listed(names: list[str], limit: int = 5) -> str:
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def check_new_parameters(source: str, missing: list[str], *, allowed: bool) -> None:
+    """What a start from the checkpoint ``source`` initialises from scratch (``missing``:
+    parameter paths): a method's new parameters are expected; any of the base model is a
+    :class:`NewParametersError` naming the first few, unless ``allowed`` (then a warning)."""
+    base = sorted(name for name in missing if not is_new_parameter(name.split("/")))
+    if not base:
+        return
+    if allowed:
+        log.warning("%s: ALLOW_NEW_PARAMETERS: %d parameter(s) of the base model start from "
+                    "scratch: %s", source, len(base), _listed(base, len(base)))
+        return
+    raise NewParametersError(
+        f"{source}: lacks {len(base)} parameter(s) of the base model, which would start from "
+        f"scratch: {_listed(base)}; the checkpoint holds another or a smaller model than MODEL "
+        "(a method's new LoRA / K-Adapter / Modular parameters are expected, these are not). "
+        "Start from a checkpoint of this model, or initialise them with "
+        "--gin.ALLOW_NEW_PARAMETERS=True")
+
+
 def record_config(model_dir: str, text: str, resumed_step: int | None) -> None:
     """Write ``config.gin``; on a resume whose configuration changed, keep the earlier one as
     ``config.until_step_<step>.gin`` (the settings that trained the steps up to there)."""
@@ -102,5 +129,5 @@ def record_config(model_dir: str, text: str, resumed_step: int | None) -> None:
         handle.write(text)
 
 
-__all__ = ["ResumeMismatchError", "check_resume", "model_record", "record_config",
-           "setting_changes", "tensor_changes"]
+__all__ = ["NewParametersError", "ResumeMismatchError", "check_new_parameters", "check_resume",
+           "model_record", "record_config", "setting_changes", "tensor_changes"]

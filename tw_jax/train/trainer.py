@@ -18,6 +18,11 @@ optimizer state (RecAdam's anchor included), the step (hence the dropout key,
 already consumed). On CPU a run killed at any point and restarted ends bitwise equal to one that
 was never interrupted (tests/train/test_resume_sigkill.py kills one with SIGKILL).
 
+Start. Without a checkpoint in MODEL_DIR, a run starts from ``INITIAL_CHECKPOINT_PATH`` when set:
+what the checkpoint lacks starts fresh and is logged; a method's new parameters are expected,
+those of the base model refused unless ``ALLOW_NEW_PARAMETERS``
+(:func:`~tw_jax.train.resume_check.check_new_parameters`).
+
 Hosts. Every host reads the same global stream of ``batch_size`` examples per step and hands
 each of its devices that device's rows (:func:`global_batch`), so the batch of step ``s`` is
 the same whatever the number of hosts, and a run checkpointed on 2 hosts continues on 1 along
@@ -46,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import math
 import time
@@ -74,7 +80,12 @@ from tw_jax.train.config import TrainConfig, TrainSummary, gin_lines
 from tw_jax.train.flops import peak_flops_per_device, train_step_flops
 from tw_jax.train.metrics_log import MetricsLogger
 from tw_jax.train.preemption import Preemption
-from tw_jax.train.resume_check import check_resume, model_record, record_config
+from tw_jax.train.resume_check import (
+    check_new_parameters,
+    check_resume,
+    model_record,
+    record_config,
+)
 from tw_jax.train.schedules import make_schedule
 from tw_jax.train.steps import make_train_step
 
@@ -138,7 +149,11 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
     checkpoint_period, log_period = config.checkpoint_period, config.log_period
     paths.makedirs(model_dir)
     mixture_or_task_name = task_data.task_name(mixture_or_task_name, model_config)
-    task_data.ensure_tasks(mixture_or_task_name)
+    # A model with its own tokenizer: its tasks from the starting folder, and the files kept in
+    # MODEL_DIR/tokenizer/ so evaluation and the next update read the same one.
+    task_data.ensure_tasks(mixture_or_task_name, model_config, model_dir=model_dir,
+                           initial_checkpoint=config.initial_checkpoint_path,
+                           keep_tokenizer=jax.process_index() == 0)
 
     run = build_run_model(model_config, config.mesh_shape, rules=config.axis_rules)
     _check_vocabulary(model_config, mixture_or_task_name)
@@ -159,9 +174,6 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
         step_dir = checkpoints.step_dir(mngr, latest)
         check_resume(model_dir, step_dir, model_config, run.abstract_params,
                      checkpoints.saved_params(step_dir))
-    config_text = gin_config_text("config.gin", config)
-    if config_text.strip() and jax.process_index() == 0:  # as write_gin_config: none, no file
-        record_config(model_dir, config_text, latest)
     fresh: list[str] = []
     checkpoint_dir = paths.join(model_dir, checkpoints.CHECKPOINTS)
     with run.activate():
@@ -181,11 +193,17 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
             if config.initial_checkpoint_path:  # initialised only if the checkpoint lacks some
                 params, fresh = checkpoints.initial_params(
                     lambda: run.init_params(seed), config.initial_checkpoint_path,
-                    run.abstract_params,
+                    run.abstract_params, check=functools.partial(
+                        check_new_parameters, allowed=config.allow_new_parameters),
                 )
             else:
                 params = run.init_params(seed)
             opt_state = jax.jit(tx.init, out_shardings=opt_shardings)(params)
+        # The run's record, once its parameters are in hand: a refused start or a restore that
+        # failed leaves MODEL_DIR's config.gin as it was.
+        config_text = gin_config_text("config.gin", config)
+        if config_text.strip() and jax.process_index() == 0:  # as write_gin_config: none, no file
+            record_config(model_dir, config_text, latest)
 
         # The global stream on every host (see the module docstring): host-count independent.
         stream = task_data.batches(
