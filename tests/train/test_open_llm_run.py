@@ -132,3 +132,21 @@ def test_a_lifelong_run_from_the_folder_scores_every_update_in_its_tokens(
     assert all(np.isfinite(v) for v in ppl.values())
     update = next((out / "checkpoints" / "lora").glob("*"))
     assert (update / "tokenizer" / "tokenizer.json").is_file()
+
+
+def test_tw_jax_eval_scores_the_folder_as_it_is_with_no_model_file(llama_folder, data_bindings,
+                                                                   tmp_path):
+    """``tw-jax eval --gin_file=initial.gin`` (T5-large's file) with the folder as the
+    checkpoint: the folder's Llama, on its tokenizer's probe tasks."""
+    from tw_jax.cli import main
+
+    out = tmp_path / "eval"
+    assert main(["eval", "--gin_file=initial.gin", "--gin_file=runs/cpu_smoke.gin",
+                 *(f"--gin.{b}" for b in data_bindings),
+                 f"--gin.MODEL_DIR='{out}'",
+                 f"--gin.tw_jax.evaluate.evaluate.checkpoint_path='{llama_folder}'",
+                 "--gin.MIXTURE_OR_TASK_NAME='twiki_probes_0910_updated_{objective}'",
+                 "--gin.TASK_FEATURE_LENGTHS={'targets': 32}", "--gin.BATCH_SIZE=4",
+                 "--gin.tw_jax.evaluate.evaluate.max_examples=4"]) == 0
+    [summary] = list((out / "inference_eval").glob(f"twiki_probes_0910_updated_lm_{NAME}*.json"))
+    assert summary.is_file()

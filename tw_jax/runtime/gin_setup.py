@@ -344,12 +344,13 @@ def with_model_settings(config: Any) -> Any:
     model cannot take, or an unscoped per-class binding that sets the same field otherwise, is a
     one-line :class:`GinConfigError`. Applying it twice changes nothing.
 
-    A run that starts from a Hugging Face folder (``INITIAL_CHECKPOINT_PATH``) of another family
+    A run that starts from a Hugging Face folder (``INITIAL_CHECKPOINT_PATH``, or the folder
+    ``tw-jax eval`` scores: ``checkpoint_path``) of another family
     trains the folder's model, and one of the same family takes the folder's tokenizer
     (:func:`tw_jax.runtime.start_model.model_of_start`): the settings apply to that model."""
     settings = _parsed_settings()
     try:
-        config = model_of_start(config, macro("INITIAL_CHECKPOINT_PATH"))
+        config = model_of_start(config, macro("INITIAL_CHECKPOINT_PATH") or _eval_checkpoint())
     except (OSError, ValueError) as error:
         raise GinConfigError(f"INITIAL_CHECKPOINT_PATH: {str(error).splitlines()[0]}") from None
     _check_class_bindings(config, settings)
@@ -358,6 +359,15 @@ def with_model_settings(config: Any) -> Any:
     except ModelSettingsError as error:
         raise GinConfigError(f"gin binds {error.setting} but the run's MODEL is {error.family}, "
                              f"which {error.reason}") from None
+
+
+def _eval_checkpoint() -> str | None:
+    """``tw-jax eval``'s ``checkpoint_path`` when bound: a Hugging Face folder scored as it is
+    (no run) is the model too, as a start from it would be."""
+    try:
+        return gin.query_parameter("tw_jax.evaluate.evaluate.checkpoint_path")
+    except ValueError:  # not bound (or evaluate not registered)
+        return None
 
 
 def settings_bindings() -> dict[Any, Any]:
