@@ -28,7 +28,8 @@ from typing import Any
 import seqio
 import tensorflow as tf
 
-from tw_jax.data.hf_tokenizer import TOKENIZER_JSON, model_tokenizer
+from tw_jax.data.hf_tokenizer import model_tokenizer
+from tw_jax.data.model_folder import TOKENIZER_JSON, has_tokenizer
 from tw_jax.data.vocabularies import gpt2_vocabulary, t5_vocabulary
 from tw_jax.errors import UsageError
 from tw_jax.io import paths
@@ -204,7 +205,7 @@ def tokenizer_folders(data_dir: str | None,
     if vocab and paths.isdir(vocab):
         for entry in sorted(paths.listdir(vocab)):
             folder = join(vocab, entry)
-            if entry not in ("t5", "gpt2") and paths.isfile(join(folder, TOKENIZER_JSON)):
+            if entry not in ("t5", "gpt2") and has_tokenizer(folder):
                 found[names.tokenizer_name(entry)] = folder
     listed = os.environ.get(TOKENIZERS_ENV, "")
     for item in filter(None, (part.strip() for part in listed.split(","))):

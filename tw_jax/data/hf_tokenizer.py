@@ -38,11 +38,11 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from tw_jax.data.model_folder import TOKENIZER_JSON
 from tw_jax.data.vocabularies import TokenizersVocabulary
 from tw_jax.errors import UsageError
 from tw_jax.io import paths
 
-TOKENIZER_JSON = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 SPECIAL_TOKENS_MAP = "special_tokens_map.json"
 ID_FILES = ("generation_config.json", "config.json")  # where an EOS id may be, in this order
@@ -55,11 +55,6 @@ class TokenizerFolderError(UsageError):
     def __init__(self, path: str, message: str) -> None:
         self.path = path
         super().__init__(f"{path}: {message}")
-
-
-def has_tokenizer(folder: str) -> bool:
-    """Whether ``folder`` holds a ``tokenizer.json`` (a model folder that brings its own)."""
-    return paths.isdir(folder) and paths.isfile(paths.join(folder, TOKENIZER_JSON))
 
 
 def _json(path: str, *, required: bool) -> dict[str, Any] | None:

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import tw_jax.tasks
+from tw_jax.data.model_folder import is_model_folder
 from tw_jax.evaluate.groups import INITIAL, OPEN_BOOK
-from tw_jax.io import paths
 from tw_jax.lifelong.options import LifelongError, LifelongOptions, default_initial_gin_files
 from tw_jax.runtime import gin_setup, task_data
 from tw_jax.train.config import TrainConfig
@@ -100,7 +100,7 @@ def parse_runs(options: LifelongOptions, method: str) -> ParsedRuns:
     initial_files = options.initial_gin_files or default_initial_gin_files(options.gin_files)
     bindings = list(options.gin_bindings)
     start = options.initial_checkpoint
-    if start and paths.isfile(paths.join(str(start), "config.json")):
+    if is_model_folder(start):
         # --initial-checkpoint of a Hugging Face folder: the run's model is the folder's, as
         # tw-jax train's from INITIAL_CHECKPOINT_PATH (tw_jax.runtime.start_model)
         bindings.append(f"INITIAL_CHECKPOINT_PATH={str(start)!r}")

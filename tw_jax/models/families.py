@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 import flax.linen as nn
 import jax
 
+from tw_jax.data.model_folder import has_tokenizer
 from tw_jax.data.tokens import Span, encode_with_offsets, span_mask
-from tw_jax.io import paths
 from tw_jax.models import flop_layout, t5_fill
 from tw_jax.models.bart import BART, BARTConfig
 from tw_jax.models.bart_io import BIAS, load_bart, save_bart
@@ -305,7 +305,7 @@ class HFDecoderModel(DecoderOnlyModel):
 def _with_tokenizer(folder: str, overrides: dict[str, Any]) -> dict[str, Any]:
     """``overrides`` with the folder's tokenizer as the model's (named after the folder) where
     the folder has a ``tokenizer.json`` and no ``tokenizer`` is given."""
-    if "tokenizer" in overrides or not paths.isfile(paths.join(folder, "tokenizer.json")):
+    if "tokenizer" in overrides or not has_tokenizer(folder):
         return overrides
     from tw_jax.tasks import names  # the task layer, imported only when a tokenizer is named
 

@@ -58,6 +58,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from flax import traverse_util
 
+from tw_jax.data.model_folder import is_model_folder
 from tw_jax.errors import OutputError
 from tw_jax.io import paths
 from tw_jax.io.atomic import disk_full_errno, disk_full_reason
@@ -407,7 +408,7 @@ def step_folder(path: PathLike) -> str:
 
 
 def is_hf_folder(path: PathLike) -> bool:
-    return paths.isfile(paths.join(path, "config.json"))
+    return is_model_folder(path)
 
 
 def _read_hf(folder: str) -> Any:

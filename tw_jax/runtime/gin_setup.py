@@ -349,10 +349,12 @@ def with_model_settings(config: Any) -> Any:
     trains the folder's model, and one of the same family takes the folder's tokenizer
     (:func:`tw_jax.runtime.start_model.model_of_start`): the settings apply to that model."""
     settings = _parsed_settings()
+    start = macro("INITIAL_CHECKPOINT_PATH")
+    given = "INITIAL_CHECKPOINT_PATH" if start else "tw_jax.evaluate.evaluate.checkpoint_path"
     try:
-        config = model_of_start(config, macro("INITIAL_CHECKPOINT_PATH") or _eval_checkpoint())
+        config = model_of_start(config, start or _eval_checkpoint())
     except (OSError, ValueError) as error:
-        raise GinConfigError(f"INITIAL_CHECKPOINT_PATH: {str(error).splitlines()[0]}") from None
+        raise GinConfigError(f"{given}: {str(error).splitlines()[0]}") from None
     _check_class_bindings(config, settings)
     try:
         return apply_settings(config, settings)

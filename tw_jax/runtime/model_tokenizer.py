@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from tw_jax.data.model_folder import has_tokenizer
 from tw_jax.io import paths
 
 log = logging.getLogger(__name__)
@@ -31,16 +32,12 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
                    "generation_config.json", "config.json")
 
 
-def _has_tokenizer(folder: str) -> bool:
-    return paths.isfile(paths.join(folder, "tokenizer.json"))
-
-
 def _run_tokenizer(path: str) -> str | None:
     """``<run>/tokenizer`` of a MODEL_DIR, a checkpoints folder or a step folder in one."""
     folder = paths.resolve(path)
     for _ in range(3):  # MODEL_DIR, MODEL_DIR/checkpoints, MODEL_DIR/checkpoints/<step>
         candidate = paths.join(folder, TOKENIZER_DIR)
-        if _has_tokenizer(candidate):
+        if has_tokenizer(candidate):
             return candidate
         parent = paths.parent(folder)
         if parent == folder:
@@ -53,7 +50,7 @@ def tokenizer_folder(model_dir: str | None = None,
                      initial_checkpoint: str | None = None) -> str | None:
     """The folder of the run's model tokenizer, where this run can see one (module docstring:
     places 1 and 2), else None."""
-    if initial_checkpoint and _has_tokenizer(initial_checkpoint):
+    if has_tokenizer(initial_checkpoint):
         return initial_checkpoint
     for path in (model_dir, initial_checkpoint):
         found = _run_tokenizer(path) if path else None

@@ -18,13 +18,9 @@ import dataclasses
 import logging
 from typing import Any
 
-from tw_jax.io import paths
+from tw_jax.data.model_folder import is_model_folder
 
 log = logging.getLogger(__name__)
-
-
-def _hf_folder(path: str | None) -> bool:
-    return bool(path) and paths.isfile(paths.join(path, "config.json"))
 
 
 def _family(config: Any) -> type:
@@ -37,7 +33,7 @@ def model_of_start(model_config: Any, initial_checkpoint: str | None,
                    settings: Any = None) -> Any:
     """The model a run starting from ``initial_checkpoint`` trains (see the module docstring);
     ``settings(config) -> config`` gives a model built from the folder the run's settings."""
-    if not _hf_folder(initial_checkpoint):
+    if not is_model_folder(initial_checkpoint):
         return model_config
     from tw_jax.models import hf_folder_config
 
