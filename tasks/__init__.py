@@ -11,6 +11,8 @@ what it registered before.
 - Corpus tasks (``twiki_diffset_<P>_{ssm,lm}``, ``twiki_full_<S>_{ssm,lm}``,
   ``twiki_nondiff_<P>_lm``): :mod:`tw_jax.tasks.twiki`.
 - Mix-Review mixtures (``twiki_mixreview_<P>_{ssm,lm}``): :mod:`tw_jax.tasks.mixreview`.
+- Replay mixtures (``twiki_replay_<P>_{ssm,lm}``: the DiffSet, every earlier DiffSet of P's chain
+  and the initial snapshot at a fixed ratio, :class:`ReplaySettings`): :mod:`tw_jax.tasks.replay`.
 - Probes and light-tuning (``twiki_probes_<P>_{category}``, ``twiki_lighttuning_<P>_…``):
   :mod:`tw_jax.tasks.probes`; metrics: :mod:`tw_jax.tasks.metrics`.
 - The released files: :mod:`tw_jax.tasks.published`.
@@ -35,6 +37,7 @@ from tw_jax.tasks.layout import DATA_DIR_ENV, discover, resolve_data_dir
 from tw_jax.tasks.mixreview import TEMPORALWIKI, MixReviewMixture, MixReviewSchedule
 from tw_jax.tasks.published import register_release
 from tw_jax.tasks.registration import Registrar, registered
+from tw_jax.tasks.replay import ReplayMixture, ReplaySettings
 from tw_jax.tasks.twiki import register_layout
 from tw_jax.tasks.vocab import (
     LazyVocabulary,
@@ -50,6 +53,8 @@ __all__ = [
     "LazyVocabulary",
     "MixReviewMixture",
     "MixReviewSchedule",
+    "ReplayMixture",
+    "ReplaySettings",
     "VocabularyNotFoundError",
     "ensure_registered",
     "register_all",

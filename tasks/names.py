@@ -12,6 +12,7 @@ name                                                    what
 ``twiki_intrinsic_<period>_<lm objective>``             the two, an evaluation mixture
 ``twiki_full_<snapshot>_<objective>``                   a full snapshot
 ``twiki_mixreview_<period>_<objective>``                Mix-Review: DiffSet + initial snapshot
+``twiki_replay_<period>_<objective>``                   replay: DiffSet + earlier data, a ratio
 ``twiki_probes_<period>[_<source>][_<category>]<fmt>``  probes (``source``: open-book retriever)
 ``twiki_lighttuning_<period>_<category><fmt>``          light-tuning sets (``all``: the mix)
 ======================================================  ========================================
@@ -113,6 +114,12 @@ def full(snapshot: Snapshot, objective: str = OBJECTIVE) -> str:
 
 def mixreview(period: Period, objective: str = OBJECTIVE) -> str:
     return f"twiki_mixreview_{period.token}_{objective}"
+
+
+def replay(period: Period, objective: str = OBJECTIVE) -> str:
+    """The replay mixture of ``period`` (:mod:`tw_jax.tasks.replay`): its DiffSet, every
+    earlier DiffSet of its chain and the initial snapshot, at a fixed ratio."""
+    return f"twiki_replay_{period.token}_{objective}"
 
 
 def probe_set(period: Period, source: str | None = None) -> str:

@@ -12,7 +12,9 @@ released zips ``TWiki_Diffsets.zip``, ``TWiki_Probes.zip``, ``Wikipedia_Full.zip
   ``twiki_probes_MMMM_{changed,unchanged}`` in the four formats of :mod:`tw_jax.tasks.probes`
   (``0801-0901`` is pair ``0809``);
 
-plus ``twiki_mixreview_MMMM_lm`` where the initial month's full snapshot is present. The release
+plus ``twiki_mixreview_MMMM_lm`` and ``twiki_replay_MMMM_lm`` (:mod:`tw_jax.tasks.replay`; the
+release records no sizes, so its weighting is ``uniform`` or ``recent``) where the initial
+month's full snapshot is present. The release
 is the 2021 benchmark: its periods and snapshots keep the 2021 layout's names
 (:mod:`tw_jax.time`). The release
 has no SSM version, NON-DiffSet or light-tuning sets, so those tasks need ``tw-jax`` data.
@@ -39,6 +41,7 @@ from tw_jax.tasks import names
 from tw_jax.tasks.mixreview import MixReviewMixture
 from tw_jax.tasks.probes import PROBE_SPLITS, register_row_tasks
 from tw_jax.tasks.registration import Registrar
+from tw_jax.tasks.replay import ReplayMixture, ReplaySource, chain
 from tw_jax.tasks.twiki import CORPUS_SPLITS, register_lm_task
 from tw_jax.time import Period, Snapshot, TimeError, release_full_snapshot, release_probe_period
 
@@ -165,4 +168,10 @@ def register_release(
                     preset="temporalwiki",
                 )
             )
+        initial, earlier = chain(period, release.diffsets)
+        if initial in full:
+            old_sources = [ReplaySource(names.full(full[initial], "lm"), full[initial])]
+            old_sources += [ReplaySource(names.diffset(p, "lm"), p) for p in earlier]
+            registrar.mixture(ReplayMixture(names.replay(period, "lm"),
+                                            names.diffset(period, "lm"), old_sources))
     return list(registrar.names)

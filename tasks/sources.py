@@ -180,9 +180,20 @@ class TfdsFieldsSource(seqio.TfdsDataSource):
     def get_dataset(self, split: str | None = None, shuffle: bool = True,
                     seed: int | None = None, shard_info: seqio.ShardInfo | None = None,
                     **kwargs: Any) -> tf.data.Dataset:
+        check_prepared(self.tfds_dataset.builder)
         dataset = super().get_dataset(split, shuffle, seed, shard_info, **kwargs)
         return dataset.map(lambda ex: {f: ex[f] for f in self.fields},
                            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+def check_prepared(builder: Any) -> None:
+    """A prepared dataset is read only when it was made from the files of now (its fingerprint,
+    :func:`~tw_jax.tasks.tfds_fingerprint.check_folder`): the tasks read through TFDS's
+    read-only builder, which would not check it."""
+    from tw_jax.tasks.tfds_fingerprint import check_folder
+
+    if builder.is_prepared():
+        check_folder(os.fspath(builder.data_dir))
 
 
 def stage_source(split_to_pattern: Mapping[str, str], fields: Sequence[str],
@@ -242,6 +253,7 @@ def tfds_rows(builder: str, config: str | None, split: str) -> list[dict[str, An
             f"{name} is not prepared in {tfds_dir} (the TFDS switch is on: ${TFDS_DIR_ENV} "
             f"or use_tfds); `tfds build --imports tw_jax.datasets {name.split(':')[0]} "
             f"--manual_dir DIR --data_dir {tfds_dir}` prepares it (docs/tfds.md)")
+    check_prepared(source.tfds_dataset.builder)
     if split not in source.splits:
         return []
     dataset = source.get_dataset(split, shuffle=False)

@@ -13,6 +13,9 @@ Per period P:
   and NON-TWiki-DiffSets perplexities), each task keeping its own metrics.
 - ``twiki_mixreview_<P>_{ssm,lm}``: the DiffSet mixed with the initial snapshot
   (:mod:`tw_jax.tasks.mixreview`).
+- ``twiki_replay_<P>_{ssm,lm}``: the DiffSet mixed at a fixed ratio with every earlier DiffSet of
+  P's chain and the initial snapshot (:mod:`tw_jax.tasks.replay`), registered when all of them
+  are there in that objective.
 - probe and light-tuning tasks and their evaluation mixtures ``twiki_probes_<P>[_object|_cloze|
   _ssm|_ssm_cloze]`` (:mod:`tw_jax.tasks.probes`), and the open-book probes
   ``twiki_probes_<P>_<retriever>[...]`` of ``<P>/probes_<retriever>/``.
@@ -37,6 +40,7 @@ from tw_jax.tasks.mixreview import MixReviewMixture
 from tw_jax.tasks.preprocessors import cache_point, pack_lm, text_to_targets, tokenize_only
 from tw_jax.tasks.probes import register_probe_folder
 from tw_jax.tasks.registration import Registrar
+from tw_jax.tasks.replay import ReplayMixture, ReplaySource, chain, recorded_size
 from tw_jax.tasks.sources import stage_source
 from tw_jax.tasks.vocab import load_vocabularies
 from tw_jax.time import Period
@@ -107,8 +111,8 @@ def register_layout(
     """Every task and mixture the folders of ``layout`` support; returns their names.
 
     ``causal``: the causal-LM task sets, objective -> vocabulary (default: ``lm``, GPT-2's
-    vocabulary); each gets its DiffSet, NON-DiffSet, full-snapshot, Mix-Review and probe tasks
-    (``twiki_diffset_<P>_lm_<name>`` …, :mod:`tw_jax.tasks.names`)."""
+    vocabulary); each gets its DiffSet, NON-DiffSet, full-snapshot, Mix-Review, replay and probe
+    tasks (``twiki_diffset_<P>_lm_<name>`` …, :mod:`tw_jax.tasks.names`)."""
     t5 = vocabularies["t5"]
     causal = dict(causal or {names.LM: vocabularies["gpt2"]})
     diffset_stage = "tw-jax diffset --out DATA_DIR/<period>/diffset"
@@ -181,4 +185,40 @@ def register_layout(
                     preset="temporalwiki",
                 )
             )
+    register_replay(registrar, layout, lm_tasks, ssm_tasks, causal)
     return list(registrar.names)
+
+
+def _folder_of(pattern: str) -> str:
+    return pattern.rsplit("/", 1)[0]
+
+
+def register_replay(
+    registrar: Registrar, layout: Layout, lm_tasks: Mapping[tuple[Period, str], str],
+    ssm_tasks: Mapping[Period, str], causal: Mapping[str, seqio.Vocabulary],
+) -> None:
+    """``twiki_replay_<P>_<objective>`` for every period whose DiffSet, earlier DiffSets of its
+    chain and initial full snapshot are registered in that objective (:mod:`tw_jax.tasks.replay`;
+    ``tokens`` sizes from the stages' ``stats.json``)."""
+    for period in layout.pairs:
+        initial, earlier = chain(period, layout.pairs)
+        files = layout.snapshots.get(initial)
+        if files is None:
+            continue
+        for objective in causal if files.text_pattern else ():
+            if not all((p, objective) in lm_tasks for p in (*earlier, period)):
+                continue
+            old = [ReplaySource(names.full(files.snapshot, objective), files.snapshot,
+                                recorded_size(_folder_of(files.text_pattern), "full", "tokens"))]
+            old += [ReplaySource(lm_tasks[p, objective], p,
+                                 recorded_size(layout.pairs[p].diffset, "diffset", "tokens"))
+                    for p in earlier]
+            registrar.mixture(ReplayMixture(names.replay(period, objective),
+                                            lm_tasks[period, objective], old))
+        if files.ssm_pattern and all(p in ssm_tasks for p in (*earlier, period)):
+            old = [ReplaySource(names.full(files.snapshot, "ssm"), files.snapshot,
+                                recorded_size(_folder_of(files.ssm_pattern), "full", "examples"))]
+            old += [ReplaySource(ssm_tasks[p], p,
+                                 recorded_size(layout.pairs[p].ssm, "diffset", "examples"))
+                    for p in earlier]
+            registrar.mixture(ReplayMixture(names.replay(period, "ssm"), ssm_tasks[period], old))

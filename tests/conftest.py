@@ -186,6 +186,10 @@ SLOW_MODULES = {
     "tests/tools/test_bench_gpu.py": 60,
     "tests/tasks/test_model_tokenizer_tasks.py": 25,
     "tests/datasets/test_temporal_wiki.py": 25,
+    "tests/train/test_loss_terms.py": 75,
+    "tests/train/test_schedule_runs.py": 35,
+    "tests/tasks/test_replay.py": 30,
+    "tests/lm_eval/test_lm_eval_siblings.py": 35,
 }
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from tw_jax.cli import main
 
-METHODS = ("diff", "kadapter", "lora", "mixreview")
+METHODS = ("diff", "full", "kadapter", "lora", "mixreview")
 LOOP_METHODS = ("diff", "lora", "mixreview")  # what the loop test trains
 
 
@@ -135,8 +135,8 @@ def test_without_the_english_pipeline_the_demo_stops_before_any_work(tmp_path, c
 
 
 @pytest.mark.parametrize(("methods", "expected"), [
-    ("diff,lroa", "tw-jax demo: error: unknown method(s) lroa; the demo trains: diff, vanilla, "
-                  "kadapter, lora, modular, recadam, full, mixreview\n"),
+    ("diff,lroa", "tw-jax demo: error: unknown method(s) lroa; the demo trains: full, diff, "
+                  "recadam, mixreview, lora, kadapter, modular, ewc, lwf, replay, vanilla\n"),
     ("diff,modular", "tw-jax demo: error: method modular: gin binds ModelSettings.modular (the "
                      "modular method) but the run's MODEL is a GPT2Config, which has no modular "
                      "variant: pick another method or model\n"),
@@ -181,11 +181,11 @@ def _record(out, **training_changes):
 
 def test_a_rerun_with_other_settings_is_refused_naming_each_difference(tmp_path, capsys):
     out = tmp_path / "out"
-    _record(out)  # the defaults: 300 INITIAL steps, four methods
+    _record(out)  # the defaults: 300 INITIAL steps, five methods
     assert main(["demo", "--out", str(out), "--initial-steps", "20", "--methods", "diff"]) == 2
     assert capsys.readouterr().err == (
         f"tw-jax demo: error: {out} holds a demo run with other settings: initial_steps 300 "
-        f"(now 20); methods diff,kadapter,lora,mixreview (now diff). Use another --out, or "
+        f"(now 20); methods diff,full,kadapter,lora,mixreview (now diff). Use another --out, or "
         f"--fresh to replace it\n")
     assert sorted(p.name for p in out.iterdir()) == ["demo.json"]  # nothing built or trained
 

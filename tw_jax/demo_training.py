@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-DEMO_METHODS: tuple[str, ...] = ("diff", "kadapter", "lora", "mixreview")
+DEMO_METHODS: tuple[str, ...] = ("diff", "full", "kadapter", "lora", "mixreview")
 DEMO_METRICS: tuple[str, ...] = ("ppl", "qa", "rank", "propn")
 
 

@@ -6,26 +6,57 @@
   dict of the dump), then is rendered;
 - Wikipedia titles resolve redirects by a join on the target title; subjects meet their page id
   by title, and their texts by page id; probes meet their subject's texts by subject id;
-- the survivors, light-tuning candidates and tallies are combined into one result, which the
-  local path's :func:`finish` and writer turn into the folder, so both runners write the same
-  bytes; the skipped-share check of each dump runs there, before anything is written.
-"""
+- the probes that pass the checks are written by Beam's text sink, one JSON line each, to
+  sharded files in ``OUT/.beam-kept/`` (by as many workers as checked them); only the
+  light-tuning candidates and tallies are combined into one result, which is small
+  (relations × ``lighttuning_size`` candidates and the counts);
+- the last step, on one worker, gets that result and the shards' names, runs the skipped-share
+  check of each dump (before anything is written), then streams the shards line by line into
+  the local path's :class:`~tw_jax.preprocess.probes.kept.KeptStore` (a scratch SQLite file) and
+  ends as the local runner does: :func:`finish` and the writer, which read the store back row
+  by row, so both runners write the same bytes. The launcher removes ``OUT/.beam-kept/``.
 
+No worker holds the kept probes: the checking workers write them as they go, and the last step
+holds one line, one store batch (:data:`~tw_jax.preprocess.probes.kept.BATCH` probes) and
+SQLite's page cache, plus the combined samplers and tallies, whatever the number of probes. The
+shards must be where every worker can read them, which ``--out`` already is (a ``gs://`` URL on
+Dataflow).
+"""
 from __future__ import annotations
 
+import contextlib
+import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
+from tw_jax.io import paths
 from tw_jax.preprocess.probes.align import SubjectTexts
 from tw_jax.preprocess.probes.articles import DIFF, FULL, iter_titles, normalise_title
 from tw_jax.preprocess.probes.categorise import CATEGORIES, DELETED
 from tw_jax.preprocess.probes.facts import subject_side
 from tw_jax.preprocess.probes.finish import ProbeOptions, finish
 from tw_jax.preprocess.probes.lighttuning import Sampler
+from tw_jax.preprocess.probes.records import Probe
 from tw_jax.preprocess.probes.stats import ProbeStats
 from tw_jax.preprocess.probes.steps import candidates_for, check_probe, label_ids, render_candidate
 from tw_jax.preprocess.runners.accounting import Skips, dump_error_in
+
+KEPT_PARTS = ".beam-kept"  # OUT/.beam-kept/: the kept probes' shards, until the last step
+
+
+def kept_line(probe: Probe) -> str:
+    """One kept probe as a line of its shard: its fields as a JSON array (ASCII, so any str,
+    a lone surrogate included, reads back the same, and no field's newline splits the line)."""
+    return json.dumps(list(probe))
+
+
+def kept_probes(files: Iterable[str]) -> Iterator[Probe]:
+    """The probes of the shards, read one line at a time (shards in name order)."""
+    for name in sorted(files):
+        with paths.open_file(name, "rb") as handle:
+            for line in handle:
+                yield Probe(*json.loads(line))
 
 
 class _Collect:
@@ -180,6 +211,8 @@ def _subject_texts(item: tuple[tuple[str, int], dict]) -> Iterator[tuple[str, tu
 
 
 def _check(item: tuple[str, dict], options: ProbeOptions, have_old: bool) -> Iterator[Any]:
+    import apache_beam as beam
+
     _, joined = item
     if not joined["probe"]:
         return
@@ -194,7 +227,7 @@ def _check(item: tuple[str, dict], options: ProbeOptions, have_old: bool) -> Ite
     collect = _Collect()
     for probe in joined["probe"]:
         if check_probe(probe, texts, seed=options.seed, stats=stats, sampler=collect):
-            yield ("kept", probe)
+            yield beam.pvalue.TaggedOutput("kept", kept_line(probe))
     for probe, fact_hash in collect.items:
         yield ("lighttuning", probe, fact_hash)
     yield ("stats", stats)
@@ -204,28 +237,26 @@ def _combiner(options: ProbeOptions) -> Any:
     import apache_beam as beam
 
     class Combine(beam.CombineFn):
+        """The light-tuning samplers and the tallies (no kept probe: those go to the shards)."""
+
         def create_accumulator(self) -> tuple:
-            samplers = {c: Sampler(options.lighttuning_size) for c in CATEGORIES}
-            return ({c: [] for c in CATEGORIES}, samplers, ProbeStats())
+            return ({c: Sampler(options.lighttuning_size) for c in CATEGORIES}, ProbeStats())
 
         def add_input(self, acc: tuple, item: Any) -> tuple:
             if isinstance(item, ProbeStats):
-                acc[2].merge(item)
-            elif item[0] == "kept":
-                acc[0][item[1].category].append(item[1])
+                acc[1].merge(item)
             elif item[0] == "lighttuning":
-                acc[1][item[1].category].add(item[1], item[2])
+                acc[0][item[1].category].add(item[1], item[2])
             else:
-                acc[2].merge(item[1])
+                acc[1].merge(item[1])
             return acc
 
         def merge_accumulators(self, accumulators: Any) -> tuple:
             merged = self.create_accumulator()
-            for kept, samplers, stats in accumulators:
+            for samplers, stats in accumulators:
                 for c in CATEGORIES:
-                    merged[0][c].extend(kept[c])
-                    merged[1][c].merge(samplers[c])
-                merged[2].merge(stats)
+                    merged[0][c].merge(samplers[c])
+                merged[1].merge(stats)
             return merged
 
         def extract_output(self, acc: tuple) -> tuple:
@@ -248,7 +279,9 @@ def build_probes_beam(
     """Runs the pipeline (DirectRunner unless ``beam_options`` names another); returns stats."""
     import apache_beam as beam
 
+    from tw_jax.io.output_claim import scratch_dir
     from tw_jax.preprocess.probes.articles import diffset_files
+    from tw_jax.preprocess.probes.kept import KeptStore
     from tw_jax.preprocess.probes.local import _header, check_dump
     from tw_jax.preprocess.probes.outputs import clear_stats, write_probes_folder
     from tw_jax.preprocess.runners.beam_options import pipeline_options
@@ -264,13 +297,24 @@ def build_probes_beam(
     clear_stats(out_dir)
     result: dict[str, Any] = {}
 
-    def _write(acc: tuple) -> None:
-        kept, samplers, stats = acc
+    parts = paths.join(paths.resolve(out_dir), KEPT_PARTS)
+    paths.rmtree(parts)  # an earlier run's shards, left by a launcher that did not finish
+
+    def _write(acc: tuple, files: list[str]) -> None:
+        samplers, stats = acc
         check_dump(old_wd, stats, "old", options)
         check_dump(new_wd, stats, "new", options)
-        probes, lighttuning = finish(kept, samplers, stats, options)
-        report = stats.as_dict(**_header(old_wd, new_wd, wiki, diffset_dir, old_wp, options))
-        write_probes_folder(out_dir, probes, lighttuning, report)
+        with scratch_dir("probes") as scratch:
+            store = KeptStore(os.path.join(scratch, "kept.sqlite"))
+            try:
+                store.extend(kept_probes(files))
+                probes, lighttuning = finish(store, samplers, stats, options)
+                report = stats.as_dict(
+                    **_header(old_wd, new_wd, wiki, diffset_dir, old_wp, options)
+                )
+                write_probes_folder(out_dir, probes, lighttuning, report)
+            finally:
+                store.close()
         result["report"] = report
 
     try:
@@ -356,24 +400,29 @@ def build_probes_beam(
             checked = (
                 {"probe": rendered.probes, "texts": subject_texts}
                 | "ProbesBySubject" >> beam.CoGroupByKey()
-                | "Check" >> beam.FlatMap(_check, options, old_wp is not None)
+                | "Check"
+                >> beam.FlatMap(_check, options, old_wp is not None).with_outputs(
+                    "kept", main="checked"
+                )
+            )
+            shards = checked.kept | "WriteKept" >> beam.io.WriteToText(
+                paths.join(parts, "kept"), file_name_suffix=".jsonl"
             )
             (
-                (checked, tallies | "AllTallies" >> beam.Flatten())
+                (checked.checked, tallies | "AllTallies" >> beam.Flatten())
                 | "Everything" >> beam.Flatten()
                 | "Combine" >> beam.CombineGlobally(_combiner(options))
-                | "Write" >> beam.Map(_write)
+                | "Write" >> beam.Map(_write, beam.pvalue.AsList(shards))
             )
     except Exception as error:
+        with contextlib.suppress(OSError):  # the run's own error is the one to report
+            paths.rmtree(parts)
         found = dump_error_in(error)
         if found is None:
             raise
         raise found from error
+    paths.rmtree(parts)
     if "report" not in result:  # the pipeline ran elsewhere: read what it wrote
-        import json
-
-        from tw_jax.io import paths
-
         with paths.open_file(paths.join(out_dir, "stats.json"), "rb") as handle:
             result["report"] = json.loads(handle.read().decode("utf-8"))
     return result["report"]

@@ -46,6 +46,11 @@ class Sampler:
                     heapq.heapreplace(mine, item)
         return self
 
+    def texts(self) -> set[tuple[str, str, str]]:
+        """The ``subject,relation,object`` texts of the candidates held (what :meth:`sample`
+        might choose)."""
+        return {(item[0], item[1], item[2]) for heap in self.heaps.values() for _, item in heap}
+
     def sample(self, exclude: Iterable[tuple[str, str, str]] = ()) -> list[Probe]:
         """``size`` probes (fewer if there are fewer candidates), relation shares kept, none
         whose ``subject,relation,object`` text equals an excluded one (a probe's)."""

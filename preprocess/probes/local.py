@@ -5,28 +5,33 @@
 3. Wikipedia titles and redirects, the DiffSet folder's texts and (optionally) the old
    snapshot's cleaned articles go to an :class:`ArticleStore`.
 4. The new dump is streamed; each entity is categorised against its old self, rendered, aligned
-   with its article and checked; survivors are kept per category for :func:`finish`.
+   with its article and checked; survivors go to a :class:`~tw_jax.preprocess.probes.kept.KeptStore`
+   on disk, in dump order, for :func:`finish` (duplicates and caps, in the store) and the writers,
+   which read them back row by row.
 
 An entity skipped as malformed in either dump is not categorised (it is marked in the old store,
 or met as a None side in the new pass) and is counted in ``skipped_one_side``; once each dump
 has been read, :func:`~tw_jax.preprocess.dumps.wikidata.check_skipped_share` fails the run if too
 many of its lines were malformed (``ProbeOptions.max_skipped_share``).
 
-All indexes are SQLite files in a scratch folder, so memory holds only the probes that passed
-alignment (a few per cent of the down-sampled facts) and the light-tuning samplers.
+All indexes and the kept probes are SQLite files in a scratch folder, so memory holds no
+per-entity or per-probe state: a few chunks of dump lines and their probes in flight, one batch
+of probes before each INSERT, SQLite's page caches, and the light-tuning samplers (relations ×
+``lighttuning_size`` candidates). Peak memory does not grow with the dump or ``--unchanged-rate``.
 
 With ``workers > 1`` the main process only reads the dumps, as raw lines in chunks; forked
 workers parse them (and, for the new dump, categorise, render, align and check against their own
-read-only connections to the indexes) and send back their entities or their kept probes,
-sampler state and stats deltas, which are merged in dump order. Skip examples, kept-probe order
-and the samplers' contents (an order-free choice) are therefore those of one process, and so are
-the output files, byte for byte.
+read-only connections to the indexes) and send back their entities or their chunk's kept
+probes, sampler state and stats deltas, which are merged in dump order (the main process appends
+the probes to the store as each chunk's result arrives). Skip examples, kept-probe order and the
+samplers' contents (an order-free choice) are therefore those of one process, and so are the
+output files, byte for byte.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.pool import Pool
 from typing import Any
@@ -53,6 +58,7 @@ from tw_jax.preprocess.probes.articles import (
 from tw_jax.preprocess.probes.categorise import CATEGORIES, DELETED
 from tw_jax.preprocess.probes.facts import SubjectSide, subject_side
 from tw_jax.preprocess.probes.finish import ProbeOptions, finish
+from tw_jax.preprocess.probes.kept import KeptStore
 from tw_jax.preprocess.probes.lighttuning import Sampler
 from tw_jax.preprocess.probes.outputs import clear_stats, write_probes_folder
 from tw_jax.preprocess.probes.records import Probe
@@ -104,7 +110,11 @@ def build_article_store(
 
 
 class Categoriser:
-    """Steps 4 of the module doc for one entity at a time (what the bench times)."""
+    """Steps 4 of the module doc for one entity at a time (what the bench times).
+
+    Each probe that passes goes to ``keep`` (the stage's :meth:`KeptStore.add`) as it is found;
+    without one it is appended to :attr:`kept`, in that order (a worker's chunk).
+    """
 
     def __init__(
         self,
@@ -114,10 +124,12 @@ class Categoriser:
         options: ProbeOptions,
         stats: ProbeStats,
         have_old_dump: bool,
+        keep: Callable[[Probe], None] | None = None,
     ) -> None:
         self.old, self.labels, self.articles = old, labels, articles
         self.options, self.stats, self.have_old_dump = options, stats, have_old_dump
-        self.kept: dict[str, list[Probe]] = {c: [] for c in CATEGORIES}
+        self.kept: list[Probe] = []
+        self.keep = keep if keep is not None else self.kept.append
         self.samplers = {c: Sampler(options.lighttuning_size) for c in CATEGORIES}
 
     def _label_of_deleted(self, entity_id: str) -> str | None:
@@ -173,7 +185,7 @@ class Categoriser:
                 texts = self.texts_for(new, old)
             sampler = self.samplers[probe.category]
             if check_probe(probe, texts, seed=self.options.seed, stats=self.stats, sampler=sampler):
-                self.kept[probe.category].append(probe)
+                self.keep(probe)
 
 
 def build_probes(
@@ -191,7 +203,8 @@ def build_probes(
     """Writes the Probes folder for one month pair and returns its stats.
 
     ``workers > 1`` parses and categorises in that many forked processes; one worker runs
-    inline. The folder is the same either way.
+    inline. The folder is the same either way, and so is the memory it takes: kept probes live
+    in a scratch :class:`KeptStore`, not in this process.
     """
     options = options or ProbeOptions()
     options.check()
@@ -211,50 +224,65 @@ def build_probes(
         # their own, read-only, on their first categorising job (after the indexes are built).
         config = WorkerConfig(paths, new_wd, options, old_wp is not None)
         pool = start_pool(workers, config) if workers > 1 else None
+        kept = KeptStore(os.path.join(scratch, "kept.sqlite"))
         try:
-            labels = LabelIndex.build(new_wd, paths.labels, Skips())
-            old = OldSnapshot(paths.old, create=True)
-            articles = build_article_store(
-                paths.articles,
-                os.fspath(wikipedia),
-                os.fspath(diffset_dir),
-                old_wp,
-                stats,
-            )
             try:
-                with progress_bar(desc="indexing old Wikidata", unit=" entities", disable=quiet) as bar:
-                    if pool is None:
-                        old.add_all(
-                            _ticked(
-                                iter_sides(old_wd, stats.skips["old_wikidata"], stats, "old"), bar
+                labels = LabelIndex.build(new_wd, paths.labels, Skips())
+                old = OldSnapshot(paths.old, create=True)
+                articles = build_article_store(
+                    paths.articles,
+                    os.fspath(wikipedia),
+                    os.fspath(diffset_dir),
+                    old_wp,
+                    stats,
+                )
+                try:
+                    with progress_bar(
+                        desc="indexing old Wikidata", unit=" entities", disable=quiet
+                    ) as bar:
+                        if pool is None:
+                            old.add_all(
+                                _ticked(
+                                    iter_sides(old_wd, stats.skips["old_wikidata"], stats, "old"),
+                                    bar,
+                                )
                             )
-                        )
-                    else:
-                        old.add_all(index_sides(old_wd, stats, pool, workers, bar))
-                check_dump(old_wd, stats, "old", options)
-                if pool is None:
-                    work = Categoriser(old, labels, articles, options, stats, old_wp is not None)
+                        else:
+                            old.add_all(index_sides(old_wd, stats, pool, workers, bar))
+                    check_dump(old_wd, stats, "old", options)
                     with progress_bar(desc="categorising", unit=" entities", disable=quiet) as bar:
-                        for entity_id, side in _ticked(
-                            iter_sides(new_wd, stats.skips["new_wikidata"], stats, "new"), bar
-                        ):
-                            work.add(entity_id, side)
-                    kept, samplers = work.kept, work.samplers
-                else:
-                    with progress_bar(desc="categorising", unit=" entities", disable=quiet) as bar:
-                        kept, samplers = categorise_dump(new_wd, options, stats, pool, workers, bar)
-                check_dump(new_wd, stats, "new", options)
+                        if pool is None:
+                            work = Categoriser(
+                                old, labels, articles, options, stats, old_wp is not None,
+                                keep=kept.add,
+                            )
+                            for entity_id, side in _ticked(
+                                iter_sides(new_wd, stats.skips["new_wikidata"], stats, "new"), bar
+                            ):
+                                work.add(entity_id, side)
+                            samplers = work.samplers
+                        else:
+                            samplers = categorise_dump(
+                                new_wd, options, stats, pool, workers, kept.extend, bar
+                            )
+                    check_dump(new_wd, stats, "new", options)
+                finally:
+                    old.close()
+                    labels.close()
+                    articles.close()
             finally:
-                old.close()
-                labels.close()
-                articles.close()
+                if pool is not None:
+                    pool.terminate()
+                    pool.join()
+            # The category-wide steps run in the store, and the writers read its probes back
+            # row by row: the store stays open (its scratch folder in place) until they are done.
+            probes, lighttuning = finish(kept, samplers, stats, options)
+            report = stats.as_dict(
+                **_header(old_wd, new_wd, wikipedia, diffset_dir, old_wp, options)
+            )
+            write_probes_folder(out_dir, probes, lighttuning, report)
         finally:
-            if pool is not None:
-                pool.terminate()
-                pool.join()
-    probes, lighttuning = finish(kept, samplers, stats, options)
-    report = stats.as_dict(**_header(old_wd, new_wd, wikipedia, diffset_dir, old_wp, options))
-    write_probes_folder(out_dir, probes, lighttuning, report)
+            kept.close()
     return report
 
 
@@ -343,11 +371,12 @@ def _sides_job(
     return stats, sides
 
 
-Categorised = tuple[ProbeStats, dict[str, list[Probe]], dict[str, Sampler]]
+Categorised = tuple[ProbeStats, list[Probe], dict[str, Sampler]]
 
 
 def _categorise_job(lines: Lines) -> Categorised:
-    """Step 4 of the module doc for a chunk of the new dump: what it adds to one pass."""
+    """Step 4 of the module doc for a chunk of the new dump: what it adds to one pass (its kept
+    probes in the order found, every category together)."""
 
     config = _config
     old, labels, articles = _open_stores()
@@ -382,23 +411,25 @@ def categorise_dump(
     stats: ProbeStats,
     pool: Pool,
     workers: int,
+    keep: Callable[[list[Probe]], None],
     bar: Any = None,
-) -> tuple[dict[str, list[Probe]], dict[str, Sampler]]:
-    """The kept probes and samplers of the new dump, categorised by the pool (``path`` must be
-    the dump its :class:`WorkerConfig` names). Merged in dump order, they equal one pass."""
+) -> dict[str, Sampler]:
+    """The new dump categorised by the pool (``path`` must be the dump its
+    :class:`WorkerConfig` names): each chunk's kept probes go to ``keep`` (the stage's
+    :meth:`KeptStore.extend`) as its result arrives, and the samplers are returned. Merged in
+    dump order, they equal one pass."""
 
-    kept: dict[str, list[Probe]] = {c: [] for c in CATEGORIES}
     samplers = {c: Sampler(options.lighttuning_size) for c in CATEGORIES}
     for delta, chunk_kept, chunk_samplers in ordered_map(
         _categorise_job, _chunked(iter_lines(path)), pool, workers
     ):
         stats.merge(delta)
+        keep(chunk_kept)
         for category in CATEGORIES:
-            kept[category].extend(chunk_kept[category])
             samplers[category].merge(chunk_samplers[category])
         if bar is not None:
             bar.update(delta.entities["new"])
-    return kept, samplers
+    return samplers
 
 
 def _header(old_wd, new_wd, wikipedia, diffset_dir, old_wp, options) -> dict[str, Any]:  # noqa: ANN001

@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 from tw_jax.preprocess.probes.categorise import Candidate
 from tw_jax.preprocess.probes.facts import object_id
@@ -81,11 +81,20 @@ def make_probe(
     )
 
 
-def csv_text(probes: Iterable[Probe]) -> str:
-    """The whole CSV file: header, then one row per probe (RFC 4180 quoting, ``\\n`` lines)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+def write_csv(handle: IO[str], probes: Iterable[Probe]) -> int:
+    """The CSV file, row by row onto ``handle`` (opened with ``newline=""``): header, then one
+    row per probe (RFC 4180 quoting, ``\\n`` lines). Returns the number of probes."""
+    writer = csv.writer(handle, lineterminator="\n")
     writer.writerow(COLUMNS)
+    count = 0
     for probe in probes:
         writer.writerow(probe.row())
+        count += 1
+    return count
+
+
+def csv_text(probes: Iterable[Probe]) -> str:
+    """The whole CSV file as one string (:func:`write_csv`), for small sets."""
+    buffer = io.StringIO()
+    write_csv(buffer, probes)
     return buffer.getvalue()

@@ -176,10 +176,11 @@ def test_first_run_writes_every_expected_result(first_run):
                 | probe_keys("diff", "0809", "0809") | probe_keys("diff", "0910", "0910"))
     expected |= {(m, t, "-", "all", time)
                  for m, t in (("initial", "base"), ("diff", "0809"), ("diff", "0910"))
-                 for time in ("train_seconds", "train_steps", "compile_seconds")}
+                 for time in ("train_seconds", "train_steps", "compile_seconds",
+                              "train_tokens", "train_flops")}
     keys = [tuple(line[f] for f in ("method", "trained_through", "eval_month", "category",
                                     "metric")) for line in lines]
-    assert len(keys) == len(expected) == 45
+    assert len(keys) == len(expected) == 51
     assert set(keys) == expected
     assert all(line["value"] > 0 for line in lines)
 
@@ -195,6 +196,11 @@ def test_first_run_writes_every_expected_result(first_run):
         assert value[("diff", month, month, "changed", "n_probes")] == (
             counts[month]["updated"] + counts[month]["new"])
         assert value[("diff", month, "-", "all", "train_steps")] == 2
+        # what the update cost: the same two steps of full LM blocks, the same FLOPs
+        assert value[("diff", month, "-", "all", "train_tokens")] == value[
+            ("diff", "0809", "-", "all", "train_tokens")]
+        assert value[("diff", month, "-", "all", "train_flops")] == value[
+            ("diff", "0809", "-", "all", "train_flops")]
         assert 0 < value[("diff", month, "-", "all", "compile_seconds")] <= value[
             ("diff", month, "-", "all", "train_seconds")]
 
@@ -320,7 +326,7 @@ def test_rerun_adds_nothing_then_eval_matrix_completes_the_matrix(first_run):
     assert _cli(_argv(data, out, "--eval-matrix")) == 0
     lines = _lines(results)
     # 0809's checkpoint on 0910 (5 categories), 0910's on 0809 (4): ppl and n_probes each
-    assert len(lines) == 45 + 2 * 9
+    assert len(lines) == 51 + 2 * 9
     assert {p: p.read_bytes() for p in metrics} == metrics  # nothing was trained
     pairs = {(line["trained_through"], line["eval_month"]) for line in lines
              if line["method"] == "diff" and line["metric"] == "ppl"}

@@ -64,6 +64,10 @@ def test_learned_against_kept_per_method_and_month():
 def test_one_colour_per_method_in_every_figure():
     assert METHOD_COLOURS["initial"] == "#7f7f7f"
     assert method_colours(["diff", "lora"]) == {"diff": "#ff7f0e", "lora": "#9467bd"}
+    # TiC-LM's methods have fixed colours of their own; a method outside the table the next
+    # free one.
+    assert method_colours(["ewc", "lwf", "replay"]) == {
+        "ewc": "#393b79", "lwf": "#637939", "replay": "#843c39"}
     assert method_colours(["lora", "mine", "diff", "ours"]) == {
         "lora": "#9467bd", "mine": "#aec7e8", "diff": "#ff7f0e", "ours": "#ffbb78"}
 

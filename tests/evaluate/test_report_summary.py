@@ -55,3 +55,34 @@ def test_accuracy_tables_without_signal_are_listed_not_printed(tmp_path, capsys)
     assert (tmp_path / "report" / "table_em.md").exists()
     assert (tmp_path / "report" / "summary_ppl.csv").read_text().splitlines()[2].startswith(
         "DIFF,30 s,150.00,50.00,110.00,+50%,-75%")
+
+
+def test_the_report_opens_with_diff_against_full_and_what_each_update_cost(tmp_path, capsys):
+    """TemporalWiki's headline measured: DIFF against FULL on the learned and the kept facts,
+    at what share of FULL's tokens; tokens and FLOPs per update beside the scores."""
+    results = _results(em=0.0)
+    for category, value in zip(("unchanged", "updated", "new"), (120.0, 100.0, 52.0),
+                               strict=True):
+        results.append(Result("full", "0910", "0910", category, "ppl", value))
+    for method, tokens, flops in (("diff", 1000.0, 2e9), ("full", 12000.0, 2.4e10)):
+        results += [Result(method, "0910", NO_MONTH, "all", "train_tokens", tokens),
+                    Result(method, "0910", NO_MONTH, "all", "train_flops", flops)]
+    table = summary_table(ResultIndex(results))
+    assert table.headers[-2:] == ["Tokens", "FLOPs"]
+    rows = {row[0]: row for row in table.rows}
+    assert rows["DIFF"][-2:] == ["1K", "2B"] and rows["FULL"][-2:] == ["12K", "24B"]
+    assert rows["INITIAL"][-2:] == ["-", "-"]
+    headline = ("DIFF against FULL (ppl, 0910): on NEW 50.00 against 52.00 (-4%); on UNCHANGED "
+                "150.00 against 120.00 (+25%), training on 8.3% of FULL's tokens (1K against "
+                "12K per update); so here, as in TemporalWiki, DIFF is about as good as FULL "
+                "(within 5%) on what changed.")
+    assert table.notes[0] == headline
+
+    append_results(tmp_path / "run", results)
+    assert main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "report")]) == 0
+    capsys.readouterr()
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert report.split("\n\n")[2] == headline  # the first lines, under the results' source
+    # learning read against cost: a figure of it, with its sentence, before the summary
+    assert (tmp_path / "report" / "fig6_learned_cost.png").stat().st_size > 1000
+    assert report.index("![fig6_learned_cost]") < report.index("### Summary")

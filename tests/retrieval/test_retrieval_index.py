@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 
 import pytest
 from retrieval_data import NEW, UNCHANGED, write_jsonl
@@ -167,3 +168,65 @@ def test_an_index_whose_files_pass_but_cannot_be_read_names_the_file_and_the_fla
     marker_path.write_text(json.dumps(marker))
     with pytest.raises(DumpError, match=r"bm25\.json.*rebuild it with --rebuild "):
         month_index(str(data), "0809", BM25Retriever())
+
+
+LONG_AGO = 1_000_000_000  # 2001: what `cp -p`, `tar` and `rsync -a` may leave on a new file
+
+
+def _rebuilt_because(caplog) -> str:
+    [warning] = [m for m in caplog.messages if "rebuilding the index" in m]
+    return warning
+
+
+def test_an_input_replaced_with_an_older_mtime_rebuilds_the_index_naming_it(data, caplog):
+    first = month_index(str(data), "0809", BM25Retriever())
+    new = data / "0809" / "evolvingqa" / "new.jsonl"
+    os.utime(new, None)  # touched, the same bytes: the index stays
+    assert month_index(str(data), "0809", BM25Retriever()).reused
+    [record] = NEW["0809"]  # other words, the same size, dated before the index
+    write_jsonl(new, [{**record, "text": record["text"].replace("married", "admired")}])
+    os.utime(new, (LONG_AGO, LONG_AGO))
+    with caplog.at_level("WARNING", logger="tw_jax.retrieval.index"):
+        changed = month_index(str(data), "0809", BM25Retriever())
+    assert not changed.reused and changed.fingerprint != first.fingerprint  # before: no word
+    assert _rebuilt_because(caplog) == (
+        f"{_folder(data)}: built from other data or settings ({new} does not match its checksum "
+        "(its bytes changed after it was indexed)); rebuilding the index")
+    assert changed.passages[2].text == "Cien Bordling admired Meel Dreirdstad."
+    assert month_index(str(data), "0809", BM25Retriever()).reused
+
+
+def test_other_retriever_settings_are_named_when_the_index_is_rebuilt(data, caplog):
+    month_index(str(data), "0809", BM25Retriever())
+    with caplog.at_level("WARNING", logger="tw_jax.retrieval.index"):
+        assert not month_index(str(data), "0809", BM25Retriever(k1=0.9)).reused
+    assert "(bm25 k1 1.5 → 0.9); rebuilding the index" in _rebuilt_because(caplog)
+
+
+def _snapshot_folder(data, articles) -> None:
+    write_jsonl(data / "0809" / "diffset" / "full.jsonl", articles)
+    (data / "0809" / "diffset" / "stats.json").write_text("{}")
+
+
+def test_a_snapshot_index_follows_the_content_of_full_jsonl_and_its_chunking(data, caplog):
+    from tw_jax.retrieval.index import source_index
+    from tw_jax.retrieval.snapshot import snapshot_source
+
+    articles = [{"id": 7, "title": "Varnholt", "text": UNCHANGED[0]["text"]},
+                {"id": 21, "title": "Cien Bordling", "text": NEW["0809"][0]["text"]}]
+    _snapshot_folder(data, articles)
+    built = source_index(snapshot_source(str(data), "0809"), BM25Retriever())
+    assert not built.reused
+    assert source_index(snapshot_source(str(data), "0809"), BM25Retriever()).reused
+    full = data / "0809" / "diffset" / "full.jsonl"
+    _snapshot_folder(data, [articles[0], {**articles[1], "title": "Cien Bordlinq"}])
+    os.utime(full, (LONG_AGO, LONG_AGO))
+    with caplog.at_level("WARNING", logger="tw_jax.retrieval.index"):
+        again = source_index(snapshot_source(str(data), "0809"), BM25Retriever())
+    assert not again.reused and again.passages[-1].title == "Cien Bordlinq"
+    assert f"({full} does not match its checksum" in _rebuilt_because(caplog)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="tw_jax.retrieval.index"):
+        assert not source_index(snapshot_source(str(data), "0809", chunk_words=5),
+                                BM25Retriever()).reused
+    assert "(chunk_words 100 → 5); rebuilding the index" in _rebuilt_because(caplog)

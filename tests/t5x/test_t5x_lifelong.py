@@ -18,6 +18,7 @@ from tw_jax import lifelong_cli
 from tw_jax.cli_parser import OneLineErrorParser
 from tw_jax.evaluate.groups import TRAINS_ON
 from tw_jax.lifelong.updates import TwJaxTrainer
+from tw_jax.methods import T5X_METHODS
 from tw_jax.runtime import gin_setup
 from tw_jax.t5x.lifelong import T5XTrainer, T5XTrainingError, t5x_gin_files
 from tw_jax.tasks import names
@@ -37,8 +38,11 @@ def test_the_t5x_files_of_a_method_are_its_t5x_file_and_the_model_and_run_files_
     # initial.gin includes diff.gin, whose model and run files it carries
     assert t5x_gin_files(["initial.gin"]) == ["t5x/initial.gin", "models/t5_large.gin",
                                               "runs/tpu.gin"]
-    for method in {*TRAINS_ON, "initial"}:  # every method the runner knows has its T5X file
+    for method in {*T5X_METHODS, "initial"}:  # every method T5X runs has its T5X file
         assert t5x_gin_files([f"{method}.gin"])[0] == f"t5x/{method}.gin"
+    for method in set(TRAINS_ON) - set(T5X_METHODS):  # the others: one line naming tw-jax train
+        with pytest.raises(gin_setup.GinConfigError, match="only tw-jax's trainer runs"):
+            t5x_gin_files([f"{method}.gin"])
     with pytest.raises(gin_setup.GinConfigError, match="no T5X gin file t5x/mine.gin"):
         t5x_gin_files([str(_write(tmp_path / "mine.gin", "include 'diff.gin'\n"))])
 

@@ -248,3 +248,19 @@ def test_recadam_under_t5x_pulls_towards_the_restored_weights(tmp_path, env):
     assert all(np.array_equal(anchors[n], given[n]) for n in given)
     trained = {n.removeprefix("target/"): v for n, v in state.items() if n.startswith("target/")}
     assert all(not np.array_equal(trained[n], given[n]) for n in given if n.endswith("kernel"))
+
+
+def test_replay_trains_under_t5x_on_every_earlier_month(tmp_path, env, registered):
+    """TiC-LM's replay is a seqio mixture like Mix-Review's, so the real T5X trains it with the
+    method's own T5X file: the 0910 update draws from 0910's DiffSet, 0809's and the 08
+    snapshot."""
+    import seqio
+
+    mixture = seqio.get_mixture_or_task("twiki_replay_0910_lm")
+    assert sorted(t.name for t in mixture.tasks) == sorted(
+        ["twiki_diffset_0910_lm", "twiki_diffset_0809_lm", "twiki_full_08_lm"])
+    t5x("train", "--gin_file=t5x/replay.gin", "--gin_file=models/gpt2_tiny.gin",
+        "--gin_file=runs/cpu_smoke.gin", f"--gin.MODEL_DIR='{tmp_path / 'run'}'",
+        "--gin.TRAIN_STEPS=2", "--gin.SCHEDULE='constant'",
+        "--gin.MIXTURE_OR_TASK_NAME='twiki_replay_0910_lm'", env=env)
+    assert (tmp_path / "run" / "checkpoint_2").is_dir()

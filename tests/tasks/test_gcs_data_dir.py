@@ -54,7 +54,7 @@ def test_tasks_of_a_bucket_folder_are_the_local_folders(task_data, gcs_data):
     remote = tw_jax.tasks.register_all(gcs_data["data_dir"] + "/", t5_vocab=gcs_data["t5"],
                                        gpt2_vocab=gcs_data["gpt2"])
     assert remote == local
-    assert len(local) == 3 * (5 + 2 * 5 * 5 + 5 + 1 + 2 * 5) + 4 * 2  # as test_twiki_tasks
+    assert len(local) == 3 * (5 + 2 * 5 * 5 + 5 + 1 + 2 * 5 + 2) + 4 * 2  # as test_twiki_tasks
     remote_patterns = _patterns(remote)
     assert set(remote_patterns) == set(local_patterns)
     assert len(remote_patterns) == 3 * 3 + 4 * 2  # diffset/nondiff/ssm per pair, full per month

@@ -69,6 +69,8 @@ EXPECTED = sorted(
         "twiki_full_08_lm",
         "twiki_mixreview_0809_lm",
         "twiki_mixreview_0910_lm",
+        "twiki_replay_0809_lm",
+        "twiki_replay_0910_lm",
     ]
     + [
         f"twiki_probes_0809_{category}{suffix}"
@@ -117,6 +119,8 @@ def test_release_folder_registers_the_same_task_names(task_data, vocabularies, t
     ]
     mixture = seqio.get_mixture_or_task("twiki_mixreview_0910_lm")
     assert [t.name for t in mixture.tasks] == ["twiki_diffset_0910_lm", "twiki_full_08_lm"]
+    replay = seqio.get_mixture_or_task("twiki_replay_0910_lm")
+    assert replay.members == ("twiki_diffset_0910_lm", "twiki_full_08_lm", "twiki_diffset_0809_lm")
 
 
 def zip_folder(folder, archive, strip_top: bool = False) -> None:

@@ -50,6 +50,8 @@ def test_every_task_of_the_layout_is_registered(twiki):
             "nondiff_{}_lm",
             "mixreview_{}_lm",
             "mixreview_{}_ssm",
+            "replay_{}_lm",
+            "replay_{}_ssm",
         ):
             assert "twiki_" + name.format(pair) in names
         for category in CATEGORIES:
@@ -78,7 +80,7 @@ def test_every_task_of_the_layout_is_registered(twiki):
             lighttuning = seqio.get_mixture_or_task(f"twiki_lighttuning_{pair}{suffix}")
             assert [t.name for t in lighttuning.tasks] == sorted(
                 f"twiki_lighttuning_{pair}_{c}{suffix}" for c in tuned)
-    assert len(names) == 3 * (5 + 2 * 5 * 5 + 5 + 1 + 2 * 5) + 4 * 2
+    assert len(names) == 3 * (5 + 2 * 5 * 5 + 5 + 1 + 2 * 5 + 2) + 4 * 2  # + 2: replay
     assert set(seqio.TaskRegistry.names()) | set(seqio.MixtureRegistry.names()) >= names
     # Mix-Review replays the INITIAL snapshot (08) for every pair, found along the chain.
     for pair in PAIRS:

@@ -172,3 +172,19 @@ def test_synthetic_probes_read_as_probe_rows():
     assert all(r["text"] == f"{r['subject']} {r['relation']} {r['object']}" for r in rows)
     assert any(r["previous_object"] for r in rows)
     assert sys.modules.get("bench_common") is not None  # the scripts import their helper
+
+
+def test_bench_probes_stage_reports_peak_memory_at_each_size(capsys, tmp_path):
+    """``bench_probes.py --stage``: the whole stage in a child process on a world whose facts
+    pass alignment, one record per size with its peak RSS and the probes it kept."""
+    bench_probes = _load("bench_probes")
+    bench_probes.main(["--stage", "--entities", "300", "600", "--unchanged-rate", "1",
+                       "--workdir", str(tmp_path)])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines[-2:]]
+    assert [r["entities"] for r in records] == [300, 600]
+    for record in records:
+        assert record["peak_rss_main_mib"] >= record["rss_after_imports_mib"] > 0
+        assert record["peak_rss_workers_mib"] == 0  # one process: no workers
+        assert 0 < record["final_probes"] < record["kept_probes"]
+    assert records[1]["kept_probes"] > records[0]["kept_probes"]

@@ -19,6 +19,7 @@ import tensorflow_datasets as tfds
 
 from tw_jax.datasets.base import Builder
 from tw_jax.preprocess.ckl.release_files import LAMA_SETS, find_files, lama_files, read_lama_set
+from tw_jax.tasks.tfds_fingerprint import physical_files
 
 CITATION = """\
 @inproceedings{jang2022towards,
@@ -78,6 +79,20 @@ class CklLama(Builder):
                                     "`tfds build --help`, docs/tfds.md)")
         return {(name[len(task) + 1:] or "test"): self._generate_examples(files, file, spec)
                 for name, (file, spec) in sorted(found.items())}
+
+    def source_files(self, manual_dir: str) -> list[str]:
+        """The set's CSVs and the answer JSON each is read with (a zip for its members)."""
+        files = find_files(manual_dir)
+        task = self.builder_config.task
+        used = []
+        for name, spec in lama_files(files).values():
+            if spec.task != task:
+                continue
+            used.append(files[name])
+            stem = name[: -len(".csv")]
+            answers = [a for a in (f"{stem}_answers.json", *spec.answer_files) if a in files]
+            used += [files[a] for a in answers[:1]]  # the first is the one read
+        return physical_files(used)
 
     def _generate_examples(self, files: Any, name: str, spec: Any) -> Any:
         for index, row in enumerate(read_lama_set(files, name, spec)):

@@ -18,7 +18,8 @@ import numpy as np
 import tensorflow_datasets as tfds
 
 from tw_jax.datasets.base import Builder
-from tw_jax.tasks.ecbd import NO_CHAR, SUBSETS, read_ecbd
+from tw_jax.tasks.ecbd import NO_CHAR, SUBSETS, discover, read_ecbd
+from tw_jax.tasks.tfds_fingerprint import physical_files
 
 CITATION = """\
 @inproceedings{onoe-etal-2022-entity,
@@ -73,6 +74,12 @@ class Ecbd(Builder):
         return {split: self._generate_examples(examples)
                 for (_, split), examples in sorted(found.items(), key=lambda kv: kv[0][1])
                 if examples}
+
+    def source_files(self, manual_dir: str) -> list[str]:
+        """The subset's span files (a zip for its members)."""
+        subset = self.builder_config.subset
+        return physical_files(f for (name, _), files in discover(manual_dir).items()
+                              if name == subset for f in files)
 
     def _generate_examples(self, examples: Any) -> Any:
         for index, example in enumerate(examples):

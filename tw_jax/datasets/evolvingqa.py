@@ -48,6 +48,7 @@ from tw_jax.preprocess.evolvingqa.generate import (
     pairs_with_passages,
 )
 from tw_jax.tasks.evolvingqa import find_qa_files
+from tw_jax.tasks.tfds_fingerprint import physical_files
 
 CITATION = """\
 @inproceedings{kim-etal-2024-carpe,
@@ -134,6 +135,14 @@ class Evolvingqa(Builder):
             raise ValueError(f"{root}: {', '.join(sorted(files))} hold no passage (the build "
                              "found none): nothing to prepare")
         return splits
+
+    def source_files(self, manual_dir: str) -> list[str]:
+        """The QA CSVs (a zip for its members), or the build folder's passage files."""
+        kind = self.builder_config.kind
+        if kind == "qa":
+            return physical_files(qa.file for qa in find_qa_files(manual_dir))
+        files = _passage_files(manual_dir, edited=kind == "edited_passages")
+        return sorted(path for path in files.values() if paths.isfile(path))
 
     def _qa_splits(self, root: str) -> dict[str, Any]:
         found = find_qa_files(root)

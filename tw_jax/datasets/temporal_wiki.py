@@ -46,6 +46,7 @@ import tensorflow_datasets as tfds
 from tw_jax.datasets import readers
 from tw_jax.datasets.base import Builder
 from tw_jax.errors import DumpError
+from tw_jax.io import paths
 from tw_jax.preprocess.dumps.released import PublishedFile, index_files
 from tw_jax.preprocess.runners.accounting import STATS_FILE
 from tw_jax.preprocess.runners.whole import recorded_counts
@@ -53,6 +54,7 @@ from tw_jax.tasks import names
 from tw_jax.tasks.layout import Layout, Pair, discover, join, shards
 from tw_jax.tasks.published import Release, classify
 from tw_jax.tasks.sources import TFDS_RETRIEVERS
+from tw_jax.tasks.tfds_fingerprint import physical_files
 from tw_jax.time import Period, Snapshot
 
 CITATION = """\
@@ -200,15 +202,22 @@ class TemporalWiki(Builder):
         config = self.builder_config
         return self.ordered_info(_features(config.kind, config.retriever), HOMEPAGE, CITATION)
 
-    def _split_generators(self, dl_manager: tfds.download.DownloadManager) -> dict[str, Any]:
+    def _splits(self, root: str) -> dict[str, Shards]:
         config = self.builder_config
-        root = os.fspath(dl_manager.manual_dir)
         if config.source == "release":
-            splits = _release_splits(config, classify(index_files(root)), root)
-        else:
-            splits = _data_splits(config, discover(root))
-        return {name: self._generate_examples(make, config.beam)
+            return _release_splits(config, classify(index_files(root)), root)
+        return _data_splits(config, discover(root))
+
+    def _split_generators(self, dl_manager: tfds.download.DownloadManager) -> dict[str, Any]:
+        splits = self._splits(os.fspath(dl_manager.manual_dir))
+        return {name: self._generate_examples(make, self.builder_config.beam)
                 for name, make in splits.items()}
+
+    def source_files(self, manual_dir: str) -> list[str]:
+        """The files of the config's splits: the stage's shards of each split's pattern, the
+        probe CSVs, the release files (zips) holding its members; not the stage's
+        ``stats.json``, nor the folder's other files."""
+        return sorted({f for shards in self._splits(manual_dir).values() for f in shards.files()})
 
     def _generate_examples(self, make: Callable[[], list[Callable[[], Iterable]]],
                            beam: bool) -> Any:
@@ -224,20 +233,33 @@ class TemporalWiki(Builder):
 # --- the data folder ---------------------------------------------------------------------------
 
 
-Shards = Callable[[], list[Callable[[], Iterable[readers.KeyedExample]]]]
+Readers = list[Callable[[], Iterable[readers.KeyedExample]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Shards:
+    """A split: ``make`` lists its readers, one a shard (when the split is generated);
+    ``files`` lists the files they read (what the dataset's fingerprint hashes)."""
+
+    make: Callable[[], Readers]
+    files: Callable[[], list[str]]
+
+    def __call__(self) -> Readers:
+        return self.make()
 
 
 def _tfrecord_shards(pattern: str, fields: dict[str, str]) -> Shards:
-    def make() -> list[Callable[[], Iterable[readers.KeyedExample]]]:
+    def make() -> Readers:
         files = readers.shard_files(pattern)
         return [(lambda s=s, p=p: readers.tfrecord_examples(s, p, fields))
                 for s, p in enumerate(files)]
 
-    return make
+    return Shards(make, lambda: sorted(paths.glob(pattern)))
 
 
 def _csv_rows(*files: str, context: bool = False) -> Shards:
-    return lambda: [lambda: readers.probe_csv_examples(files, context=context)]
+    return Shards(lambda: [lambda: readers.probe_csv_examples(files, context=context)],
+                  lambda: list(files))
 
 
 def _data_splits(config: TemporalWikiConfig, layout: Layout) -> dict[str, Shards]:
@@ -281,8 +303,6 @@ def _open_book_splits(config: TemporalWikiConfig, pair: Pair | None,
         raise FileNotFoundError(
             f"{missing}: no finished open-book probe folder (its {STATS_FILE} is written last); "
             f"`tw-jax probe-contexts --retriever {config.retriever}` writes it")
-    from tw_jax.io import paths
-
     present = set(paths.listdir(folder))
     files = {c: join(folder, f"{c}.csv") for c in CATEGORIES if f"{c}.csv" in present}
     splits = {c: _csv_rows(path, context=True) for c, path in files.items()
@@ -293,8 +313,6 @@ def _open_book_splits(config: TemporalWikiConfig, pair: Pair | None,
 
 
 def _probe_splits(folder: str) -> dict[str, Shards]:
-    from tw_jax.io import paths
-
     present = set(paths.listdir(folder))
     recorded = recorded_counts(folder)  # the stage finished, and what each file holds
     lost = sorted(f"{name}.csv" for name in recorded if f"{name}.csv" not in present)
@@ -320,8 +338,13 @@ def _probe_splits(folder: str) -> dict[str, Shards]:
 
 
 def _published_texts(files: list[PublishedFile]) -> Shards:
-    return lambda: [(lambda s=s, f=f: readers.published_text_examples(s, f))
-                    for s, f in enumerate(files)]
+    return Shards(lambda: [(lambda s=s, f=f: readers.published_text_examples(s, f))
+                           for s, f in enumerate(files)], lambda: physical_files(files))
+
+
+def _published_probes(file: PublishedFile) -> Shards:
+    return Shards(lambda: [lambda: readers.published_probe_examples(file)],
+                  lambda: physical_files([file]))
 
 
 def _release_splits(config: TemporalWikiConfig, release: Release, root: str) -> dict[str, Shards]:
@@ -334,7 +357,7 @@ def _release_splits(config: TemporalWikiConfig, release: Release, root: str) -> 
         if period not in release.probes:
             raise FileNotFoundError(
                 f"{root}: no TWiki_Probes/{period.old.name}01-{period.new.name}01_*.csv")
-        return {category: (lambda f=file: [lambda: readers.published_probe_examples(f)])
+        return {category: _published_probes(file)
                 for category, file in sorted(release.probes[period].items())}
     if period not in release.diffsets:
         raise FileNotFoundError(f"{root}: no TWiki_Diffsets/wikipedia_{period.name}_*.csv")

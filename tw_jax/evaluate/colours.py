@@ -18,8 +18,12 @@ _GREY = "#7f7f7f"
 _EXTRA = ("#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2",
           "#dbdb8d", "#9edae5")  # tab20's light halves, for methods outside METHODS
 
+_LATER = ("#393b79", "#637939", "#843c39", "#7b4173", "#8c6d31", "#3182bd")  # tab20b/c darks
+# TemporalWiki's methods and open book keep tab10's colours; the methods added since (TiC-LM's)
+# take dark ones that no light extra resembles; methods outside METHODS take the extras.
+_KNOWN = [m for m in METHODS if m != "initial"]
 METHOD_COLOURS: dict[str, str] = {"initial": _GREY} | dict(
-    zip([m for m in METHODS if m != "initial"], _TAB10, strict=True))
+    zip(_KNOWN, _TAB10 + _LATER, strict=False))
 
 
 def method_colours(methods: Sequence[str]) -> dict[str, str]:

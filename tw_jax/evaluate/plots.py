@@ -24,6 +24,7 @@ from __future__ import annotations
 import io
 import math
 import os
+from typing import Any
 
 import matplotlib
 
@@ -33,7 +34,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from tw_jax.evaluate.colours import method_colours  # noqa: E402
 from tw_jax.evaluate.report import ResultIndex, probe_average  # noqa: E402
-from tw_jax.evaluate.results import BASE  # noqa: E402
+from tw_jax.evaluate.results import BASE, NO_MONTH  # noqa: E402
 from tw_jax.evaluate.summary import learned_category, learned_kept  # noqa: E402
 from tw_jax.io import paths  # noqa: E402
 from tw_jax.io.atomic import atomic_open  # noqa: E402
@@ -43,6 +44,7 @@ PathLike = str | os.PathLike[str]
 
 DPI = 120
 LEARNED_KEPT = "fig1_learned_kept.png"
+LEARNED_COST = "fig6_learned_cost.png"
 # What to read from each figure: report.md puts the sentence above it.
 CAPTIONS = {
     "fig1_learned_kept": (
@@ -51,6 +53,11 @@ CAPTIONS = {
         "fell), above 0 it forgot what stayed (perplexity on UNCHANGED rose). The shaded lower "
         "left is the goal; a point far left but high trades forgetting for learning; points "
         "at 0, 0 did nothing."),
+    "fig6_learned_cost": (
+        "What each update learned against what it cost: per method and month, the change of "
+        "perplexity on CHANGED against INITIAL (down: learned) over the tokens the update "
+        "trained on (log scale). Lower and further left is more learning for less training; "
+        "TemporalWiki's DIFF sits far left of FULL at about the same height."),
     "fig4_probe_average": (
         "The one-number form of the trade-off (TemporalWiki Fig. 4): the mean of UNCHANGED "
         "and CHANGED perplexity per month, lower is better. Its axis does not start at 0; "
@@ -123,11 +130,51 @@ def plot_learned_kept(
     axis.set_xlabel(f"{metric} on {learned} vs INITIAL (%) — left: learned what changed")
     axis.set_ylabel(f"{metric} on UNCHANGED vs INITIAL (%) — up: forgot what stayed")
     axis.set_title("What each update learned and kept (0 = INITIAL)")
+    _method_month_legend(axis, colours, methods, marker, months)
+    return _save(figure, path)
+
+
+def _method_month_legend(axis: Any, colours: dict[str, str], methods: list[str],
+                         marker: dict[Period, str], months: list[Period]) -> None:
+    """The legend of a per-method, per-month scatter: a colour per method, a marker per month."""
     handles = [plt.Line2D([], [], color=colours[m], marker="o", linestyle="", label=m.upper())
                for m in methods]
     handles += [plt.Line2D([], [], color="grey", marker=marker[m], linestyle="",
                            label=f"month {m.label}") for m in months]
     axis.legend(handles=handles, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+
+
+def plot_learned_cost(
+    index: ResultIndex, path: PathLike, metric: str = "ppl"
+) -> paths.Path | None:
+    """Learning (y) against the tokens each update trained on (x, log scale); None unless
+    some update recorded its tokens."""
+    points = []
+    for method, month, learned, _ in learned_kept(index, metric):
+        tokens = index.get(method, month, NO_MONTH, "all", "train_tokens")
+        if tokens:
+            points.append((method, month, learned, tokens))
+    if not points:
+        return None
+    colours = method_colours(index.methods())
+    months = sorted({month for _, month, _, _ in points})
+    marker = {m: MONTH_MARKERS[i % len(MONTH_MARKERS)] for i, m in enumerate(months)}
+    figure, axis = plt.subplots(figsize=(7.6, 4.6))
+    axis.axhline(0.0, color="grey", linewidth=1)
+    methods = list(dict.fromkeys(p[0] for p in points))
+    for method in methods:
+        mine = [p for p in points if p[0] == method]
+        for _, month, learned, tokens in mine:
+            axis.scatter(tokens, learned, color=colours[method], marker=marker[month], s=55,
+                         zorder=3)
+        axis.annotate(method.upper(), (mine[-1][3], mine[-1][2]), xytext=(7, 7),
+                      textcoords="offset points", fontsize=8, color=colours[method])
+    axis.set_xscale("log")
+    learned = learned_category(index, metric).upper()
+    axis.set_xlabel("tokens the update trained on (log scale)")
+    axis.set_ylabel(f"{metric} on {learned} vs INITIAL (%) — down: learned")
+    axis.set_title("What each update learned for what it cost")
+    _method_month_legend(axis, colours, methods, marker, months)
     return _save(figure, path)
 
 
@@ -261,6 +308,7 @@ def write_plots(index: ResultIndex, out_dir: PathLike) -> list[paths.Path]:
     or a bucket; returns paths."""
     made = [
         plot_learned_kept(index, paths.join(out_dir, LEARNED_KEPT)),
+        plot_learned_cost(index, paths.join(out_dir, LEARNED_COST)),
         plot_relative_propn(index, paths.join(out_dir, "fig3_relative_propn.png")),
         plot_probe_average(index, paths.join(out_dir, "fig4_probe_average.png")),
         plot_misalignment(index, paths.join(out_dir, "fig5_misalignment.png")),

@@ -67,7 +67,8 @@ TABLE_TITLES = {
 }
 MISSING = "-"
 # Results that are no probe scores: counts and times, shown inside other tables.
-NOT_SCORES: tuple[str, ...] = ("train_seconds", "train_steps", "compile_seconds", "n_probes")
+NOT_SCORES: tuple[str, ...] = ("train_seconds", "train_steps", "compile_seconds", "train_tokens",
+                               "train_flops", "n_probes")
 
 
 def tabulated(result: Result) -> bool:
@@ -140,6 +141,11 @@ class ResultIndex:
         if seconds is not None:
             return seconds / 3600.0
         return 0.0 if not self.trained_months(method) else None
+
+    def per_update(self, method: str, metric: str) -> float | None:
+        """Mean of a cost metric (``train_tokens``, ``train_flops``, ...) over the method's
+        updates; None when not recorded."""
+        return self._mean(method, metric)
 
     def _mean(self, method: str, metric: str) -> float | None:
         """Mean of ``metric`` over the method's results (its updates, for the time metrics)."""
@@ -243,6 +249,16 @@ def with_n(label: str, count: str | None) -> str:
     if count is None:
         return label
     return f"{label[:-1]}, {count})" if label.endswith(")") else f"{label} ({count})"
+
+
+def fmt_count(value: float | None) -> str:
+    """A token or FLOP count as people write it: ``41.2K``, ``3.10M``, ``2.4e+15``."""
+    if value is None:
+        return MISSING
+    for size, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if abs(value) >= size:
+            return f"{value / size:.3g}{suffix}"
+    return f"{value:.0f}"
 
 
 def fmt_hours(hours: float | None) -> str:

@@ -38,7 +38,7 @@ def build_report(
         tabulated_elsewhere,
         write_tables,
     )
-    from tw_jax.evaluate.summary import summary_table, without_signal
+    from tw_jax.evaluate.summary import diff_against_full, summary_table, without_signal
 
     everything = read_results(run_dirs)
     results = [r for r in everything if tabulated(r)]
@@ -60,7 +60,11 @@ def build_report(
     elsewhere = "".join(f" {count} more are tabulated by `{command}`."
                         for command, count in sorted(tabulated_elsewhere(everything).items()))
     parts = [f"# Evaluation report\n\n{len(results)} results from {sources}.{elsewhere}\n"]
+    headline = diff_against_full(index)
+    if headline:
+        parts.append(f"{headline}\n")
     parts += figure("fig1_learned_kept")
+    parts += figure("fig6_learned_cost")
     if summary:
         parts.append(summary.markdown())
         parts += figure("fig4_probe_average")

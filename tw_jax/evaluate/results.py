@@ -74,6 +74,7 @@ from tw_jax.errors import DumpError
 from tw_jax.io import paths
 from tw_jax.io.atomic import atomic_open
 from tw_jax.io.jsonl import append_lines, parse_record, write_records
+from tw_jax.methods import METHOD_NAMES
 from tw_jax.time import (
     BASE,
     NO_MONTH,
@@ -86,10 +87,8 @@ from tw_jax.time import (
 
 RESULTS_FILE = "results.jsonl"
 
-METHODS: tuple[str, ...] = (
-    "initial", "full", "diff", "recadam", "mixreview", "lora", "kadapter", "modular",
-    "bm25", "dpr",  # open book: INITIAL with passages retrieved from the month's snapshot
-)
+# The methods' names in the report's order (tw_jax.methods, the one table of methods).
+METHODS: tuple[str, ...] = METHOD_NAMES
 PROBE_CATEGORIES: tuple[str, ...] = ("unchanged", "updated", "new", "deleted", "changed")
 CKL_CATEGORIES: tuple[str, ...] = ("unchanged", "updated", "new", "new_easy")
 QA_CATEGORIES: tuple[str, ...] = tuple(dict.fromkeys(PROBE_CATEGORIES + CKL_CATEGORIES))
@@ -173,6 +172,10 @@ METRICS: dict[str, MetricSpec] = {
                               "counts (after a resume, the resumed part)", ("all",), True),
     "compile_seconds": MetricSpec("seconds of the update's first step, which compiles the "
                                   "training step (part of train_seconds)", ("all",), True),
+    "train_tokens": MetricSpec("tokens the update trained on (unmasked inputs and targets, "
+                               "every step)", ("all",), True),
+    "train_flops": MetricSpec("model FLOPs of the update's training (forward and backward, "
+                              "every step)", ("all",), True),
     "n_probes": MetricSpec("number of probes behind the category's scores (after any "
                            "max_probes limit)", QA_CATEGORIES, False),
 }

@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tw_jax.evaluate.groups import DIFFSET, FULL, MIXREVIEW, TRAINS_ON
+from tw_jax.evaluate.groups import DIFFSET, FULL, MIXREVIEW, REPLAY, TRAINS_ON
 from tw_jax.io import paths
 from tw_jax.lifelong.updates import TwJaxTrainer, UpdateTrainer
 from tw_jax.tasks import names
@@ -75,7 +75,8 @@ def check_months(months: Sequence[str | Period]) -> list[Period]:
 
 def training_task(method: str, period: Period, train_on: str | None = None) -> str:
     """The seqio task or mixture ``method`` trains on for ``period`` (``{objective}`` kept): its
-    DiffSet, the new snapshot whole (FULL) or the Mix-Review mixture."""
+    DiffSet, the new snapshot whole (FULL), the Mix-Review mixture, or the DiffSet with every
+    earlier period's data replayed (:mod:`tw_jax.tasks.replay`)."""
     kind = train_on or TRAINS_ON.get(method)
     if kind == DIFFSET:
         return names.diffset(period)
@@ -83,9 +84,11 @@ def training_task(method: str, period: Period, train_on: str | None = None) -> s
         return names.full(period.new)
     if kind == MIXREVIEW:
         return names.mixreview(period)
+    if kind == REPLAY:
+        return names.replay(period)
     raise LifelongError(
         f"method {method!r}: unknown training data; name a known method "
-        f"({', '.join(TRAINS_ON)}) or pass --train-on {DIFFSET}|{FULL}|{MIXREVIEW}"
+        f"({', '.join(TRAINS_ON)}) or pass --train-on {DIFFSET}|{FULL}|{MIXREVIEW}|{REPLAY}"
     )
 
 

@@ -28,7 +28,7 @@ RUN_FILE = "run.json"
 # What of a parsed run changes the figures it gives (not where it writes, how it logs or how
 # often it checkpoints).
 _TRAINING_FIELDS = ("model_config", "task_feature_lengths", "train_steps", "batch_size",
-                    "optimizer", "schedule_fn", "accumulate_steps", "seed", "pack")
+                    "optimizer", "schedule_fn", "accumulate_steps", "seed", "pack", "loss_terms")
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 _STATS = "stats.json"
 _VOLATILE = ("seconds",)  # what a rebuild of the same data changes in a stats.json

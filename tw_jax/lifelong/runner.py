@@ -116,6 +116,7 @@ from tw_jax.lifelong.run_record import (
 from tw_jax.lifelong.runs import (
     EPOCHS_MACRO,
     ParsedRuns,
+    across_updates,
     parse_runs,
     sized,
     training_examples,
@@ -239,8 +240,10 @@ class LifelongRun:
             return self.summary
         assert self.runs.method is not None  # parse_runs builds it for every method that trains
         previous = initial
-        for period in self.periods:
-            previous = self._update(period, previous)
+        steps_before = 0  # optimizer updates the chain's earlier updates applied
+        for number, period in enumerate(self.periods):
+            previous = self._update(period, previous, steps_before, number)
+            steps_before += (previous.step or 0) // max(self.runs.method.accumulate_steps, 1)
         return self.summary
 
     def _register_model_tokenizer(self) -> None:
@@ -312,8 +315,11 @@ class LifelongRun:
         update = _Update(INITIAL, BASE, self.runs.initial, names.diffset(self.periods[0]))
         return self._record(update, state_path, state, self.periods)
 
-    def _update(self, period: Period, previous: UpdateState) -> UpdateState:
-        """Train (unless recorded) and score the method's update through ``period``."""
+    def _update(self, period: Period, previous: UpdateState, steps_before: int = 0,
+                updates_before: int = 0) -> UpdateState:
+        """Train (unless recorded) and score the method's update through ``period``, the
+        update after ``updates_before`` others that applied ``steps_before`` optimizer updates
+        (a schedule across updates reads them: :func:`~tw_jax.lifelong.runs.across_updates`)."""
         options = self.options
         assert self.runs.method is not None
         task = training_task(self.method, period, options.train_on)
@@ -321,7 +327,8 @@ class LifelongRun:
         state = read_state(state_path)
         if state is None:
             model_dir = paths.join(options.out_dir, "checkpoints", self.method, period.name)
-            run = sized(self.runs.method, task, self.runs.epochs)
+            run = across_updates(sized(self.runs.method, task, self.runs.epochs),
+                                 steps_before, updates_before)
             state = options.trainer.train(run, options.gin_files, model_dir, task, previous,
                                           self.data_dir)
             self.summary.trained.append(period)

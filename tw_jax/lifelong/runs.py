@@ -4,6 +4,8 @@ long an update trains: ``TRAIN_STEPS``, or ``TRAIN_EPOCHS`` passes over its own 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import logging
 import math
 from collections.abc import Mapping
@@ -39,7 +41,9 @@ def training_examples(task: str, lengths: Mapping[str, int], epochs: float) -> f
     import seqio
 
     provider = seqio.get_mixture_or_task(task)
-    if isinstance(provider, tw_jax.tasks.MixReviewMixture):
+    # A pass over a mixture is a pass over its new data with the old data it mixes in (Mix-
+    # Review's review epochs, replay's share of earlier months), not seqio's pass over members.
+    if isinstance(provider, (tw_jax.tasks.MixReviewMixture, tw_jax.tasks.ReplayMixture)):
         return provider.examples(epochs, lengths)
     stream = task_data.task_dataset(task, lengths, shuffle=False, num_epochs=1)
     count = int(stream.reduce(0, lambda n, _: n + 1))
@@ -52,6 +56,25 @@ def update_steps(task: str, lengths: Mapping[str, int], batch_size: int, epochs:
     """Steps of one update that passes ``epochs`` times over ``task``:
     ``ceil(examples · epochs / batch_size)``."""
     return max(1, math.ceil(training_examples(task, lengths, epochs) / batch_size))
+
+
+def across_updates(run: TrainConfig, steps_before: int, updates_before: int) -> TrainConfig:
+    """``run`` as the update after ``updates_before`` earlier ones of the chain that applied
+    ``steps_before`` optimizer updates in all: a schedule that spans updates (TiC-LM's AR
+    meta-schedule, ``cosine_ar``: each update's peak read off one cosine over all updates so
+    far) reads them; every other schedule ignores them, and a schedule function without those
+    parameters is left as it is."""
+    schedule = run.schedule_fn
+    if schedule is None:
+        return run
+    try:
+        parameters = inspect.signature(schedule).parameters
+    except (TypeError, ValueError):
+        return run
+    if "steps_before" not in parameters or "updates_before" not in parameters:
+        return run
+    return run.replace(schedule_fn=functools.partial(
+        schedule, steps_before=int(steps_before), updates_before=int(updates_before)))
 
 
 def sized(run: TrainConfig, task: str, epochs: float | None) -> TrainConfig:

@@ -33,7 +33,8 @@ from tw_jax.time import NO_MONTH, Period, TimeError, Trained
 TW_JAX = "tw_jax"  # who trained an update whose state names no trainer (written before they were)
 # The fields written only when set, in the order earlier versions wrote them.
 _OPTIONAL = ("trainer", "task", "initial_checkpoint", "step", "resumed_from_step",
-             "train_seconds", "compile_seconds", "given", "reader", "retriever")
+             "train_seconds", "compile_seconds", "train_tokens", "train_flops", "given", "reader",
+             "retriever")
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,10 @@ class UpdateState:
     resumed_from_step: int | None = None
     train_seconds: float | None = None
     compile_seconds: float | None = None
+    # What the update cost: tokens trained (unmasked inputs and targets) and model FLOPs, over
+    # all its steps (resumes included); None where the trainer did not count them.
+    train_tokens: int | None = None
+    train_flops: float | None = None
     given: bool | None = None
     reader: str | None = None
     retriever: str | None = None
@@ -79,14 +84,18 @@ class UpdateState:
         return dataclasses.replace(self, scored=merged, seconds_recorded=True)
 
     def time_results(self, method: str, trained_through: Trained) -> list[Result]:
-        """The update's ``train_seconds``, with its ``train_steps`` and ``compile_seconds`` (the
-        first step) where known, so the report can compare methods' speed apart from
-        compilation and step counts."""
+        """The update's ``train_seconds``, with its ``train_steps``, ``compile_seconds`` (the
+        first step), ``train_tokens`` and ``train_flops`` where known, so the report can compare
+        methods' cost apart from compilation and step counts."""
         times: dict[str, float] = {"train_seconds": float(self.train_seconds or 0.0)}
         if self.step is not None:
             times["train_steps"] = float(self.step - (self.resumed_from_step or 0))
         if self.compile_seconds is not None:
             times["compile_seconds"] = float(self.compile_seconds)
+        if self.train_tokens is not None:
+            times["train_tokens"] = float(self.train_tokens)
+        if self.train_flops is not None:
+            times["train_flops"] = float(self.train_flops)
         return [Result(method, trained_through, NO_MONTH, "all", metric, value)
                 for metric, value in times.items()]
 

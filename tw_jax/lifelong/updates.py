@@ -78,4 +78,7 @@ class TwJaxTrainer:
             raise TrainingPreempted(summary.preempted, str(model_dir), summary.step)
         state = update_state(self.name, task, model_dir, start_from, summary.step,
                              summary.start_step, seconds)
-        return replace(state, compile_seconds=first_step_seconds(model_dir, summary.start_step))
+        flops = (summary.flops_per_step * summary.step + summary.extra_flops
+                 if summary.flops_per_step is not None else None)
+        return replace(state, compile_seconds=first_step_seconds(model_dir, summary.start_step),
+                       train_tokens=summary.tokens_trained, train_flops=flops)

@@ -22,7 +22,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Write lm-eval task configs (YAML) and documents (JSONL) for every period "
         "and probe category of a data folder: loglikelihood (the object after subject and "
         "relation), loglikelihood_rolling (the probe text) and generate_until (EM/F1) tasks "
-        "named after the SeqIO tasks, with a group per period and twiki_probes for all. "
+        "named after the SeqIO tasks, with a group per period and twiki_probes for all; and "
+        "the CKL LAMA sets, ECBD spans and EvolvingQA questions of DATA/ckl, DATA/ecbd and "
+        "DATA/qa (or --ckl/--ecbd/--evolvingqa) where present. "
         "Use them with --include_path DIR (docs/lm_eval.md).")
     tasks.add_argument("--data", required=True, metavar="DATA",
                        help="data folder (DATA/<period>/probes/*.csv, as tw-jax build writes)")
@@ -31,6 +33,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                        help="comma-separated formats to write (default: all three)")
     tasks.add_argument("--max-gen-toks", type=int, default=16, dest="max_gen_toks",
                        help="tokens a generate_until task may write (default 16)")
+    for benchmark, where in (("ckl", "ckl"), ("ecbd", "ecbd"), ("evolvingqa", "qa")):
+        tasks.add_argument(f"--{benchmark}", default=None, metavar="DIR",
+                           help=f"{benchmark} folder or zip to export instead of DATA/{where} "
+                                "(an error if it holds none of its sets)")
+    tasks.add_argument("--no-siblings", action="store_false", dest="siblings",
+                       help="export the probes only (no CKL, ECBD, EvolvingQA tasks)")
     tasks.set_defaults(func=_export)
 
     run = subparsers.add_parser(
@@ -46,14 +54,27 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from tw_jax.lm_eval.export import export_tasks
+    from tw_jax.lm_eval.export import export_all
 
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
-    exported = export_tasks(args.data, args.out, formats=formats, max_gen_toks=args.max_gen_toks)
+    folders = {"ckl": args.ckl, "ecbd": args.ecbd, "evolvingqa": args.evolvingqa}
+    result = export_all(args.data, args.out, formats=formats, max_gen_toks=args.max_gen_toks,
+                        folders=folders, siblings=args.siblings)
+    exported = result.probes
     periods = sorted({t.period.name for t in exported})
-    print(f"{len(exported)} lm-eval tasks of {len(periods)} periods in {Path(args.out)}: "
-          f"--include_path {Path(args.out)} --tasks twiki_probes (or twiki_probes_<period>, "
-          "a task name)")
+    if exported:
+        print(f"{len(exported)} lm-eval tasks of {len(periods)} periods in {Path(args.out)}: "
+              f"--include_path {Path(args.out)} --tasks twiki_probes (or twiki_probes_<period>, "
+              "a task name)")
+    from tw_jax.lm_eval.siblings import BENCHMARKS, GROUPS
+
+    for benchmark in BENCHMARKS:
+        tasks = [t for t in result.siblings.tasks if t.benchmark == benchmark]
+        if tasks:
+            skipped = sum({(t.source, t.output_type == "multiple_choice"):
+                           sum(t.skipped.values()) for t in tasks}.values())
+            left_out = f", {skipped} rows left out (siblings.json)" if skipped else ""
+            print(f"{len(tasks)} {benchmark} tasks: --tasks {GROUPS[benchmark]}{left_out}")
     return 0
 
 

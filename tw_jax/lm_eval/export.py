@@ -39,19 +39,25 @@ move the folder and export again.
 
 The texts are tw_jax's definition exactly (``docs/lm_eval.md`` says how lm-eval's backends frame
 them: the ``hf`` backend starts a text with BOS only where its tokenizer adds one).
+
+Beside them, :func:`export_all` writes the sibling benchmarks' sets the data folder holds
+(``DATA/ckl``, ``DATA/ecbd``, ``DATA/qa``, or folders given): CKL's LAMA sets, ECBD's spans and
+EvolvingQA's questions, :mod:`tw_jax.lm_eval.siblings`. :func:`export_tasks` is the same export,
+returning the probes' tasks.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tw_jax.evaluate.per_probe import probe_keys
 from tw_jax.io import paths
-from tw_jax.io.atomic import atomic_open
+from tw_jax.lm_eval import siblings as siblings_module
+from tw_jax.lm_eval.task_files import group_yaml, scalar, write
 from tw_jax.preprocess.probes.probe_csv import read_stage_probes
 from tw_jax.tasks import names
 from tw_jax.tasks.layout import discover, join
@@ -97,9 +103,17 @@ def probe_documents(rows: Sequence[Mapping[str, str]], period: Period,
     return documents
 
 
-def _scalar(value: object) -> str:
-    """A YAML scalar: JSON strings and numbers are valid YAML."""
-    return json.dumps(value, ensure_ascii=False)
+_scalar = scalar
+_write = write
+
+
+@dataclass
+class ExportResult:
+    """What :func:`export_all` wrote: the probes' tasks and the sibling benchmarks'."""
+
+    probes: list[ExportedTask] = field(default_factory=list)
+    siblings: siblings_module.SiblingExport = field(
+        default_factory=siblings_module.SiblingExport)
 
 
 def task_yaml(name: str, fmt: str, docs_path: str, *, max_gen_toks: int) -> str:
@@ -142,16 +156,6 @@ def task_yaml(name: str, fmt: str, docs_path: str, *, max_gen_toks: int) -> str:
     return "\n".join(lines)
 
 
-def group_yaml(group: str, members: Iterable[str]) -> str:
-    return "\n".join([f"group: {group}", "task:", *(f"  - {m}" for m in members),
-                      "metadata:", "  version: 1.0", ""])
-
-
-def _write(path: str, text: str) -> None:
-    with atomic_open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
-
-
 def _category_rows(probes: str) -> dict[str, list[dict[str, str]]]:
     """``{category: rows}`` of one ``probes/`` folder (``changed``: UPDATED then NEW, as SeqIO's
     task), for the CSVs present."""
@@ -164,14 +168,47 @@ def _category_rows(probes: str) -> dict[str, list[dict[str, str]]]:
 
 def export_tasks(data_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
                  formats: Sequence[str] = tuple(FORMATS),
-                 max_gen_toks: int = DEFAULT_MAX_GEN_TOKS) -> list[ExportedTask]:
+                 max_gen_toks: int = DEFAULT_MAX_GEN_TOKS,
+                 folders: Mapping[str, str | os.PathLike[str] | None] | None = None,
+                 siblings: bool = True) -> list[ExportedTask]:
+    """:func:`export_all`, returning the probes' tasks in order."""
+    return export_all(data_dir, out_dir, formats=formats, max_gen_toks=max_gen_toks,
+                      folders=folders, siblings=siblings).probes
+
+
+def export_all(data_dir: str | os.PathLike[str], out_dir: str | os.PathLike[str], *,
+               formats: Sequence[str] = tuple(FORMATS),
+               max_gen_toks: int = DEFAULT_MAX_GEN_TOKS,
+               folders: Mapping[str, str | os.PathLike[str] | None] | None = None,
+               siblings: bool = True) -> ExportResult:
     """Write the lm-eval tasks of every period × category of ``data_dir`` under ``out_dir``
-    (a local folder: lm-eval reads it by path); returns them in order."""
+    (a local folder: lm-eval reads it by path), and (``siblings``) those of the CKL, ECBD and
+    EvolvingQA sets it holds or ``folders`` gives (:func:`tw_jax.lm_eval.siblings.
+    export_siblings`); ``formats`` are the probes'. Nothing found at all is a ValueError."""
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
         raise ValueError(f"unknown formats {unknown}; known: {', '.join(FORMATS)}")
     out = Path(out_dir).resolve()
     (out / DOCS).mkdir(parents=True, exist_ok=True)
+    result = ExportResult(probes=_export_probes(data_dir, out, formats, max_gen_toks))
+    if siblings:
+        result.siblings = siblings_module.export_siblings(data_dir, out, folders=folders,
+                                                          max_gen_toks=max_gen_toks)
+    if not result.probes and not result.siblings.tasks:
+        raise ValueError(f"{data_dir}: no probes found (expected DATA/<period>/probes/"
+                         f"{{{','.join(CATEGORIES)}}}.csv, as tw-jax build writes them), "
+                         "nor CKL, ECBD or EvolvingQA sets (DATA/ckl, DATA/ecbd, DATA/qa)")
+    if result.siblings.tasks:
+        _write(str(out / siblings_module.MANIFEST),
+               json.dumps(siblings_module.manifest(result.siblings), indent=1,
+                          ensure_ascii=False) + "\n")
+    _write(str(out / UTILS), Path(__file__).with_name("probe_utils.py").read_text("utf-8"))
+    return result
+
+
+def _export_probes(data_dir: str | os.PathLike[str], out: Path, formats: Sequence[str],
+                   max_gen_toks: int) -> list[ExportedTask]:
+    """The probes' tasks and groups (``twiki_probes`` only when there are some)."""
     layout = discover(data_dir)
     exported: list[ExportedTask] = []
     period_groups = []
@@ -196,9 +233,6 @@ def export_tasks(data_dir: str | os.PathLike[str], out_dir: str | os.PathLike[st
             group = names.probes(period)
             _write(str(out / f"{group}.yaml"), group_yaml(group, members))
             period_groups.append(group)
-    if not exported:
-        raise ValueError(f"{data_dir}: no probes found (expected DATA/<period>/probes/"
-                         f"{{{','.join(CATEGORIES)}}}.csv, as tw-jax build writes them)")
-    _write(str(out / f"{BENCHMARK}.yaml"), group_yaml(BENCHMARK, period_groups))
-    _write(str(out / UTILS), Path(__file__).with_name("probe_utils.py").read_text("utf-8"))
+    if period_groups:
+        _write(str(out / f"{BENCHMARK}.yaml"), group_yaml(BENCHMARK, period_groups))
     return exported

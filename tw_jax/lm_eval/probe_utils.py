@@ -7,6 +7,12 @@ but the standard library. Its normalisation, exact match and token F1 are copies
 :mod:`tw_jax.text.answers` (SQuAD v1.1; ``tests/lm_eval/test_export.py`` checks that the two
 agree), and the answer is read as tw_jax reads a causal LM's generation: its first line.
 Scores are in percent, as ``tw-jax eval`` reports ``em`` and ``f1``.
+
+The sibling benchmarks' generation tasks (:mod:`tw_jax.lm_eval.siblings`: CKL's LAMA sets,
+EvolvingQA's questions) score against a list of accepted answers, the best of them counting
+(CKL accepts any of an id's answers, SQuAD's ``metric_max_over_ground_truths``):
+:func:`process_answers`, and :func:`process_answers_previous` for the sets with an outdated
+answer too (UpdatedLAMA, EvolvingQA's Edited: ``em_previous``/``f1_previous``).
 """
 
 from __future__ import annotations
@@ -57,3 +63,25 @@ def process_generation(doc: Mapping[str, Any], results: Sequence[str]) -> dict[s
     answer = answer_text(results[0])
     return {"em": 100.0 * exact_match(answer, doc["object"]),
             "f1": 100.0 * token_f1(answer, doc["object"])}
+
+
+def _best(score: Any, prediction: str, answers: Sequence[str]) -> float:
+    return max((score(prediction, a) for a in answers), default=0.0)
+
+
+def process_answers(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str, float]:
+    """``em`` and ``f1`` (percent) of the generated answer against the best of
+    ``doc["answers"]``."""
+    answer = answer_text(results[0])
+    return {"em": 100.0 * _best(exact_match, answer, doc["answers"]),
+            "f1": 100.0 * _best(token_f1, answer, doc["answers"])}
+
+
+def process_answers_previous(doc: Mapping[str, Any], results: Sequence[str]) -> dict[str, float]:
+    """:func:`process_answers`, and ``em_previous``/``f1_previous`` against the outdated
+    answers ``doc["previous_answers"]``."""
+    scores = process_answers(doc, results)
+    answer = answer_text(results[0])
+    scores["em_previous"] = 100.0 * _best(exact_match, answer, doc["previous_answers"])
+    scores["f1_previous"] = 100.0 * _best(token_f1, answer, doc["previous_answers"])
+    return scores

@@ -14,8 +14,13 @@ the updated fact, not the outdated one. The index lives in ``DATA/MMMM/evolvingq
 the retriever's own files, ``passages.jsonl`` (id, title, text in index order: what a position
 returned by a search means, and what the open-book reader will read) and ``index.json``, the
 completion marker, written last. The marker holds a fingerprint of the inputs (each passage
-file's size and SHA-256) and of the retriever's settings (:meth:`Retriever.fingerprint`); a
-later call with the same fingerprint loads the stored index, any change rebuilds it. The marker
+file's size and SHA-256, whatever its modification time: hashed streamed, once per process,
+:func:`tw_jax.io.manifest.digest_once`) and of the retriever's settings and model
+(:meth:`Retriever.fingerprint`: BM25's parameters, DPR's encoder weights and tokenizers); a
+later call with the same fingerprint loads the stored index, any change rebuilds it with one
+warning line naming what changed (``DIR: built from other data or settings (DATA/0809/
+diffset/full.jsonl does not match its checksum (its bytes changed after it was indexed));
+rebuilding the index``): every command that reads an index builds it. The marker
 also records the size and SHA-256 of every index file and the passage count: before a stored
 index is reused its files are checked against them (every size first, then the hashes,
 streamed; the time it took is the index's ``verify_seconds``), and the retriever's own count
@@ -109,13 +114,10 @@ def passage_files(data: str, pair: str) -> dict[str, str]:
 
 
 def file_digest(path: str) -> dict[str, Any]:
-    """Size and SHA-256 of a file, streamed."""
-    digest, size = hashlib.sha256(), 0
-    with paths.open_file(path, "rb") as handle:
-        while chunk := handle.read(8 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-    return {"size": size, "sha256": digest.hexdigest()}
+    """Size and SHA-256 of a file, streamed, hashed once per process while its size and
+    modification time stay (:func:`tw_jax.io.manifest.digest_once`)."""
+    size, sha = manifest.digest_once(path)
+    return {"size": size, "sha256": sha}
 
 
 def input_fingerprint(files: Mapping[str, str], retriever: Retriever,
@@ -153,15 +155,72 @@ def read_passages(files: dict[str, str]) -> list[Passage]:
     return found
 
 
-def _stored(folder: str, fingerprint: str) -> dict[str, Any] | None:
+def _marker(folder: str) -> dict[str, Any] | None:
+    """The completion marker of a stored index; None: there is none (an unreadable one reads
+    as an empty one, rebuilt like a stale one)."""
     marker = paths.join(folder, MARKER)
     if not paths.isfile(marker):
         return None
     try:
         stored = json.loads(paths.read_text(marker))
     except json.JSONDecodeError:
-        return None  # unreadable: rebuilt like a stale one
-    return stored if isinstance(stored, dict) and stored.get("fingerprint") == fingerprint else None
+        return {}
+    return stored if isinstance(stored, dict) else {}
+
+
+def input_changes(marker: Mapping[str, Any], inputs: Mapping[str, Any],
+                  files: Mapping[str, str], retriever: Retriever) -> list[str]:
+    """What differs between the inputs a stored index was built from (its marker) and
+    ``inputs`` now, in words: a passage file resized or changed (by its SHA-256, whatever its
+    modification time), added or no longer read, the retriever's settings or model, how the
+    files are cut into passages."""
+    was = marker.get("inputs")
+    if not isinstance(was, dict):
+        return [f"{MARKER} is unreadable or records no inputs"]
+    found = []
+    if was.get("format") != inputs["format"]:
+        found.append(f"index format {was.get('format')} → {inputs['format']}")
+    if was.get("retriever_fingerprint") != inputs["retriever_fingerprint"]:
+        found += _retriever_changes(marker.get("retriever_settings"), retriever)
+    before, now = was.get("files") or {}, inputs["files"]
+    for kind in sorted(set(before) | set(now)):
+        path = files.get(kind, kind)
+        old, new = before.get(kind) or {}, now.get(kind)
+        if new is None:
+            found.append(f"{kind} passages are no longer read")
+        elif not old:
+            found.append(f"{path} is new")
+        elif old.get("size") != new["size"]:
+            found.append(f"{path} has {new['size']} bytes, {old.get('size')} were indexed")
+        elif old.get("sha256") != new["sha256"]:
+            found.append(f"{path} does not match its checksum (its bytes changed after it was "
+                         "indexed)")
+    old_cut, new_cut = was.get("passage_settings") or {}, inputs.get("passage_settings") or {}
+    found += [f"{key} {old_cut.get(key)!r} → {new_cut.get(key)!r}"
+              for key in sorted(set(old_cut) | set(new_cut))
+              if old_cut.get(key) != new_cut.get(key)]
+    return found or ["its fingerprint differs"]
+
+
+def _retriever_changes(recorded: Any, retriever: Retriever) -> list[str]:
+    """The retriever settings that changed, by name where the marker recorded them (markers
+    from before ``retriever_settings`` name none)."""
+    if not isinstance(recorded, dict):
+        return [f"the {retriever.name} settings or model"]
+    now = json.loads(json.dumps(retriever.settings()))  # as the marker holds them
+    found = [f"{retriever.name} {key} {_short(recorded.get(key))} → {_short(now.get(key))}"
+             for key in sorted(set(recorded) | set(now)) if recorded.get(key) != now.get(key)]
+    return found or [f"the {retriever.name} model"]
+
+
+def _short(value: Any) -> str:
+    """A setting as the warning shows it: a long hash cut to 12 characters."""
+    return repr(value[:12] + "…") if isinstance(value, str) and len(value) > 16 else repr(value)
+
+
+def _first(found: Sequence[str], shown: int = 3) -> str:
+    more = f" and {len(found) - shown} more" if len(found) > shown else ""
+    return ", ".join(found[:shown]) + more
 
 
 def _write_passages(folder: str, passages: Sequence[Passage]) -> None:
@@ -192,7 +251,12 @@ def source_index(source: PassageSource, retriever: Retriever, *,
     start = time.perf_counter()
     fingerprint, inputs = input_fingerprint(source.files, retriever, source.settings)
     folder = source.folder(retriever.name)
-    stored = None if force else _stored(folder, fingerprint)
+    marker = None if force else _marker(folder)
+    stored = marker if marker is not None and marker.get("fingerprint") == fingerprint else None
+    if marker is not None and stored is None:
+        changed = input_changes(marker, inputs, source.files, retriever)
+        log.warning("%s: built from other data or settings (%s); rebuilding the index", folder,
+                    _first(changed))
     verified = time.perf_counter()
     damage = None if stored is None else _damage(folder, stored)
     verify_seconds = time.perf_counter() - verified
@@ -214,14 +278,15 @@ def source_index(source: PassageSource, retriever: Retriever, *,
     retriever.save(folder)
     _write_passages(folder, passages)
     seconds = time.perf_counter() - start
-    marker: dict[str, Any] = {"fingerprint": fingerprint, "inputs": inputs, "pair": source.pair,
-                              "passages": len(passages), "indexed": retriever.num_passages,
-                              "files": manifest.record(folder, {MARKER})}
+    done: dict[str, Any] = {"fingerprint": fingerprint, "inputs": inputs, "pair": source.pair,
+                            "retriever_settings": retriever.settings(),
+                            "passages": len(passages), "indexed": retriever.num_passages,
+                            "files": manifest.record(folder, {MARKER})}
     if source.kinds:
-        marker["kinds"] = {kind: sum(p.id.startswith(f"{kind}/") for p in passages)
+        done["kinds"] = {kind: sum(p.id.startswith(f"{kind}/") for p in passages)
                            for kind in source.kinds}
-    marker["build_seconds"] = round(seconds, 3)
-    write_json(paths.join(folder, MARKER), marker)
+    done["build_seconds"] = round(seconds, 3)
+    write_json(paths.join(folder, MARKER), done)
     return MonthIndex(source.pair, folder, retriever, passages, fingerprint, False, seconds)
 
 

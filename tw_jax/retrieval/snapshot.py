@@ -13,8 +13,9 @@ and text, so a probe's subject finds every chunk of its article).
 
 The index lives in ``DATA/MMMM/probes_context/index/<retriever name>/`` and is built, stored,
 reused and rebuilt by :func:`tw_jax.retrieval.index.source_index`, exactly as
-EvolvingQA's: its fingerprint covers ``full.jsonl`` (size and SHA-256), the retriever's settings
-and ``chunk_words``.
+EvolvingQA's: its fingerprint covers ``full.jsonl`` (size and SHA-256, its content whatever its
+modification time), the retriever's settings and model, and ``chunk_words``; a change of any is
+one warning line naming it and a rebuild.
 """
 
 from __future__ import annotations

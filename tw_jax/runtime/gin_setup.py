@@ -86,7 +86,7 @@ def shipped_gin_dir() -> Path:
 
 # The modules whose import registers the configurables of the commands above this layer.
 CONFIGURABLE_MODULES = (
-    "tw_jax.tasks",  # register_all, MixReviewSchedule
+    "tw_jax.tasks",  # register_all, MixReviewSchedule, ReplaySettings
     "tw_jax.train.gin_config",  # train, make_schedule, AdamWConfig ..., compile
     "tw_jax.evaluate.task_eval",  # evaluate, infer
 )
@@ -97,7 +97,7 @@ CONFIGURABLE_MODULES = (
 # input_pipeline=False)``.
 PIPELINE_MODULES = ("tw_jax.tasks", "tw_jax.evaluate.task_eval")
 PIPELINE_CONFIGURABLES = (
-    "tw_jax.tasks.register_all", "tw_jax.tasks.MixReviewSchedule",
+    "tw_jax.tasks.register_all", "tw_jax.tasks.MixReviewSchedule", "tw_jax.tasks.ReplaySettings",
     "tw_jax.evaluate.evaluate", "tw_jax.evaluate.infer",
 )
 

@@ -39,6 +39,7 @@ from typing import Any
 from tw_jax.io import paths
 from tw_jax.lifelong.state import UpdateState
 from tw_jax.lifelong.updates import start_checkpoint, update_state
+from tw_jax.methods import under_t5x_refusal
 from tw_jax.runtime import checkpoints as tw_checkpoints
 from tw_jax.runtime import gin_setup, task_data
 from tw_jax.t5x.checkpoints import T5X_STEP_PREFIX, from_t5x, to_t5x
@@ -68,6 +69,9 @@ def t5x_gin_files(gin_files: Sequence[str], search: Sequence[str] = ()) -> list[
     try:
         gin_setup.resolve_gin_file(method_file, search)
     except gin_setup.GinConfigError:
+        refusal = under_t5x_refusal(first.stem)
+        if refusal:
+            raise gin_setup.GinConfigError(f"{gin_files[0]}: {refusal}") from None
         raise gin_setup.GinConfigError(
             f"{gin_files[0]}: no T5X gin file {method_file} for this method (one per method "
             f"ships in gin/t5x/; for your own, write {method_file} that includes "

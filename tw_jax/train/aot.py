@@ -296,6 +296,7 @@ def compile_for_topology(
     effort: str = "fast",
     prompt_length: int | None = None,
     max_new_tokens: int | None = None,
+    loss_terms: Sequence[Any] = (),
 ) -> dict[str, Any]:
     """Compile ``step`` of the gin-configured run for ``num_slices`` slices of ``topology``.
 
@@ -330,7 +331,7 @@ def compile_for_topology(
             run, rows, task_feature_lengths,
             optimizer=resolve(optimizer) if optimizer_fn is None else from_legacy(optimizer_fn),
             schedule_fn=schedule_fn, train_steps=train_steps,
-            accumulate_steps=accumulate_steps, seed=seed,
+            accumulate_steps=accumulate_steps, seed=seed, loss_terms=loss_terms,
         )
         flops = train_step_flops(model_config, batch_size, task_feature_lengths)
         model_flops, tokens = flops.total, flops.tokens

@@ -71,6 +71,9 @@ class TrainConfig:
     batch_size: int
     model_dir: str | None  # None: a template for runs that set it (the lifelong runner's)
     optimizer: Callable[..., optax.GradientTransformation] = AdafactorConfig()
+    # Terms added to the token loss (tw_jax.train.loss_terms: EWC, LwF); gin:
+    # LOSS_TERMS = [@tw_jax.train.EWC()].
+    loss_terms: Sequence[Any] = ()
     schedule_fn: Callable[..., optax.Schedule] | None = None
     accumulate_steps: int = 1
     mesh_shape: Sequence[int] = (-1, 1, 1)
@@ -111,7 +114,11 @@ class TrainSummary:
     ``step`` is the last step trained (below ``train_steps`` when ``preempted`` names the
     signal that stopped it); ``start_step`` where this invocation began (0, or the checkpoint it
     resumed from); ``fresh_parameters`` the parameters that were not in the initial checkpoint
-    (a method's new adapters).
+    (a method's new adapters); ``tokens_trained`` the tokens (unmasked inputs and targets) the
+    run has trained on since step 0, across resumes (None after a resume from a checkpoint that
+    did not record them); ``flops_per_step`` the model FLOPs of one step
+    (:func:`~tw_jax.train.flops.train_step_flops`); ``extra_flops`` what the loss terms add
+    to the whole run (EWC's precision batches, LwF's second forward pass).
     """
 
     step: int
@@ -121,6 +128,9 @@ class TrainSummary:
     params: Any
     last_metrics: dict[str, float]
     fresh_parameters: list[str]
+    tokens_trained: int | None = None
+    flops_per_step: float | None = None
+    extra_flops: float = 0.0
 
 
 def gin_lines(config: TrainConfig, bound: Mapping[str, Any]) -> list[str]:

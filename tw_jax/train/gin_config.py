@@ -24,10 +24,14 @@ from tw_jax.runtime.gin_setup import (
 )
 from tw_jax.train import aot, optimizers, schedules  # noqa: F401  (aot: compile; optimizers: configs)
 from tw_jax.train.config import NOT_GIN_FIELDS, GinRecord, TrainConfig
+from tw_jax.train.ewc import EWC
+from tw_jax.train.lwf import LwF
 
 __all__ = ["train_config"]
 
 gin.external_configurable(schedules.make_schedule, module="tw_jax.train")
+for _term in (EWC, LwF):  # the loss terms (tw_jax.train.loss_terms)
+    gin.external_configurable(_term, module="tw_jax.train")
 gin.external_configurable(TrainConfig, name="train", module="tw_jax.train",
                           denylist=list(NOT_GIN_FIELDS))
 

@@ -4,11 +4,15 @@ accumulation and freezing.
 A run names its optimizer as a config (gin: ``OPTIMIZER = @tw_jax.train.AdamWConfig()``,
 ``tw_jax.train.AdamWConfig.b2 = 0.98``; Python: ``AdamWConfig(b2=0.98)``), as Levanter's
 ``OptimizerConfig`` and T5X's gin-bound optax factories do: :class:`AdafactorConfig`,
-:class:`AdamWConfig`, :class:`RecAdamConfig` or :class:`SGDConfig`, each holding only its own
-settings. Calling a config, ``config(schedule, accumulate_steps=k, labels=labels)``, returns one
+:class:`AdamWConfig`, :class:`RecAdamConfig`, :class:`ScheduleFreeAdamWConfig` (TiC-LM's
+schedule-free AdamW: evaluate and export :func:`tw_jax.train.schedule_free.eval_params`, not the
+params the step trains) or :class:`SGDConfig`, each holding only its own settings. Calling a config,
+``config(schedule, accumulate_steps=k, labels=labels)``, returns one
 ``optax.GradientTransformation`` built inside out as::
 
-    freeze( MultiSteps( chain( clip_by_global_norm, adafactor | adamw | recadam | sgd ), k ), labels )
+    freeze( MultiSteps( chain( clip_by_global_norm,
+                               adafactor | adamw | recadam | schedule_free_adamw | sgd ), k ),
+            labels )
 
 - Clipping (``clip_norm``, every config) sees the gradient averaged over the microbatches of one
   update, and only the trainable leaves (frozen ones are masked out before it), as PyTorch
@@ -159,6 +163,65 @@ class RecAdamConfig(AdamWConfig):
 
 
 @dataclasses.dataclass(frozen=True)
+class ScheduleFreeAdamWConfig(OptimizerConfig):
+    """Schedule-free AdamW, ``optax.contrib.schedule_free_adamw`` (Defazio et al., 2024): the
+    optimizer of TiC-LM's "Schedulefree" runs (``training/open_lm.patch``, ``main``:
+    ``schedulefree.AdamWScheduleFree(lr, betas=(beta1, beta2), eps, weight_decay=wd)``, with a
+    constant learning rate, README: lr 1e-4, wd 0.01).
+
+    ``b1`` is the interpolation between the averaged and the base iterate (no first moment),
+    ``b2``/``eps`` Adam's second moment (bias-corrected, ``eps`` outside the root),
+    ``weight_decay`` PyTorch's (added to the normalised gradient at ``y``, times the rate),
+    ``weight_lr_power`` the power of the running maximum rate that weights the average, and
+    ``warmup_steps`` optax's own linear warm-up from 0 inside the optimizer (None: none;
+    TiC-LM warms up in its scheduler instead, ``SCHEDULE = 'constant_warmup'``).
+
+    The params the step returns are the gradient point ``y``; evaluate and export
+    :func:`tw_jax.train.schedule_free.eval_params` of the state and the params. The step gives
+    the optimizer a constant schedule at each update's rate: the rate that weights the average
+    is then the current update's, as in PyTorch's ``AdamWScheduleFree`` (optax's own, given a
+    schedule, reads it one update ahead for the weights: the same only for a constant rate).
+    """
+
+    name: ClassVar[str] = "schedule_free_adamw"
+    weight_decay: float = 0.0
+    b1: float = 0.9
+    b2: float = 0.999
+    eps: float = 1e-8
+    warmup_steps: int | None = None
+    weight_lr_power: float = 2.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 < self.b1 <= 1.0:
+            raise ValueError(f"schedule-free b1 must be in (0, 1], got {self.b1}")
+        if self.warmup_steps is not None and self.warmup_steps < 1:
+            raise ValueError(f"warmup_steps must be >= 1 or None, got {self.warmup_steps}")
+
+    def base(self, schedule: optax.ScalarOrSchedule) -> optax.GradientTransformation:
+        rate = schedule
+        if self.warmup_steps is not None:
+            # schedule_free_adamw's own warm-up, warmup_constant_schedule(0, rate, warmup_steps),
+            # takes a number; the step's rate is a schedule (constant per step), so apply it
+            # per count: for a constant rate the very same values.
+            rate = _warmed_up(schedule, self.warmup_steps)
+        return optax.contrib.schedule_free_adamw(
+            rate, warmup_steps=None, b1=self.b1, b2=self.b2, eps=self.eps,
+            weight_decay=self.weight_decay, weight_lr_power=self.weight_lr_power)
+
+
+def _warmed_up(schedule: optax.ScalarOrSchedule, warmup_steps: int) -> optax.Schedule:
+    """``optax.warmup_constant_schedule(0, schedule(count), warmup_steps)`` at each count."""
+    if not callable(schedule):
+        return optax.warmup_constant_schedule(0.0, schedule, warmup_steps)
+
+    def rate(count: Any) -> Any:
+        return optax.warmup_constant_schedule(0.0, schedule(count), warmup_steps)(count)
+
+    return rate
+
+
+@dataclasses.dataclass(frozen=True)
 class SGDConfig(OptimizerConfig):
     """Plain gradient descent: no momentum, no weight decay."""
 
@@ -169,6 +232,11 @@ class SGDConfig(OptimizerConfig):
 
 
 CONFIGS: dict[str, type[OptimizerConfig]] = {
+    cls.name: cls
+    for cls in (AdafactorConfig, AdamWConfig, RecAdamConfig, ScheduleFreeAdamWConfig, SGDConfig)
+}
+# What make_optimizer's flat parameters could build (the configs a recorded run can name).
+LEGACY_CONFIGS: dict[str, type[OptimizerConfig]] = {
     cls.name: cls for cls in (AdafactorConfig, AdamWConfig, RecAdamConfig, SGDConfig)
 }
 OPTIMIZERS: tuple[str, ...] = tuple(CONFIGS)
@@ -200,14 +268,14 @@ def _flat_field(parameter: str) -> tuple[tuple[type[OptimizerConfig], ...], str]
     for prefix, cls in (("adafactor_", AdafactorConfig), ("recadam_", RecAdamConfig)):
         if parameter.startswith(prefix):
             return (cls,), parameter.removeprefix(prefix)
-    owners = tuple(cls for cls in CONFIGS.values()
+    owners = tuple(cls for cls in LEGACY_CONFIGS.values()
                    if parameter in {field.name for field in dataclasses.fields(cls)})
     return owners, parameter
 
 
 def flat_binding_moved(parameter: str) -> str:
     """Where a binding of ``make_optimizer``'s flat ``parameter`` went."""
-    configs = ", ".join(f"{GIN_MODULE}.{cls.__name__}" for cls in CONFIGS.values())
+    configs = ", ".join(f"{GIN_MODULE}.{cls.__name__}" for cls in LEGACY_CONFIGS.values())
     if parameter == "name":
         return f"bind the optimizer's config instead of its name: OPTIMIZER = @{GIN_MODULE}." \
                f"AdamWConfig() (one of {configs})"
@@ -221,9 +289,9 @@ def legacy_config(name: str = "adafactor", **flat: Any) -> OptimizerConfig:
     """The config of a ``make_optimizer(name, **flat)`` call (runs recorded before the configs:
     their ``config.gin`` binds ``train.optimizer_fn = @tw_jax.train.make_optimizer``). A flat
     parameter of another optimizer than ``name`` is ignored, as ``make_optimizer`` ignored it."""
-    cls = CONFIGS.get(name)
+    cls = LEGACY_CONFIGS.get(name)
     if cls is None:
-        raise ValueError(f"unknown optimizer {name!r}; expected one of {OPTIMIZERS}")
+        raise ValueError(f"unknown optimizer {name!r}; expected one of {tuple(LEGACY_CONFIGS)}")
     fields = {field.name for field in dataclasses.fields(cls)}
     values = {}
     for parameter, value in flat.items():

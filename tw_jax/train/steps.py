@@ -18,7 +18,7 @@ same dropout masks as an uninterrupted one.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -27,6 +27,7 @@ import optax
 
 from tw_jax.models import BaseModel
 from tw_jax.runtime.score_step import Batch, token_losses
+from tw_jax.train.loss_terms import LossTerm
 
 
 def all_finite(tree: Any) -> jax.Array:
@@ -40,6 +41,7 @@ def make_train_step(
     optimizer_at: Callable[[optax.Schedule], optax.GradientTransformation],
     trainable: Any,
     seed: int,
+    loss_terms: Sequence[LossTerm] = (),
 ) -> Callable[..., tuple[Any, Any, dict[str, jax.Array]]]:
     """``step_fn(params, opt_state, step, learning_rate, batch) -> (params, opt_state, metrics)``
     (not jitted).
@@ -50,6 +52,10 @@ def make_train_step(
     tokens), real_tokens (all unmasked input and target tokens), grad_norm (of the trainable
     gradient, before clipping), grads_finite and params_finite (whether every gradient and every
     updated parameter is finite: the trainer accepts no step without both).
+
+    With ``loss_terms`` (:mod:`tw_jax.train.loss_terms`) ``opt_state`` is ``(optimizer state,
+    {term name: term state})``: each term's value is added to the mean token loss before the
+    gradient, and logged as ``<name>_loss``; ``loss`` stays the token loss.
     """
     base_key = jax.random.key(seed)
 
@@ -57,17 +63,24 @@ def make_train_step(
                 batch: Batch) -> tuple:
         rng = jax.random.fold_in(base_key, step)
         tx = optimizer_at(lambda count: learning_rate)
+        tx_state, term_states = opt_state if loss_terms else (opt_state, None)
 
-        def loss_fn(p: Any) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
+        def loss_fn(p: Any) -> tuple[jax.Array, tuple[Any, ...]]:
             p = jax.tree.map(lambda x, t: x if t else jax.lax.stop_gradient(x), p, trainable)
             logits = model.logits(p, batch, deterministic=False, rng=rng)
             losses, correct, weights = token_losses(logits, batch)
             count = jnp.maximum(jnp.sum(weights), 1.0)
-            return jnp.sum(losses) / count, (jnp.sum(correct) / count, jnp.sum(weights))
+            loss = jnp.sum(losses) / count
+            extra = {term.name: term(model, p, term_states[term.name], batch, logits, weights)
+                     for term in loss_terms}
+            total = loss + sum(extra.values()) if extra else loss
+            return total, (loss, jnp.sum(correct) / count, jnp.sum(weights), extra)
 
-        (loss, (accuracy, tokens)), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-        updates, opt_state = tx.update(grads, opt_state, params)
+        (_, (loss, accuracy, tokens, extra)), grads = jax.value_and_grad(
+            loss_fn, has_aux=True)(params)
+        updates, tx_state = tx.update(grads, tx_state, params)
         params = optax.apply_updates(params, updates)
+        opt_state = (tx_state, term_states) if loss_terms else tx_state
         real = jnp.sum(batch["decoder_mask"]) + jnp.sum(batch.get("encoder_mask", 0))
         metrics = {
             "loss": loss,
@@ -78,6 +91,7 @@ def make_train_step(
             # Element by element: a norm of finite values can overflow to inf.
             "grads_finite": all_finite(grads),
             "params_finite": all_finite(params),
+            **{f"{name}_loss": value for name, value in extra.items()},
         }
         return params, opt_state, metrics
 

@@ -13,10 +13,17 @@ optimizer applies an update every ``k`` steps (``optax.MultiSteps``), so schedul
 end; a step's checkpoint holds the state after that many steps.
 
 Resume. If MODEL_DIR has a checkpoint, training continues from the latest one: parameters,
-optimizer state (RecAdam's anchor included), the step (hence the dropout key,
+optimizer state (RecAdam's anchor and the loss terms' states included), the tokens trained, the
+step (hence the dropout key,
 ``fold_in(seed, step)``) and the data position (the deterministic stream skips the batches
 already consumed). On CPU a run killed at any point and restarted ends bitwise equal to one that
 was never interrupted (tests/train/test_resume_sigkill.py kills one with SIGKILL).
+
+Loss terms (``LOSS_TERMS``: EWC, LwF; :mod:`tw_jax.train.loss_terms`) make their state when a
+run starts, from its starting parameters and its own batches, and add their values to the token
+loss inside the step. A schedule-free run's last checkpoint holds the average ``x``
+(:mod:`tw_jax.train.schedule_free`), which is what is scored and what the next update starts
+from.
 
 Start. Without a checkpoint in MODEL_DIR, a run starts from ``INITIAL_CHECKPOINT_PATH`` when set:
 what the checkpoint lacks starts fresh and is logged; a method's new parameters are expected,
@@ -55,7 +62,7 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -78,6 +85,13 @@ from tw_jax.runtime.run_model import (
 )
 from tw_jax.train.config import TrainConfig, TrainSummary, gin_lines
 from tw_jax.train.flops import peak_flops_per_device, train_step_flops
+from tw_jax.train.loss_terms import (
+    LossTerm,
+    TermContext,
+    check_terms,
+    extra_flops,
+    saved_states,
+)
 from tw_jax.train.metrics_log import MetricsLogger
 from tw_jax.train.preemption import Preemption
 from tw_jax.train.resume_check import (
@@ -86,6 +100,7 @@ from tw_jax.train.resume_check import (
     model_record,
     record_config,
 )
+from tw_jax.train.schedule_free import EVAL_POINT, eval_params, schedule_free_states, train_params
 from tw_jax.train.schedules import make_schedule
 from tw_jax.train.steps import make_train_step
 
@@ -161,8 +176,8 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
     train_step = build_train_step(
         run, model_config, optimizer=config.optimizer, schedule_fn=config.schedule_fn,
         train_steps=train_steps, accumulate_steps=accumulate_steps, seed=seed, pack=config.pack,
+        loss_terms=config.loss_terms,
     )
-    tx = train_step.tx
     abstract_opt, opt_shardings = train_step.abstract_opt_state, train_step.opt_shardings
 
     flops = train_step_flops(model_config, batch_size, task_feature_lengths).total  # outside the mesh
@@ -182,6 +197,10 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
                 mngr, latest, run.abstract_params, with_shardings(abstract_opt, opt_shardings)
             )
             start_step = int(meta["step"])
+            tokens_before = meta.get("tokens_trained")
+            if meta.get("params") == EVAL_POINT:  # a finished schedule-free run trained on
+                params = jax.jit(train_params, out_shardings=run.param_shardings)(
+                    opt_state, params)
             if int(meta.get("seed", seed)) != seed:
                 raise ValueError(
                     f"{model_dir}: the checkpoint of step {start_step} was trained with seed "
@@ -189,7 +208,7 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
                 )
             log.info("resuming from %s at step %d", checkpoint_dir, start_step)
         else:
-            start_step = 0
+            start_step, tokens_before = 0, 0
             if config.initial_checkpoint_path:  # initialised only if the checkpoint lacks some
                 params, fresh = checkpoints.initial_params(
                     lambda: run.init_params(seed), config.initial_checkpoint_path,
@@ -198,7 +217,8 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
                 )
             else:
                 params = run.init_params(seed)
-            opt_state = jax.jit(tx.init, out_shardings=opt_shardings)(params)
+            opt_state = _initial_opt_state(train_step, run, params, config,
+                                           mixture_or_task_name)
         # The run's record, once its parameters are in hand: a refused start or a restore that
         # failed leaves MODEL_DIR's config.gin as it was.
         config_text = gin_config_text("config.gin", config)
@@ -221,6 +241,9 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
         saves = checkpoints.Saves(mngr, last_good=latest)  # started, polled, sealed
         metrics: dict[str, float] = {}
         done = start_step
+        # Tokens trained (unmasked inputs and targets), counted exactly on the host, carried
+        # over a resume in the checkpoint's meta (None: resumed from one that predates it).
+        tokens = 0
         preempted: str | None = None
         try:
             with Preemption() as preemption:
@@ -228,8 +251,9 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
                     started = time.perf_counter()
                     batch = global_batch(next(stream), run.mesh)
                     params, opt_state, out = train_step(params, opt_state, step, batch)
-                    loss, grads_ok, params_ok = jax.device_get(
-                        (out["loss"], out["grads_finite"], out["params_finite"])
+                    loss, grads_ok, params_ok, real = jax.device_get(
+                        (out["loss"], out["grads_finite"], out["params_finite"],
+                         out["real_tokens"])
                     )
                     elapsed = time.perf_counter() - started
                     problem = _non_finite(float(loss), bool(grads_ok), bool(params_ok),
@@ -245,6 +269,7 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
                             f"{problem} at step {step + 1}; training stopped, {where}"
                         )
                     done = step + 1
+                    tokens += int(real)
                     if step == start_step:
                         write_gin_config(model_dir, "operative_config.gin", config)
                     if done % log_period == 0 or done == train_steps or step == start_step:
@@ -256,7 +281,15 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
                     stop = preemption.reached(done) and done < train_steps
                     if done % checkpoint_period == 0 or done == train_steps or stop:
                         meta = {"step": done, "batches_consumed": done, "seed": seed,
-                                "model": model_record(model_config)}
+                                "model": model_record(model_config),
+                                "tokens_trained": _tokens(tokens_before, tokens)}
+                        if done == train_steps and train_step.schedule_free:
+                            # The result of training is schedule-free's average x, which is
+                            # what is scored and what the next update starts from (TiC-LM
+                            # saves after optimizer.eval()); a resume recovers y from it.
+                            params = jax.jit(eval_params, out_shardings=run.param_shardings)(
+                                opt_state, params)
+                            meta["params"] = EVAL_POINT
                         saves.start(done, params, opt_state, meta)
                     if stop:
                         preempted = preemption.signal_name
@@ -280,7 +313,40 @@ def _train(config: TrainConfig, model_dir: str) -> TrainSummary:
     return TrainSummary(
         step=max(done, start_step), start_step=start_step, resumed=latest is not None,
         preempted=preempted, params=params, last_metrics=metrics, fresh_parameters=fresh,
+        tokens_trained=_tokens(tokens_before, tokens), flops_per_step=flops,
+        extra_flops=extra_flops(train_step.loss_terms, flops, train_steps),
     )
+
+
+def _tokens(before: int | None, counted: int) -> int | None:
+    """The run's tokens so far: those before this invocation plus those counted in it."""
+    return None if before is None else int(before) + counted
+
+
+def _initial_opt_state(train_step: TrainStep, run: RunModel, params: Any, config: TrainConfig,
+                       task: str) -> Any:
+    """The optimizer's state at the run's start, with each loss term's state beside it (made
+    from the starting parameters and the run's own batches, :mod:`tw_jax.train.loss_terms`),
+    placed as the step expects."""
+    from tw_jax.runtime import task_data
+
+    tx_state = jax.jit(train_step.tx.init, out_shardings=(
+        train_step.opt_shardings[0] if train_step.loss_terms else train_step.opt_shardings))(
+        params)
+    if not train_step.loss_terms:
+        return tx_state
+
+    def batches(seed: int) -> Any:
+        for batch in task_data.batches(
+                task, config.task_feature_lengths, config.batch_size, run.model, seed=seed,
+                start_batch=0, pack=config.pack, use_cached=config.use_cached):
+            yield global_batch(batch, run.mesh)
+
+    context = TermContext(model=run.model, params=params, trainable=train_step.trainable,
+                          batches=batches, param_shardings=run.param_shardings, seed=config.seed,
+                          previous=saved_states(config.initial_checkpoint_path))
+    states = {term.name: term.init_state(context) for term in train_step.loss_terms}
+    return tx_state, jax.device_put(states, train_step.opt_shardings[1])
 
 
 def _non_finite(loss: float, grads_finite: bool, params_finite: bool, grad_norm: float) -> str:
@@ -311,6 +377,7 @@ def _host_metrics(
     }
     if peak:
         metrics["mfu"] = flops / elapsed / (peak * jax.device_count())
+    metrics.update({k: v for k, v in values.items() if k.endswith("_loss")})  # loss terms
     return metrics
 
 
@@ -330,7 +397,14 @@ class TrainStep:
     batch_shardings: dict[str, Any]
     jitted: Callable[..., tuple[Any, Any, dict[str, jax.Array]]]
     schedule_at: Callable[[jax.Array], jax.Array]  # the schedule, jitted: float32 as in optax
+    # The run's loss terms; with any, the step's opt_state is (tx state, {name: term state}).
+    loss_terms: tuple[LossTerm, ...] = ()
+    trainable: Any = None  # booleans like the params
 
+    @property
+    def schedule_free(self) -> bool:
+        """Whether the optimizer keeps a schedule-free state (its params are y, not x)."""
+        return bool(schedule_free_states(self.abstract_opt_state))
     def learning_rate(self, step: int) -> jax.Array:
         """The rate of the update that microbatch ``step`` (0-based) belongs to: the schedule
         at ``step // accumulate_steps`` updates already applied, computed as optax would inside
@@ -356,11 +430,14 @@ def build_train_step(
     accumulate_steps: int,
     seed: int,
     pack: bool = False,
+    loss_terms: Sequence[LossTerm] = (),
 ) -> TrainStep:
     """The step :func:`train` runs: freezing from the model's parameter labels (an optax
     partition when anything is frozen), the schedule over the run's updates, parameters and
-    optimizer state sharded by the rules and donated, batches sharded over data and fsdp.
-    ``tools/bench_train.py`` times this very step."""
+    optimizer state sharded by the rules and donated, batches sharded over data and fsdp; the
+    loss terms' states beside the optimizer's (:mod:`tw_jax.train.loss_terms`), sharded like
+    the parameters they mirror. ``tools/bench_train.py`` times this very step."""
+    loss_terms = check_terms(loss_terms)
     labels = run.model.param_labels(run.abstract_params)
     trainable = jax.tree.map(lambda label: label == TRAINABLE, labels)
     updates = max(train_steps // accumulate_steps, 1)
@@ -372,6 +449,9 @@ def build_train_step(
         schedule=schedule, labels=labels if frozen_any else None, accumulate_steps=accumulate_steps
     )  # the run's optimizer as configured: its state is the step's (optimizer_at below)
     abstract_opt = jax.eval_shape(tx.init, run.abstract_params)
+    if loss_terms:
+        abstract_opt = (abstract_opt, {term.name: term.abstract_state(run.abstract_params)
+                                       for term in loss_terms})
     opt_shardings = opt_state_shardings(abstract_opt, run)
     batch_shardings = {k: batch_sharding(run.mesh, 2, run.rules)
                        for k in run.model.batch_features(pack)}
@@ -381,13 +461,13 @@ def build_train_step(
 
     scalar = replicated(run.mesh)
     jitted = jax.jit(
-        make_train_step(run.model, optimizer_at, trainable, seed),
+        make_train_step(run.model, optimizer_at, trainable, seed, loss_terms),
         in_shardings=(run.param_shardings, opt_shardings, scalar, scalar, batch_shardings),
         out_shardings=(run.param_shardings, opt_shardings, scalar),
         donate_argnums=(0, 1),
     )
     return TrainStep(tx, schedule, accumulate_steps, abstract_opt, opt_shardings,
-                     batch_shardings, jitted, jax.jit(schedule))
+                     batch_shardings, jitted, jax.jit(schedule), loss_terms, trainable)
 
 
 def _check_arguments(
