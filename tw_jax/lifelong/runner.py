@@ -459,6 +459,7 @@ class LifelongRun:
             schedule_fn=functools.partial(make_schedule, "constant", options.lighttune_lr),
             task_feature_lengths={"inputs": length, "targets": length},
             checkpoint_period=steps, keep_checkpoints=1,
+            loss_terms=(),  # the paper's plain fine-tuning, whatever the method adds to its loss
         ))
         if result.preempted:
             raise TrainingPreempted(result.preempted, str(target), result.step)
