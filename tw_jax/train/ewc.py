@@ -38,7 +38,8 @@ import jax
 import jax.numpy as jnp
 
 from tw_jax.runtime.score_step import Batch, token_losses
-from tw_jax.train.loss_terms import TermContext, like_params
+from tw_jax.train.loss_terms import TermContext, like_params, same_as_params
+from tw_jax.train.steps import behind_stop_gradient
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +79,7 @@ class EWC:
         return self.summed_batches * flops_per_step
 
     def abstract_state(self, abstract_params: Any) -> dict[str, Any]:
-        return {"fisher": like_params(abstract_params),
-                "anchor": jax.tree.map(lambda p: jax.ShapeDtypeStruct(p.shape, p.dtype),
-                                       abstract_params)}
+        return {"fisher": like_params(abstract_params), "anchor": same_as_params(abstract_params)}
 
     def init_state(self, context: TermContext) -> dict[str, Any]:
         """``F`` from ``summed_batches`` batches at the starting parameters; the state of this
@@ -114,7 +113,7 @@ def precision(context: TermContext, batches: int) -> Any:
 
     def squared_gradient(params: Any, total: Any, batch: Batch) -> Any:
         def loss(p: Any) -> jax.Array:
-            p = jax.tree.map(lambda x, t: x if t else jax.lax.stop_gradient(x), p, trainable)
+            p = behind_stop_gradient(p, trainable)
             logits = model.logits(p, batch, deterministic=True, rng=None)
             losses, _, weights = token_losses(logits, batch)
             return jnp.sum(losses) / jnp.maximum(jnp.sum(weights), 1.0)

@@ -105,6 +105,12 @@ def like_params(abstract_params: Any) -> Any:
                         abstract_params)
 
 
+def same_as_params(abstract_params: Any) -> Any:
+    """A state leaf per parameter of its own shape and dtype (a copy of the parameters)."""
+    return jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(leaf.shape, leaf.dtype),
+                        abstract_params)
+
+
 def saved_states(initial_checkpoint: str | None) -> Callable[[str], Any]:
     """``previous(name)``: the state of the term ``name`` saved in ``initial_checkpoint`` (a
     tw_jax MODEL_DIR or step folder whose run had that term), as numpy arrays, else None (no

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from tw_jax.runtime.score_step import Batch
-from tw_jax.train.loss_terms import TermContext
+from tw_jax.train.loss_terms import TermContext, same_as_params
 
 KINDS: tuple[str, ...] = ("kl", "argmax")
 REDUCTIONS: tuple[str, ...] = ("mean", "batchmean")
@@ -65,8 +65,7 @@ class LwF:
         return steps * flops_per_step / 3.0
 
     def abstract_state(self, abstract_params: Any) -> dict[str, Any]:
-        return {"teacher": jax.tree.map(lambda p: jax.ShapeDtypeStruct(p.shape, p.dtype),
-                                        abstract_params)}
+        return {"teacher": same_as_params(abstract_params)}
 
     def init_state(self, context: TermContext) -> dict[str, Any]:
         return {"teacher": jax.tree.map(jnp.copy, context.params)}

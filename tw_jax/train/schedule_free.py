@@ -49,16 +49,20 @@ def eval_params(opt_state: Any, params: Any) -> Any:
     ``params`` is the training iterate ``y`` the train step returns with ``opt_state``. Pure
     and traceable (``jax.jit`` it with the params' shardings for big models).
     """
+    # optax.contrib.schedule_free_eval_params, leaf by leaf:
+    return _leafwise(opt_state, params, lambda y, z, b1: (y - (1.0 - b1) * z) / b1)
+
+
+def _leafwise(opt_state: Any, params: Any, fn: Any) -> Any:
+    """``fn(leaf, z, b1)`` on the leaves each schedule-free state of ``opt_state`` covers; a
+    leaf masked there (frozen, or another state's) is left as it is."""
     for state in schedule_free_states(opt_state):
         b1 = state.b1
 
-        def x(z: Any, y: Any, b1: Any = b1) -> Any:
-            if _is_masked(z):  # frozen here (or another schedule-free state's leaves)
-                return y
-            # optax.contrib.schedule_free_eval_params, leaf by leaf:
-            return (y - (1.0 - b1) * z) / b1
+        def one(z: Any, leaf: Any, b1: Any = b1) -> Any:
+            return leaf if _is_masked(z) else fn(leaf, z, b1)
 
-        params = jax.tree.map(x, state.z, params, is_leaf=_is_masked)
+        params = jax.tree.map(one, state.z, params, is_leaf=_is_masked)
     return params
 
 
@@ -71,13 +75,4 @@ def train_params(opt_state: Any, params: Any) -> Any:
     """The inverse of :func:`eval_params`: the training iterate ``y = b1 · x + (1 − b1) · z``
     from the evaluation point ``x``, to continue training from a checkpoint that holds ``x``
     (exact up to rounding); ``params`` unchanged without a schedule-free state."""
-    for state in schedule_free_states(opt_state):
-        b1 = state.b1
-
-        def y(z: Any, x: Any, b1: Any = b1) -> Any:
-            if _is_masked(z):
-                return x
-            return b1 * x + (1.0 - b1) * z
-
-        params = jax.tree.map(y, state.z, params, is_leaf=_is_masked)
-    return params
+    return _leafwise(opt_state, params, lambda x, z, b1: b1 * x + (1.0 - b1) * z)

@@ -36,6 +36,12 @@ def all_finite(tree: Any) -> jax.Array:
     return jnp.all(jnp.stack(leaves)) if leaves else jnp.bool_(True)
 
 
+def behind_stop_gradient(params: Any, trainable: Any) -> Any:
+    """``params`` with every frozen leaf (``trainable`` False) behind ``jax.lax.stop_gradient``:
+    XLA then computes no weight gradient for it."""
+    return jax.tree.map(lambda x, t: x if t else jax.lax.stop_gradient(x), params, trainable)
+
+
 def make_train_step(
     model: BaseModel,
     optimizer_at: Callable[[optax.Schedule], optax.GradientTransformation],
@@ -66,7 +72,7 @@ def make_train_step(
         tx_state, term_states = opt_state if loss_terms else (opt_state, None)
 
         def loss_fn(p: Any) -> tuple[jax.Array, tuple[Any, ...]]:
-            p = jax.tree.map(lambda x, t: x if t else jax.lax.stop_gradient(x), p, trainable)
+            p = behind_stop_gradient(p, trainable)
             logits = model.logits(p, batch, deterministic=False, rng=rng)
             losses, correct, weights = token_losses(logits, batch)
             count = jnp.maximum(jnp.sum(weights), 1.0)
