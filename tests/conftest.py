@@ -166,6 +166,7 @@ SLOW_MODULES = {
     "tests/models/test_gemma_family.py": 45,
     "tests/train/test_open_llm_run.py": 100,
     "tests/lm_eval/test_lm_eval.py": 100,
+    "tests/lm_eval/test_lm_eval_run_folder.py": 35,
     "tests/t5x/test_t5x_lifelong.py": 85,
     "tests/evaluate/test_evolvingqa.py": 85,
     "tests/models/test_t5.py": 80,

@@ -9,8 +9,11 @@ README's command trains with: its world, and each update one pass over its own d
 counts that gives are tested in tests/evaluate/test_lifelong.py).
 """
 
+import contextlib
 import csv
+import io
 import json
+import shutil
 
 import pytest
 
@@ -20,11 +23,36 @@ METHODS = ("diff", "full", "kadapter", "lora", "mixreview")
 LOOP_METHODS = ("diff", "lora", "mixreview")  # what the loop test trains
 
 
-def test_demo_runs_the_whole_loop(tmp_path, capsys):
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> dict:
+    """``tw-jax demo --fresh --no-train`` over an earlier run's output (a record with other
+    settings, a results file): the demo's data, built once for this file's tests."""
+    out = tmp_path_factory.mktemp("demo_built") / "out"
+    _record(out, initial_steps=20)
+    (out / "runs").mkdir()
+    (out / "runs" / "results.jsonl").write_text("{}\n")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["demo", "--out", str(out), "--fresh", "--no-train"]) == 0
+    return {"out": out, "printed": printed.getvalue()}
+
+
+def _copy_of(built: dict, to) -> None:
+    """The built output under ``to``, its record pointing at the copy (as if built there)."""
+    shutil.copytree(built["out"], to, dirs_exist_ok=True)
+    record = (to / "demo.json").read_text().replace(str(built["out"]), str(to))
+    (to / "demo.json").write_text(record)
+
+
+def test_demo_runs_the_whole_loop(tmp_path, capsys, built):
+    _copy_of(built, tmp_path)  # the data as the demo builds it (checked in the fixture's run)
     argv = ["demo", "--out", str(tmp_path), "--initial-steps", "6", "--update-steps", "4",
             "--max-probes", "12", "--methods", ",".join(LOOP_METHODS)]
     assert main(argv) == 0
     out, err = capsys.readouterr()
+    seconds = json.loads((tmp_path / "demo.json").read_text())["data"]["seconds"]
+    assert (f"Data reused (built in {seconds} s with the same settings): {tmp_path / 'data'}"
+            in out)
     # one line per stage, and the trainer's progress (a line per LOG_PERIOD off a terminal)
     assert "INITIAL: training on the 08 snapshot, then scoring it on every month's probes" in out
     assert "INITIAL: done in" in out and "(trained initial; " in out
@@ -197,13 +225,10 @@ def test_output_without_a_record_is_refused(tmp_path, capsys):
     assert "with no record of its settings (written by an older tw-jax)" in capsys.readouterr().err
 
 
-def test_fresh_replaces_the_output_and_a_rerun_reuses_the_data(tmp_path, capsys):
+def test_fresh_replaces_the_output_and_a_rerun_reuses_the_data(tmp_path, capsys, built):
+    assert "Data built in" in built["printed"]
     out = tmp_path / "out"
-    _record(out, initial_steps=20)
-    (out / "runs").mkdir()
-    (out / "runs" / "results.jsonl").write_text("{}\n")
-    assert main(["demo", "--out", str(out), "--fresh", "--no-train"]) == 0
-    assert "Data built in" in capsys.readouterr().out
+    _copy_of(built, out)
     assert not (out / "runs").exists()
     record = json.loads((out / "demo.json").read_text())
     assert "training" not in record and record["data"]["pairs"]["0809"]["precision"] == 1.0

@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
+from tw_jax.io.manifest import differences, record_files
 from tw_jax.io.tfrecord import count_records
 from tw_jax.preprocess.runners.accounting import STATS_FILE
 
@@ -24,11 +25,40 @@ _SHARD = re.compile(r"-(\d+)-of-(\d+)$")
 # Which command writes a stage's folder, by the folder's name.
 _WRITERS = {"diffset": "tw-jax diffset", "full": "tw-jax diffset", "ssm": "tw-jax ssm",
             "probes": "tw-jax probes"}
+_OPEN_BOOK = "tw-jax probe-contexts"  # writes DATA/<period>/probes_<retriever>/
+MADE_FROM = "made_from"  # stats.json: {"files": {path below the folder's parent: bytes, sha256}}
 
 
 def writer_of(folder: str) -> str:
     """The command that writes ``folder`` (``DATA/<period>/ssm`` → ``tw-jax ssm``)."""
-    return _WRITERS.get(os.path.basename(folder.rstrip("/")), "the stage that wrote it")
+    name = os.path.basename(folder.rstrip("/"))
+    if name.startswith("probes_"):
+        return _OPEN_BOOK
+    return _WRITERS.get(name, "the stage that wrote it")
+
+
+def made_from(files: Sequence[str], folder: str) -> dict[str, dict[str, dict[str, object]]]:
+    """What a stage's ``stats.json`` records of its inputs (``files``, each in a sibling
+    folder of ``folder``'s, e.g. ``DATA/P/probes/updated.csv`` for ``DATA/P/probes_bm25``):
+    sizes and SHA-256, keyed by path below ``folder``'s parent, for :func:`check_made_from`."""
+    return {"files": record_files(files, paths.parent(folder))}
+
+
+def check_made_from(folder: str, stats: Mapping[str, object]) -> None:
+    """A stage folder whose inputs changed after it was written is stale: one line naming the
+    input and the command that rebuilds the folder (sizes first; a file is hashed once per
+    process while its size and modification time stay: :func:`tw_jax.io.manifest.digest_once`)."""
+    record = stats.get(MADE_FROM)
+    if not isinstance(record, Mapping) or not isinstance(record.get("files"), Mapping):
+        return  # written before stages recorded their inputs: counts are all there is
+    root = paths.parent(folder)
+    files = record["files"]
+    present = [relative for relative in files if paths.exists(paths.join(root, relative))]
+    changed = differences(root, files, present, since=f"recorded by {writer_of(folder)}")
+    if changed:
+        relative, what = changed[0]
+        raise DumpError(folder, None, f"is stale: it was made from {paths.join(root, relative)}"
+                                      f", which {what}; run {rebuild_command(folder)}")
 
 
 def complete_shards(files: Sequence[str], pattern: str) -> list[str]:
@@ -58,6 +88,16 @@ def complete_shards(files: Sequence[str], pattern: str) -> list[str]:
     return sorted(files)
 
 
+def rebuild_command(folder: str) -> str:
+    """The command line that writes ``folder`` again."""
+    name = os.path.basename(folder.rstrip("/"))
+    if name.startswith("probes_"):
+        period = paths.parent(folder)
+        return (f"{_OPEN_BOOK} --data {paths.parent(period)} --month "
+                f"{os.path.basename(period.rstrip('/'))} --retriever {name[len('probes_'):]}")
+    return f"{writer_of(folder)} again"
+
+
 def recorded_counts(folder: str) -> dict[str, int]:
     """``{file stem: records}`` that the folder's ``stats.json`` records: a DiffSet folder's
     ``diffset``/``full``/``unchanged``, an SSM folder's inputs, a probes folder's categories and
@@ -70,8 +110,12 @@ def recorded_counts(folder: str) -> dict[str, int]:
         stats = json.loads(paths.read_text(stats_path))
     except (ValueError, UnicodeDecodeError) as error:
         raise DumpError(stats_path, None, f"is not JSON ({error})") from None
+    check_made_from(folder, stats)
     counts: dict[str, int] = {}
-    if isinstance(stats.get("categories"), dict):  # tw-jax probes
+    if writer_of(folder) == _OPEN_BOOK and isinstance(stats.get("categories"), dict):
+        counts |= {c: v["rows"] for c, v in stats["categories"].items()
+                   if isinstance(v, dict) and isinstance(v.get("rows"), int)}
+    elif isinstance(stats.get("categories"), dict):  # tw-jax probes
         counts |= {c: v["final"] for c, v in stats["categories"].items()
                    if isinstance(v, dict) and "final" in v}
         counts |= {f"lighttuning_{c}": n for c, n in stats.get("lighttuning", {}).items()}

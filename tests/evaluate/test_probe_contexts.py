@@ -322,3 +322,38 @@ def test_every_retriever_is_an_open_book_method():
 
     assert sorted(OPEN_BOOK) == sorted(known_retrievers())
     assert set(OPEN_BOOK) <= set(METHODS)
+
+
+def test_open_book_probes_are_refused_once_the_probes_they_were_made_from_change(twiki,
+                                                                                  tmp_path):
+    from tw_jax.preprocess.probes.probe_csv import read_stage_probes
+
+    data = _copy(twiki, tmp_path)
+    assert _cli("--data", str(data), "--month", MONTH)[0] == 0
+    month = data / MONTH
+    stats = json.loads((month / "probes_bm25" / "stats.json").read_text())
+    probes = month / "probes" / "updated.csv"
+    assert stats["made_from"]["files"]["probes/updated.csv"]["bytes"] == probes.stat().st_size
+    opened = str(month / "probes_bm25" / "updated.csv")
+    rows = read_stage_probes(opened)
+    assert len(rows) == stats["categories"]["updated"]["rows"]
+
+    # the same number of rows, one object changed (and its times kept, as cp -p keeps them):
+    # the probes folder's own counts still hold, the contexts were retrieved for other facts
+    before = probes.stat()
+    text = probes.read_text(encoding="utf-8")
+    first = read_probe_csv(str(probes))[0]["object"]
+    probes.write_text(text.replace(first, first[::-1] + "x", 1), encoding="utf-8")
+    import os
+
+    os.utime(probes, ns=(before.st_atime_ns, before.st_mtime_ns))
+    with pytest.raises(DumpError) as caught:
+        read_stage_probes(opened)
+    message = str(caught.value)
+    assert message.startswith(f"{month / 'probes_bm25'}: is stale: it was made from {probes}, ")
+    assert message.endswith(f"; run tw-jax probe-contexts --data {data} --month {MONTH} "
+                            "--retriever bm25") and "\n" not in message
+    assert len(read_stage_probes(str(probes))) == len(rows)  # the probes themselves are whole
+
+    assert _cli("--data", str(data), "--month", MONTH)[0] == 0  # the command it names
+    assert read_stage_probes(opened)[0]["object"] == first[::-1] + "x"

@@ -24,8 +24,11 @@ For a period ``P`` (``0809``, ``2024-12_2025-01``) and a retriever (``bm25``, ``
   context holds the object: SQuAD-normalised whole-word containment,
   :func:`tw_jax.retrieval.recall.has_answer`, DPR's top-k retrieval accuracy applied to
   the text a reader would read) and, for UPDATED, ``previous_in_context`` (the context holds a
-  previous object, ``" | "``-separated in ``previous_object``). An old ``stats.json`` is removed
-  before anything is rewritten, so an interrupted rerun is never taken for a finished one.
+  previous object, ``" | "``-separated in ``previous_object``) and ``made_from``, the size and
+  SHA-256 of each probe CSV read (:func:`tw_jax.preprocess.runners.whole.made_from`): every
+  reader of the folder (tasks, TFDS, evaluators, lm-eval export) refuses it once those CSVs
+  change, naming the CSV and this command. An old ``stats.json`` is removed before anything
+  is rewritten, so an interrupted rerun is never taken for a finished one.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from tw_jax.io.csv_reader import csv_rows
 from tw_jax.preprocess.probes.categorise import CATEGORIES, UPDATED
 from tw_jax.preprocess.probes.probe_csv import read_probe_csv
 from tw_jax.preprocess.runners.accounting import STATS_FILE, require_complete
+from tw_jax.preprocess.runners.whole import MADE_FROM, made_from
 from tw_jax.retrieval.base import Passage, Retriever
 from tw_jax.retrieval.index import MonthIndex, source_index
 from tw_jax.retrieval.recall import has_answer
@@ -216,6 +220,8 @@ def write_probe_contexts(data: str, period: Period, retriever: Retriever,
         "files": {c.category: f"{c.category}.csv" for c in done},
         "questions": questions, "search_seconds": round(seconds, 6),
         "questions_per_second": round(questions / seconds, 3) if seconds > 0 else None,
+        # the probe CSVs as they were read: a reader refuses the folder once they change
+        MADE_FROM: made_from(list(files.values()), out),
     }
     write_json(paths.join(out, STATS_FILE), stats)
     return {**stats, "out": out}

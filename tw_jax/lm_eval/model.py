@@ -33,8 +33,11 @@ from lm_eval.api.model import LM
 from lm_eval.api.registry import register_model
 
 from tw_jax.data.tokens import prefix_id
+from tw_jax.errors import UsageError
+from tw_jax.evaluate.run_config import run_config_path
 from tw_jax.evaluate.runs import LoadedRun, ModelSource, load_params, source_config
 from tw_jax.evaluate.seqio_eval import prompt_length, until_eos
+from tw_jax.io import paths
 from tw_jax.lm_eval.scores import score_with_greedy
 from tw_jax.models import hf_folder_config
 from tw_jax.models.base import DecoderOnlyModel
@@ -74,15 +77,23 @@ def load_for_lm_eval(*, pretrained: str | None = None, model_dir: str | None = N
     if pretrained is not None:
         source = ModelSource(hf_dir=pretrained)
     else:
-        files = gin_file.split(";") if gin_file else [f"{model_dir.rstrip('/')}/config.gin"]
+        files = gin_file.split(";") if gin_file else [run_config_path(model_dir)]
+        if not gin_file and not paths.exists(files[0]):
+            raise UsageError(f"{model_dir}: not a tw_jax run folder ({files[0]} not found): "
+                             "pass model_dir=MODEL_DIR of a trained run, its gin files "
+                             "(gin_file=A.gin;B.gin) or pretrained=HF_FOLDER")
         source = ModelSource(model_dir=model_dir, gin_files=files, step=step)
     if pretrained is not None:  # the folder's tokenizer names the model's (task) vocabulary
         config, mesh = hf_folder_config(pretrained), None
     else:
         config, mesh = source_config(source)
     run = build_run_model(config, tuple(mesh or (-1, 1, 1)))
-    with activate(run.mesh):
-        params, found = load_params(run, source.hf_dir or source.model_dir, step=step)
+    try:
+        with activate(run.mesh):
+            params, found = load_params(run, source.hf_dir or source.model_dir, step=step)
+    except checkpoints.CheckpointError as error:
+        # no step, a step of another model: one line (tw-jax lm-eval exits 2), no traceback
+        raise UsageError(str(error)) from error
     loaded = LoadedRun(run, params, found)
     if pretrained is not None and checkpoints.is_hf_folder(pretrained):
         vocabulary = loaded.model.load_vocabulary(pretrained)
