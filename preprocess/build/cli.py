@@ -2,8 +2,9 @@
 
 Finds the dumps by their Wikimedia names (:mod:`.dumps`), orders the snapshots by date, and
 runs what :mod:`.plan` lays out, skipping every stage whose folder is complete (its
-``stats.json`` exists), so an interrupted build, or one given next month's dumps, does only
-what is left. Each stage prints one line as it ends; each runs exactly what its own command
+``stats.json`` exists) and fresh (the dumps and DiffSet files it records reading are unchanged),
+so an interrupted build, or one given next month's dumps, does only what is left, and one given
+a replaced dump rebuilds what was made from it, saying why. Each stage prints one line as it ends; each runs exactly what its own command
 (``tw-jax diffset``, ``probes``, ``ssm``) would, with the same options, and holds its folder
 while it writes.
 """
@@ -44,7 +45,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
             "then for each consecutive period its DiffSet, Probes and SSM (<period>/diffset, "
             "probes, ssm). Folders are named with years (2024-12_2025-01; a twice-monthly "
             "dump: 2024-02_2024-02-20), or 0809 ... for TemporalWiki's 2021 dumps. A stage "
-            "whose stats.json exists is complete and skipped. One line per stage."
+            "whose stats.json exists is complete and skipped, unless an input it records (a dump, "
+            "the DiffSet it read) changed since: then it is built again, saying why. One line "
+            "per stage."
         ),
     )
     parser.add_argument("--dumps", required=True, type=input_folder, metavar="DIR",
@@ -150,18 +153,20 @@ def run(args: argparse.Namespace) -> int:
     started, built, skipped = time.perf_counter(), 0, 0
     for number, stage in enumerate(stages, start=1):
         head = f"[{number}/{len(stages)}] {stage.title}"
-        if stage.complete and not args.rebuild:
+        stale = stage.stale() if stage.complete and not args.rebuild else None
+        if stage.complete and not args.rebuild and stale is None:
             skipped += 1
             _say(f"{head}: complete, skipped ({stage.folder})")
             continue
+        why = f"stale ({stale}), " if stale else ""
         if args.dry_run:
-            _say(f"{head}: to build ({stage.folder})")
+            _say(f"{head}: {why}to build ({stage.folder})")
             continue
         stage_started = time.perf_counter()
         with claimed_output(stage.folder, f"tw-jax build ({stage.kind})", _inputs(stage)):
             how, stats = _run_stage(args, stage, options)
         built += 1
-        _say(f"{head}: built{' ' + how if how else ''} in "
+        _say(f"{head}: {why}built{' ' + how if how else ''} in "
              f"{time.perf_counter() - stage_started:.1f} s: {_figures(stage, stats)} "
              f"({stage.folder})")
     if not args.dry_run:

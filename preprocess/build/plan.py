@@ -7,17 +7,20 @@ article) and its masked DiffSet (``DATA/<period>/ssm``). Folders are named as
 :func:`tw_jax.time.benchmark_spelling` spells the snapshots (years, or the 2021 layout's
 ``0809`` for TemporalWiki's own dumps) and keep a spelling DATA already has
 (:func:`tw_jax.preprocess.dump_dates.stage_folder`). A stage is complete when its folder's
-``stats.json`` exists: every stage writes it last.
+``stats.json`` exists (every stage writes it last), and fresh while the inputs it records there
+(``made_from``: the dumps' and the DiffSet's sizes and fingerprints) are what it read.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from tw_jax.io import paths
 from tw_jax.preprocess.build.dumps import SnapshotDumps
 from tw_jax.preprocess.dump_dates import stage_folder
 from tw_jax.preprocess.runners.accounting import STATS_FILE
+from tw_jax.preprocess.runners.whole import made_from_problem
 from tw_jax.time import Period, Snapshot, benchmark_spelling
 
 
@@ -37,6 +40,15 @@ class Stage:
     @property
     def complete(self) -> bool:
         return paths.isfile(paths.join(self.folder, STATS_FILE))
+
+    def stale(self) -> str | None:
+        """Why a complete folder must be built again (an input it records has other bytes now:
+        :func:`tw_jax.preprocess.runners.whole.made_from_problem`), or None."""
+        try:
+            stats = json.loads(paths.read_text(paths.join(self.folder, STATS_FILE)))
+        except (ValueError, UnicodeDecodeError) as error:
+            return f"its {STATS_FILE} is not JSON ({error})"
+        return made_from_problem(self.folder, stats)
 
     @property
     def title(self) -> str:

@@ -24,6 +24,7 @@ from tw_jax.preprocess.dump_dates import (
     snapshot_of_dump,
     stage_folder,
 )
+from tw_jax.preprocess.runners import whole
 from tw_jax.preprocess.runners.cli_options import add_runner_arguments
 from tw_jax.time import PERIOD_FORMS, SNAPSHOT_FORMS
 
@@ -128,7 +129,12 @@ def run(args: argparse.Namespace) -> int:
 
 def build(args: argparse.Namespace, old: str | None, new: str, out: str) -> dict:
     """Runs the stage on the runner ``args`` names (``tw-jax build`` passes its own dumps);
-    returns its stats."""
+    returns its stats, with the dumps it read (:func:`whole.made_from`)."""
+    made = whole.made_from(out, dumps=[d for d in (old, new) if d is not None])
+    return whole.record_made_from(out, made, _build(args, old, new, out))
+
+
+def _build(args: argparse.Namespace, old: str | None, new: str, out: str) -> dict:
     if args.runner == "beam":
         from tw_jax.preprocess.diffset.beam import build_diffset_beam
 

@@ -36,6 +36,7 @@ from tw_jax.preprocess.dump_dates import (
     stage_folder,
 )
 from tw_jax.preprocess.dumps.wikidata import DEFAULT_MAX_SKIPPED_SHARE
+from tw_jax.preprocess.runners import whole
 from tw_jax.preprocess.runners.cli_options import add_runner_arguments
 from tw_jax.time import PERIOD_FORMS, Period, TimeError
 
@@ -220,7 +221,17 @@ def run(args: argparse.Namespace) -> int:
 def build(args: argparse.Namespace, options: ProbeOptions, wikidata: tuple[str, str],
           wikipedia: str, old_wikipedia: str | None, diffset: str, out: str) -> dict[str, Any]:
     """Runs the stage on the runner ``args`` names (``tw-jax build`` passes its own dumps:
-    ``wikidata`` is (old, new)); returns its stats."""
+    ``wikidata`` is (old, new)); returns its stats, with the dumps and DiffSet files it read
+    (:func:`whole.made_from`)."""
+    dumps = [d for d in (*wikidata, wikipedia, old_wikipedia) if d is not None]
+    read = [paths.join(diffset, name) for name in ("diffset.jsonl", "full.jsonl")]
+    made = whole.made_from(out, beside=[f for f in read if paths.isfile(f)], dumps=dumps)
+    return whole.record_made_from(out, made, _build(args, options, wikidata, wikipedia,
+                                                    old_wikipedia, diffset, out))
+
+
+def _build(args: argparse.Namespace, options: ProbeOptions, wikidata: tuple[str, str],
+           wikipedia: str, old_wikipedia: str | None, diffset: str, out: str) -> dict[str, Any]:
     old, new = wikidata
     if args.runner == "beam":
         from tw_jax.preprocess.probes.beam import build_probes_beam

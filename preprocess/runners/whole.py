@@ -6,6 +6,9 @@ holds (:func:`recorded_counts`); its TFRecords are shard sets whose names carry 
 the TFDS builders, the evaluators) goes through :func:`check_shard_set` or
 :func:`read_stage_probes`, so a shard deleted from a set, a CSV cut or replaced after the stage,
 or a folder whose stage never finished is one line naming the file, never a smaller dataset.
+It also records what it was made from (:func:`made_from`: the dumps and the DiffSet files it
+read), and a folder whose inputs have other bytes now is stale (:func:`check_made_from`), to
+every reader and to ``tw-jax build``, which rebuilds it.
 """
 
 from __future__ import annotations
@@ -14,10 +17,18 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from tw_jax.errors import DumpError
 from tw_jax.io import paths
-from tw_jax.io.manifest import differences, record_files
+from tw_jax.io.atomic import write_json
+from tw_jax.io.manifest import (
+    SAMPLED_ABOVE,
+    differences,
+    files_below,
+    fingerprint,
+    record_files,
+)
 from tw_jax.io.tfrecord import count_records
 from tw_jax.preprocess.runners.accounting import STATS_FILE
 
@@ -37,28 +48,72 @@ def writer_of(folder: str) -> str:
     return _WRITERS.get(name, "the stage that wrote it")
 
 
-def made_from(files: Sequence[str], folder: str) -> dict[str, dict[str, dict[str, object]]]:
-    """What a stage's ``stats.json`` records of its inputs (``files``, each in a sibling
-    folder of ``folder``'s, e.g. ``DATA/P/probes/updated.csv`` for ``DATA/P/probes_bm25``):
-    sizes and SHA-256, keyed by path below ``folder``'s parent, for :func:`check_made_from`."""
-    return {"files": record_files(files, paths.parent(folder))}
+def input_files(inputs: Sequence[str]) -> list[str]:
+    """The files of a stage's inputs (a dump may be a folder of files: every file below it)."""
+    found = []
+    for path in inputs:
+        if paths.isdir(path):
+            found += [paths.join(path, relative) for relative in files_below(path)]
+        else:
+            found.append(path)
+    return found
+
+
+def made_from(folder: str, *, beside: Sequence[str] = (),
+              dumps: Sequence[str] = ()) -> dict[str, dict[str, dict[str, object]]]:
+    """What a stage's ``stats.json`` records of its inputs: size and SHA-256, by samples for a
+    file over 64 MiB (:func:`tw_jax.io.manifest.sampled_digest`). Files ``beside`` the folder
+    (in a sibling folder: ``DATA/P/diffset/full.jsonl`` for ``DATA/P/ssm``) are keyed below the
+    folder's parent (``diffset/full.jsonl``), so a data folder can move; ``dumps`` (files or
+    folders of files read from wherever they are) by their own paths."""
+    resolved = [paths.resolve(f) for f in input_files(dumps)]
+    return {"files": {
+        **record_files([paths.resolve(f) for f in beside], paths.parent(paths.resolve(folder)),
+                       sample_above=SAMPLED_ABOVE),
+        **{path: fingerprint(path, SAMPLED_ABOVE) for path in resolved}}}
+
+
+def record_made_from(folder: str, made: Mapping[str, object],
+                     stats: Mapping[str, Any]) -> dict[str, Any]:
+    """Adds ``made`` (:func:`made_from`, taken before the stage read its inputs) to the finished
+    stage's ``stats.json``; ``stats`` (what the stage returned) with it. Written in place
+    atomically: a crash before it leaves the stage's own ``stats.json``, which is read as
+    written before stages recorded their inputs (counts checked, inputs not)."""
+    stats_path = paths.join(folder, STATS_FILE)
+    written = json.loads(paths.read_text(stats_path))
+    write_json(stats_path, {**written, MADE_FROM: dict(made)})
+    return {**stats, MADE_FROM: dict(made)}
+
+
+def _input_path(root: str, key: str) -> str:
+    return key if paths.is_url(key) or os.path.isabs(key) else paths.join(root, key)
+
+
+def made_from_problem(folder: str, stats: Mapping[str, object]) -> str | None:
+    """Why the folder is stale (an input it records has other bytes now), or None. An input no
+    longer there is not a difference: dumps are deleted once a build is done and data folders
+    move to other machines; what the folder holds is still what its stage made. Sizes first; a
+    file is hashed once per process while its size and modification time stay."""
+    record = stats.get(MADE_FROM)
+    if not isinstance(record, Mapping) or not isinstance(record.get("files"), Mapping):
+        return None  # written before stages recorded their inputs: counts are all there is
+    root = paths.parent(folder)
+    files = {key: value for key, value in record["files"].items()
+             if paths.exists(_input_path(root, key))}
+    by_path = {_input_path(root, key): value for key, value in files.items()}
+    changed = differences("", by_path, list(by_path), since=f"recorded by {writer_of(folder)}")
+    if not changed:
+        return None
+    path, what = changed[0]
+    return f"it was made from {path}, which {what}"
 
 
 def check_made_from(folder: str, stats: Mapping[str, object]) -> None:
     """A stage folder whose inputs changed after it was written is stale: one line naming the
-    input and the command that rebuilds the folder (sizes first; a file is hashed once per
-    process while its size and modification time stay: :func:`tw_jax.io.manifest.digest_once`)."""
-    record = stats.get(MADE_FROM)
-    if not isinstance(record, Mapping) or not isinstance(record.get("files"), Mapping):
-        return  # written before stages recorded their inputs: counts are all there is
-    root = paths.parent(folder)
-    files = record["files"]
-    present = [relative for relative in files if paths.exists(paths.join(root, relative))]
-    changed = differences(root, files, present, since=f"recorded by {writer_of(folder)}")
-    if changed:
-        relative, what = changed[0]
-        raise DumpError(folder, None, f"is stale: it was made from {paths.join(root, relative)}"
-                                      f", which {what}; run {rebuild_command(folder)}")
+    input and the command that rebuilds the folder (:func:`made_from_problem`)."""
+    problem = made_from_problem(folder, stats)
+    if problem:
+        raise DumpError(folder, None, f"is stale: {problem}; run {rebuild_command(folder)}")
 
 
 def complete_shards(files: Sequence[str], pattern: str) -> list[str]:
@@ -95,7 +150,7 @@ def rebuild_command(folder: str) -> str:
         period = paths.parent(folder)
         return (f"{_OPEN_BOOK} --data {paths.parent(period)} --month "
                 f"{os.path.basename(period.rstrip('/'))} --retriever {name[len('probes_'):]}")
-    return f"{writer_of(folder)} again"
+    return f"{writer_of(folder)} again (or tw-jax build on the dumps: it rebuilds stale stages)"
 
 
 def recorded_counts(folder: str) -> dict[str, int]:

@@ -10,7 +10,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tw_jax.errors import UsageError
+from tw_jax.io import paths
 from tw_jax.io.cli_paths import input_folder, output_folder
+from tw_jax.preprocess.runners import whole
 from tw_jax.preprocess.runners.cli_options import add_runner_arguments
 
 if TYPE_CHECKING:
@@ -115,24 +117,28 @@ def ssm_options(args: argparse.Namespace) -> SsmOptions:
 def build(args: argparse.Namespace, in_dir: str, out: str,
           inputs: Sequence[str]) -> dict[str, Any]:
     """Runs the stage on the runner ``args`` names (``tw-jax build`` passes its own folders);
-    returns its stats. A spaCy pipeline that cannot load or options that cannot work are a
-    one-line :class:`UsageError`."""
-    from tw_jax.preprocess.ssm.reader import SsmOptionsError
+    returns its stats, with the files it masked (:func:`whole.made_from`). A spaCy pipeline
+    that cannot load or options that cannot work are a one-line :class:`UsageError`."""
+    from tw_jax.preprocess.ssm.reader import SsmOptionsError, input_path
     from tw_jax.text.spacy_pipeline import SpacyModelError
 
     common = {"inputs": tuple(inputs), "options": ssm_options(args),
               "spacy_model": args.spacy_model}
     try:
+        read = [input_path(in_dir, name) for name in inputs]
+        made = whole.made_from(out, beside=[f for f in read if paths.isfile(f)])
         if args.runner == "beam":
             from tw_jax.preprocess.ssm.beam import build_ssm_beam
 
-            return build_ssm_beam(in_dir, out, beam_options=args.beam_options, **common)
-        from tw_jax.preprocess.ssm.local import build_ssm
+            stats = build_ssm_beam(in_dir, out, beam_options=args.beam_options, **common)
+        else:
+            from tw_jax.preprocess.ssm.local import build_ssm
 
-        return build_ssm(in_dir, out, workers=args.workers or os.cpu_count() or 1,
-                         progress=args.progress, **common)
+            stats = build_ssm(in_dir, out, workers=args.workers or os.cpu_count() or 1,
+                              progress=args.progress, **common)
     except (SpacyModelError, SsmOptionsError) as error:
         raise UsageError(str(error)) from None
+    return whole.record_made_from(out, made, stats)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -221,7 +221,7 @@ def write_probe_contexts(data: str, period: Period, retriever: Retriever,
         "questions": questions, "search_seconds": round(seconds, 6),
         "questions_per_second": round(questions / seconds, 3) if seconds > 0 else None,
         # the probe CSVs as they were read: a reader refuses the folder once they change
-        MADE_FROM: made_from(list(files.values()), out),
+        MADE_FROM: made_from(out, beside=list(files.values())),
     }
     write_json(paths.join(out, STATS_FILE), stats)
     return {**stats, "out": out}

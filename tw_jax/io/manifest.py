@@ -98,15 +98,49 @@ def digest_once(path: str) -> tuple[int, str]:
     return size, _hashed[key]
 
 
-def record_files(files: Iterable[str], root: str) -> dict[str, dict[str, Any]]:
-    """:func:`record` of the files named (each below ``root``), keyed relative to ``root``."""
+# --- files too big to hash at every read (a stage's dumps), fingerprinted by samples -----------
+
+SAMPLED_ABOVE = 1 << 26  # 64 MiB: larger inputs are fingerprinted by samples, not hashed whole
+_SAMPLES, _SAMPLE_BYTES = 16, 1 << 20
+_sampled: dict[tuple[str, int, int], str] = {}
+
+
+def sampled_digest(path: str) -> str:
+    """SHA-256 of 16 blocks of 1 MiB spread evenly over the file, its first and last among them:
+    what a stage records of a dump of tens of gigabytes, read again by every process that reads
+    the stage's output. A dump replaced by another (another date, another wiki, a cut or a
+    re-download that differs) differs in its size or in these blocks; a byte edited in place
+    between them is not seen, which a whole hash would catch at minutes per read."""
+    size, when = stamp(path)
+    key = (path, size, when)
+    if key not in _sampled:
+        hashed = hashlib.sha256(str(size).encode())
+        last = max(size - _SAMPLE_BYTES, 0)
+        with paths.open_file(path, "rb") as handle:
+            for offset in sorted({last * i // (_SAMPLES - 1) for i in range(_SAMPLES)}):
+                handle.seek(offset)
+                hashed.update(handle.read(_SAMPLE_BYTES))
+        _sampled[key] = hashed.hexdigest()
+    return _sampled[key]
+
+
+def fingerprint(path: str, sample_above: int | None = None) -> dict[str, Any]:
+    """``{"bytes", "sha256"}`` of a file, or ``{"bytes", "sampled_sha256"}``
+    (:func:`sampled_digest`) where it is larger than ``sample_above``."""
+    size, _ = stamp(path)
+    if sample_above is not None and size > sample_above:
+        return {"bytes": size, "sampled_sha256": sampled_digest(path)}
+    size, sha = digest_once(path)
+    return {"bytes": size, "sha256": sha}
+
+
+def record_files(files: Iterable[str], root: str,
+                 sample_above: int | None = None) -> dict[str, dict[str, Any]]:
+    """:func:`record` of the files named, keyed relative to ``root`` (those outside it by their
+    own path); files larger than ``sample_above`` by samples (:func:`fingerprint`)."""
     prefix = root.rstrip("/") + "/"
-    recorded = {}
-    for path in sorted(files):
-        size, sha = digest_once(path)
-        recorded[path[len(prefix):] if path.startswith(prefix) else path] = {
-            "bytes": size, "sha256": sha}
-    return recorded
+    return {path[len(prefix):] if path.startswith(prefix) else path:
+            fingerprint(path, sample_above) for path in sorted(files)}
 
 
 def differences(root: str, files: Mapping[str, Mapping[str, Any]], present: Iterable[str],
@@ -114,7 +148,7 @@ def differences(root: str, files: Mapping[str, Mapping[str, Any]], present: Iter
     """Every ``(relative path, what differs)`` between the record ``files`` and the files
     ``present`` now (relative to ``root``): missing, new, resized, changed. Sizes are compared
     before any file is hashed, and only files of the recorded size are hashed
-    (:func:`digest_once`)."""
+    (:func:`digest_once`, or :func:`sampled_digest` for a file recorded by samples)."""
     now = set(present)
     found = [(relative, "is missing") for relative in sorted(set(files) - now)]
     found += [(relative, "is new") for relative in sorted(now - set(files))]
@@ -126,12 +160,16 @@ def differences(root: str, files: Mapping[str, Mapping[str, Any]], present: Iter
         else:
             same_size.append(relative)
     for relative in same_size:
-        _, sha = digest_once(paths.join(root, relative))
-        if sha != files[relative]["sha256"]:
+        path, expected = paths.join(root, relative), files[relative]
+        if "sampled_sha256" in expected:
+            sha, recorded = sampled_digest(path), expected["sampled_sha256"]
+        else:
+            sha, recorded = digest_once(path)[1], expected["sha256"]
+        if sha != recorded:
             found.append((relative, f"does not match its checksum (its bytes changed after it "
                                     f"was {since})"))
     return found
 
 
-__all__ = ["differences", "digest", "digest_once", "files_below", "problem", "record",
-           "record_files", "stamp"]
+__all__ = ["SAMPLED_ABOVE", "differences", "digest", "digest_once", "files_below", "fingerprint",
+           "problem", "record", "record_files", "sampled_digest", "stamp"]
