@@ -225,3 +225,23 @@ def test_tw_jax_lm_eval_runs_lm_eval_with_the_tw_jax_model(models, exported, tmp
     assert written and {OBJECT, TEXT} <= set(written[0]["results"])
     assert "acc,none" in written[0]["results"][OBJECT]
     assert "bits_per_byte,none" in written[0]["results"][TEXT]
+
+
+def test_a_second_lm_eval_run_in_one_process_logs_to_its_own_stderr(monkeypatch):
+    """lm-eval's console handler keeps the stderr of the first run; a notebook or a test that
+    replaced (and closed) it since would get '--- Logging error ---' tracebacks."""
+    import io
+    import logging
+    import sys
+
+    from tw_jax.lm_eval import cli as lm_eval_cli
+
+    first = io.StringIO()
+    handler = logging.StreamHandler(first)
+    monkeypatch.setattr(logging.getLogger("lm_eval"), "handlers", [handler])
+    first.close()
+    now = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", now)
+    lm_eval_cli._log_to_this_stderr()
+    logging.getLogger("lm_eval").handlers[0].emit(logging.makeLogRecord({"msg": "scored"}))
+    assert now.getvalue() == "scored\n"

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -63,6 +64,13 @@ def _without(report: dict, *keys: str) -> dict:
     return {k: v for k, v in report.items() if k not in keys}
 
 
+def _as_read(*files) -> dict:
+    """``made_from["files"]`` of a stage that read ``files`` (small ones: whole SHA-256)."""
+    return {str(Path(f).resolve()): {"bytes": Path(f).stat().st_size,
+                                     "sha256": hashlib.sha256(Path(f).read_bytes()).hexdigest()}
+            for f in files}
+
+
 def _renamed(report: dict, names: dict[str, str]) -> dict:
     """``report`` with each URL of ``names`` replaced by its local path (stats name the inputs,
     and skip examples the dump they come from)."""
@@ -95,7 +103,11 @@ def test_beam_options_starting_with_dashes_in_either_form(sample_world, local_di
     ])
     assert code == 0, capsys.readouterr().err
     assert _diffset_contents(str(out)) == _diffset_contents(local_diffset[0])
-    assert json.loads((out / "stats.json").read_text()) == local_diffset[1]
+    stats = json.loads((out / "stats.json").read_text())
+    # The library call records no inputs; the command records the dumps it read.
+    assert _without(stats, "made_from") == local_diffset[1]
+    assert stats["made_from"] == {"files": _as_read(wikipedia_dump(root, "2021-08"),
+                                                    wikipedia_dump(root, "2021-09"))}
 
 
 @pytest.mark.parametrize(
@@ -334,7 +346,12 @@ def test_diffset_and_probes_on_worker_processes_read_and_write_gs(
     assert _diffset_contents(diffset) == expected
     stats = json.loads(paths.read_text(paths.join(diffset, "stats.json")))
     assert (stats["old"], stats["new"]) == (dumps["old_wikipedia"], dumps["wikipedia"])
-    assert _renamed(stats, local_names) == json.loads(Path(local_diffset[0], "stats.json").read_text())
+    assert _without(_renamed(stats, local_names), "made_from") == json.loads(
+        Path(local_diffset[0], "stats.json").read_text())
+    # The dumps read from the bucket, by their gs:// URLs.
+    assert _renamed(stats["made_from"], local_names) == {"files": {
+        str(local_names[dumps[n]]): _as_read(local_names[dumps[n]])[
+            str(Path(local_names[dumps[n]]).resolve())] for n in ("old_wikipedia", "wikipedia")}}
 
     summary = _tw_jax(beam_gcs_env, "probes", "--old", dumps["old_wikidata"],
                       "--new", dumps["wikidata"], "--wikipedia", dumps["wikipedia"],
@@ -350,7 +367,16 @@ def test_diffset_and_probes_on_worker_processes_read_and_write_gs(
     report = json.loads(paths.read_text(paths.join(probes, "stats.json")))
     assert summary["probes"] == {c: v["final"] for c, v in report["categories"].items()}
     assert report["inputs"]["diffset"] == diffset
-    assert _renamed(report, local_names) == json.loads((tmp_path / "probes" / "stats.json").read_text())
+    assert _without(_renamed(report, local_names), "made_from") == json.loads(
+        (tmp_path / "probes" / "stats.json").read_text())
+    # The four dumps by URL, and the DiffSet's files it read below the bucket's period folder.
+    read = report["made_from"]["files"]
+    assert {k for k in read if k.startswith("gs://")} == set(dumps.values())
+    assert {k for k in read if not k.startswith("gs://")} and all(
+        k.startswith("diffset/") for k in read if not k.startswith("gs://"))
+    for key, value in read.items():
+        data = paths.read_bytes(key if key.startswith("gs://") else f"{gcs_bucket}/0809/{key}")
+        assert value == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}, key
     assert local["categories"]["unchanged"]["final"] > 0
 
     # Nothing else in the bucket: no temporary files of Beam's sinks, no parts, no partial stats.

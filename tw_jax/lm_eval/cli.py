@@ -89,12 +89,26 @@ def run_lm_eval(argv: list[str]) -> None:
                          "'tw-jax[lm-eval]' (or bash tools/setup.sh test)") from error
     import tw_jax.lm_eval.model  # noqa: F401  (registers --model tw_jax)
 
+    _log_to_this_stderr()
     saved = sys.argv
     sys.argv = ["lm-eval", *argv]
     try:
         cli_evaluate()
     finally:
         sys.argv = saved
+
+
+def _log_to_this_stderr() -> None:
+    """lm-eval attaches its console handler once per process, to the ``sys.stderr`` of its first
+    run; a later run in the same process (a notebook cell, a test) whose stderr was replaced
+    since (and the old one closed) would print '--- Logging error ---' tracebacks instead of its
+    log lines. Its handlers write to this run's stderr."""
+    import logging
+
+    for handler in logging.getLogger("lm_eval").handlers:
+        if type(handler) is logging.StreamHandler and handler.stream is not sys.stderr:
+            with handler.lock:  # not setStream: it flushes the old stream, which may be closed
+                handler.stream = sys.stderr
 
 
 def _run(args: argparse.Namespace) -> int:

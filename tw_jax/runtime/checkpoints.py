@@ -97,6 +97,9 @@ class _OrbaxErrorsToDebug(logging.Filter):
     # absl's own logger class (which finds the real caller) made the "absl" logger.
     _ORBAX_MESSAGE = re.compile(r"^\[(process|step)=")
     _ORBAX_FILE = f"{os.sep}orbax{os.sep}"
+    # A never-awaited TensorStore write of a failed save ("Future exception was never
+    # retrieved") names no orbax code, only the temporary folder orbax writes into.
+    _ORBAX_TEMPORARY = ".orbax-checkpoint-tmp"
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.ERROR or not self._from_orbax(record):
@@ -107,7 +110,10 @@ class _OrbaxErrorsToDebug(logging.Filter):
     def _from_orbax(self, record: logging.LogRecord) -> bool:
         if self._ORBAX_FILE in record.pathname or self._ORBAX_MESSAGE.match(str(record.msg)):
             return True
-        if self._ORBAX_FILE in record.getMessage():  # asyncio: a task of orbax's, by its code
+        message = record.getMessage()
+        if self._ORBAX_FILE in message:  # asyncio: a task of orbax's, by its code
+            return True
+        if self._ORBAX_TEMPORARY in message:  # asyncio: a TensorStore write into orbax's folder
             return True
         frames = record.exc_info[2] if record.exc_info else None
         while frames is not None:  # asyncio: an exception raised in orbax's code
