@@ -34,10 +34,24 @@ Weightings of the old share (:class:`ReplaySettings` ``weighting``), over the K 
 Configuration. The gin-configurable :class:`ReplaySettings` (``tw_jax.tasks.ReplaySettings.ratio
 = 0.5``, ``.weighting = 'uniform'``, ``.decay = 0.5``) is read each time a mixture computes its
 rates (each dataset it builds), as :class:`tw_jax.tasks.mixreview.MixReviewSchedule` is; a
-mixture built with ``settings=`` keeps its own. TiC-LM compares several fixed ratios of new to
-old tokens (its data are pre-mixed monthly manifests, ``training/README.md`` of apple/ml-tic-lm);
-the ratios themselves are not in its code or READMEs, so no preset carries a paper's number:
-``ratio`` is a plain number, 0.5 unless set.
+mixture built with ``settings=`` keeps its own.
+
+Presets (:data:`PRESETS`, ``ReplaySettings.preset``): the two ratios TiC-LM compares (Li et al.,
+ACL 2025, Section 4, data replay: a share α_t of update t's tokens from the current month, the
+rest spread uniformly over the earlier months; its Table 2 rows "Replay (α=1/2)" and
+"Replay (α=1/t)"; its code mixes them into the monthly manifests, ``training/README.md`` of
+apple/ml-tic-lm):
+
+===================  ====================================================================
+``tic_lm_half``      α = 1/2: half the examples new, half old, ``uniform`` (ratio 1/2)
+``tic_lm_1_over_t``  α_t = 1/t: every month seen so far the same share, the new one
+                     included: with K old sources each member 1/(K + 1) (ratio K/(K + 1)),
+                     so 1/2, 1/3, 1/4 … of the new DiffSet along a chain
+===================  ====================================================================
+
+A preset fixes the ratio and the weighting: naming one beside another ``ratio`` or
+``weighting`` is an error. Unset, ``ratio`` is a plain number (0.5, ``tic_lm_half``'s, unless
+set).
 
 Budget. A pass over a replay mixture is open-ended (every member repeats); :meth:`ReplayMixture.
 examples` counts ``epochs`` passes as the examples among which N new ones (one pass over the
@@ -68,6 +82,14 @@ SOURCE_FEATURE = "replay_source"  # index into ReplayMixture.members; added when
 UNIFORM, TOKENS, RECENT = "uniform", "tokens", "recent"
 WEIGHTINGS = (UNIFORM, TOKENS, RECENT)
 DEFAULT_RATIO = 0.5
+# TiC-LM (Li et al., ACL 2025), Section 4 and Table 2: α, the current month's share, is 1/2 or
+# 1/t (t months so far, the current one included); the rest uniformly over the earlier months.
+TIC_LM_HALF, TIC_LM_1_OVER_T = "tic_lm_half", "tic_lm_1_over_t"
+PRESETS: dict[str, str] = {
+    TIC_LM_HALF: "TiC-LM's Replay (α=1/2): half the examples from earlier months, uniformly",
+    TIC_LM_1_OVER_T: "TiC-LM's Replay (α=1/t): every month so far, the new one included, "
+                     "the same share",
+}
 
 
 def _exact(value: float) -> Fraction:
@@ -88,12 +110,14 @@ class ReplaySettings:
 
     ``ratio``: the share of examples drawn from old data, 0 ≤ ratio < 1 (0: the DiffSet alone).
     ``weighting``: ``uniform``, ``tokens`` or ``recent`` (:data:`WEIGHTINGS`). ``decay``: the
-    factor per step back in time of ``recent`` (0 < decay ≤ 1).
+    factor per step back in time of ``recent`` (0 < decay ≤ 1). ``preset``: one of
+    :data:`PRESETS` (TiC-LM's two ratios), which fixes ``ratio`` and ``weighting``.
     """
 
     ratio: float = DEFAULT_RATIO
     weighting: str = UNIFORM
     decay: float = 0.5
+    preset: str | None = None
 
     def __post_init__(self) -> None:
         ratio = _number("ratio", self.ratio)
@@ -107,6 +131,24 @@ class ReplaySettings:
         if not 0 < decay <= 1:
             raise ValueError(f"replay decay must be in (0, 1] (each older source's weight over "
                              f"the next one's), got {self.decay}")
+        if self.preset is None:
+            return
+        if self.preset not in PRESETS:
+            raise ValueError(f"unknown replay preset {self.preset!r}; known: "
+                             f"{', '.join(PRESETS)}")
+        if ratio != DEFAULT_RATIO or self.weighting != UNIFORM:
+            raise ValueError(f"replay preset {self.preset!r} fixes the ratio and the weighting; "
+                             f"leave ratio ({self.ratio}) and weighting ({self.weighting!r}) "
+                             "unset, or drop the preset")
+
+    def old_ratio(self, count: int) -> Fraction:
+        """The old share with ``count`` old sources: ``ratio``, or the preset's (``1/t``:
+        count/(count + 1), each of the count + 1 months alike)."""
+        if self.preset == TIC_LM_1_OVER_T:
+            return Fraction(count, count + 1)
+        if self.preset == TIC_LM_HALF:
+            return Fraction(1, 2)
+        return _exact(self.ratio)
 
     def old_weights(self, sizes: Sequence[int] | None, count: int) -> list[Fraction]:
         """The split of the old share over ``count`` sources, oldest first (sums to 1);
@@ -131,7 +173,7 @@ class ReplaySettings:
 
     def shares(self, sizes: Sequence[int] | None, count: int) -> list[Fraction]:
         """``[new, old_1, …, old_count]`` (old oldest first): the members' exact rates."""
-        ratio = _exact(self.ratio)
+        ratio = self.old_ratio(count)
         return [1 - ratio, *(ratio * w for w in self.old_weights(sizes, count))]
 
 
@@ -275,7 +317,7 @@ class ReplayMixture(seqio.Mixture):
         self, epochs: float, sequence_length: Mapping[str, int] | None, split: str = "train"
     ) -> float:
         """Examples in ``epochs`` passes: those among which ``epochs · N`` new ones are
-        expected, ``epochs · N / (1 − ratio)``."""
+        expected, ``epochs · N / (1 − ratio)`` (the preset's ratio where one is named)."""
         if not (epochs >= 0 and math.isfinite(epochs)):
             raise ValueError(f"epochs must be a finite number >= 0, got {epochs}")
         new_share = self.exact_shares()[self.new_name]

@@ -78,6 +78,26 @@ def test_settings_split_the_old_share_exactly_and_refuse_bad_values():
         ReplaySettings(weighting="tokens").shares(None, 2)
 
 
+def test_tic_lm_presets_give_its_two_ratios():
+    """TiC-LM's Replay (α=1/2): half new, the old half uniform; Replay (α=1/t): with K old
+    sources, each of the K + 1 months 1/(K + 1)."""
+    f = Fraction
+    half, per_month = ReplaySettings(preset="tic_lm_half"), ReplaySettings(preset="tic_lm_1_over_t")
+    assert half.shares(None, 3) == ReplaySettings().shares(None, 3) == [f(1, 2)] + [f(1, 6)] * 3
+    assert per_month.shares(None, 1) == [f(1, 2), f(1, 2)]
+    assert per_month.shares(None, 2) == [f(1, 3)] * 3
+    assert per_month.shares(None, 113) == [f(1, 114)] * 114  # TiC-LM's last month
+    for bad, message in (
+        (dict(preset="tic_lm_third"), "unknown replay preset 'tic_lm_third'; known: "
+                                      "tic_lm_half, tic_lm_1_over_t"),
+        (dict(preset="tic_lm_1_over_t", ratio=0.25), r"fixes the ratio and the weighting; "
+                                                     r"leave ratio \(0.25\)"),
+        (dict(preset="tic_lm_half", weighting="recent"), "weighting \\('recent'\\)"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            ReplaySettings(**bad)
+
+
 def test_members_and_rates_of_the_first_and_second_period(twiki, bound):
     registered = set(twiki["names"])
     assert {names.replay(period(p), objective) for p in ("0809", "0910", "1011")
@@ -140,21 +160,24 @@ def test_the_stream_draws_old_data_at_the_ratio_and_each_old_month_by_its_weight
                 for r in records}
 
     own = [heads(twiki["ssm"][source]) for source in sources]
-    for settings, weights in (
-        ("uniform", [Fraction(1, 3)] * 3),
-        ("recent", [Fraction(1, 7), Fraction(2, 7), Fraction(4, 7)]),  # decay 0.5
+    for settings, ratio, weights in (
+        ("weighting = 'uniform'", 0.4, [Fraction(1, 3)] * 3),
+        ("weighting = 'recent'", 0.4, [Fraction(1, 7), Fraction(2, 7), Fraction(4, 7)]),
+        # TiC-LM's α = 1/t: the 4 months 1011, 08, 0809, 0910 a quarter each
+        ("preset = 'tic_lm_1_over_t'", 0.75, [Fraction(1, 3)] * 3),
     ):
-        bound("tw_jax.tasks.ReplaySettings.ratio = 0.4",
-              f"tw_jax.tasks.ReplaySettings.weighting = '{settings}'")
+        bound(f"tw_jax.tasks.ReplaySettings.{settings}",
+              *(["tw_jax.tasks.ReplaySettings.ratio = 0.4"] if ratio == 0.4 else []))
         stream = list(mixture.get_dataset(SSM_LENGTHS, seed=11,
                                           passthrough_features=[SOURCE_FEATURE])
                       .take(DRAWS).as_numpy_iterator())
         counts = Counter(int(example[SOURCE_FEATURE]) for example in stream)
         assert len(stream) == DRAWS and set(counts) == {0, 1, 2, 3}
         old = DRAWS - counts[0]
-        assert within_binomial(old, DRAWS, 0.4), (settings, counts)
+        assert within_binomial(old, DRAWS, ratio), (settings, counts)
         for index, weight in enumerate(weights, start=1):
-            assert within_binomial(counts[index], DRAWS, float(0.4 * weight)), (settings, counts)
+            assert within_binomial(counts[index], DRAWS, float(ratio * weight)), (settings,
+                                                                                 counts)
         for example in stream:
             assert tuple(example["inputs"][:32].tolist()) in own[int(example[SOURCE_FEATURE])]
         assert set(stream[0]) == {"inputs", "targets", SOURCE_FEATURE}
@@ -215,3 +238,7 @@ def test_the_gin_files_train_diff_on_the_replay_mixture_at_the_macro_ratio(bound
         gin.clear_config()
     gin_setup.parse(["replay.gin", "models/t5_tiny.gin"], ["MODEL_DIR='m'"])
     assert ReplaySettings() == ReplaySettings(ratio=0.5)
+    gin.clear_config()
+    gin_setup.parse(["replay.gin", "models/t5_tiny.gin"],
+                    ["MODEL_DIR='m'", "REPLAY_PRESET = 'tic_lm_1_over_t'"])
+    assert ReplaySettings() == ReplaySettings(preset="tic_lm_1_over_t")
