@@ -94,7 +94,8 @@ def build_command(names: Iterable[str], cache_dir: str | None = None, *,
             f"--output_cache_dir={out}{flag}")
 
 
-def _tasks(name: str) -> list[seqio.Task]:
+def tasks_of(name: str) -> list[seqio.Task]:
+    """The tasks a task or mixture reads (itself, or the mixture's members)."""
     provider = seqio.get_mixture_or_task(name)
     tasks = getattr(provider, "tasks", None)
     if tasks is None:  # a task; a MixReviewMixture names its two
@@ -129,14 +130,14 @@ def _recorded(path: str, field: str, task: str) -> int:
     try:
         value = json.loads(paths.read_text(path)).get(field)
     except (OSError, ValueError, AttributeError) as error:
-        raise TaskCacheError(f"{path}: unreadable ({error}): {_rebuild(task, cache_dir)}"
+        raise TaskCacheError(f"{path}: unreadable ({error}): {rebuild_hint(task, cache_dir)}"
                              ) from None
     if not isinstance(value, int):
-        raise TaskCacheError(f"{path}: has no {field!r} count: {_rebuild(task, cache_dir)}")
+        raise TaskCacheError(f"{path}: has no {field!r} count: {rebuild_hint(task, cache_dir)}")
     return value
 
 
-def _rebuild(task: str, cache_dir: str) -> str:
+def rebuild_hint(task: str, cache_dir: str) -> str:
     """What to do about a damaged file in ``cache_dir``, the cache of ``task``: its command,
     into the cache folder above (seqio's task folder: the name, ``:`` as ``/``)."""
     root = cache_dir.rstrip("/")
@@ -156,20 +157,20 @@ def check_shards(task: str, cache_dir: str, split: str) -> None:
     for shard in shards:
         if not paths.exists(shard):
             raise TaskCacheError(f"{shard}: missing ({count} shards recorded): "
-                                 f"{_rebuild(task, cache_dir)}")
+                                 f"{rebuild_hint(task, cache_dir)}")
     key = tuple(f"{shard}:{paths.size(shard)}" for shard in shards)
     if key not in _counted:
         try:
             _counted[key] = sum(count_records(shard) for shard in shards)
         except ValueError as error:  # "<shard>: truncated record" and the like
             shard, _, why = str(error).partition(": ")
-            raise TaskCacheError(f"{shard}: {why}: {_rebuild(task, cache_dir)}") from None
+            raise TaskCacheError(f"{shard}: {why}: {rebuild_hint(task, cache_dir)}") from None
     stats = seqio.utils.get_cached_stats_path(cache_dir, split)
     expected = _recorded(stats, "examples", task)
     if _counted[key] != expected:
         raise TaskCacheError(
             f"{prefix}-*-of-{count:05d}: {_counted[key]} examples where {stats} records "
-            f"{expected}: {_rebuild(task, cache_dir)}")
+            f"{expected}: {rebuild_hint(task, cache_dir)}")
 
 
 def check_cached(name: str) -> None:
@@ -178,7 +179,7 @@ def check_cached(name: str) -> None:
     than its files), every shard of it whole (:func:`check_shards`); else one
     :class:`TaskCacheError` line with the command that (re)builds it."""
     missing, stale, changed, cached = [], [], [], []
-    for task in _tasks(name):
+    for task in tasks_of(name):
         if not task.supports_caching:
             continue
         if task.cache_dir is None:

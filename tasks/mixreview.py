@@ -57,6 +57,8 @@ import numpy as np
 import seqio
 import tensorflow as tf
 
+from tw_jax.tasks.damaged import named_read_errors
+
 SOURCE_FEATURE = "mixreview_source"  # 0 new, 1 old; added when asked for as a passthrough
 NEW, OLD = 0, 1
 _MAX_SCHEDULE_EPOCHS = 10_000
@@ -266,7 +268,9 @@ class MixReviewMixture(seqio.Mixture):
                 shard_info=shard_info,
                 num_epochs=1,
             )
-            self._counts[key] = int(dataset.reduce(np.int64(0), lambda count, _: count + 1))
+            with named_read_errors(self._new_name, split, use_cached):
+                self._counts[key] = int(dataset.reduce(np.int64(0),
+                                                       lambda count, _: count + 1))
         return self._counts[key]
 
     def get_dataset(

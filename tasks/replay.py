@@ -76,6 +76,7 @@ import seqio
 import tensorflow as tf
 
 from tw_jax.io import paths
+from tw_jax.tasks.damaged import named_read_errors
 from tw_jax.time import Period, Snapshot
 
 SOURCE_FEATURE = "replay_source"  # index into ReplayMixture.members; added when asked for
@@ -310,7 +311,9 @@ class ReplayMixture(seqio.Mixture):
                 sequence_length=sequence_length, split=split, use_cached=use_cached,
                 shuffle=False, num_epochs=1,
             )
-            self._counts[key] = int(dataset.reduce(np.int64(0), lambda count, _: count + 1))
+            with named_read_errors(self.new_name, split, use_cached):
+                self._counts[key] = int(dataset.reduce(np.int64(0),
+                                                       lambda count, _: count + 1))
         return self._counts[key]
 
     def examples(

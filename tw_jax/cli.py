@@ -304,7 +304,7 @@ def _stopping_on_signals(command: str) -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from tw_jax.errors import DumpError, OutputError, UsageError
+    from tw_jax.errors import DumpError, OutputError, UsageError, tensorflow_message
     from tw_jax.io.paths import StorageError
     from tw_jax.text.spacy_pipeline import SpacyModelError
 
@@ -330,6 +330,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"tw-jax {args.command}: error: {without_gin_trail(error)}", file=sys.stderr)
         return 2
+    except Exception as error:
+        if debug or not _is_data_loss(error):
+            raise
+        # a read this command does not name (tw_jax.tasks.damaged names the file where it can)
+        print(f"tw-jax {args.command}: error: an input file is damaged or cut "
+              f"({tensorflow_message(error)}); run again with --debug to see where it was read",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(
             f"tw-jax {args.command}: interrupted; no partial output was left behind.",
@@ -341,6 +349,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # and the command ran to its end: say so rather than pass the signal over in silence
         _print_stopped(args.command, requested_stop())
     return int(result or 0)
+
+
+def _is_data_loss(error: BaseException) -> bool:
+    """TensorFlow's ``DataLossError`` (a damaged TFRecord), told apart without importing it."""
+    kind = type(error)
+    return kind.__name__ == "DataLossError" and kind.__module__.startswith("tensorflow")
 
 
 def _print_stopped(command: str, signal_name: str) -> None:

@@ -39,3 +39,14 @@ class UsageError(ValueError):
     a model that cannot read a task's features, a schedule longer than the run, a missing
     vocabulary. The CLI prints it without a traceback (``--debug`` or ``TW_JAX_DEBUG=1`` shows
     one), exit 2. A ``ValueError`` so library callers that caught those keep working."""
+
+
+def tensorflow_message(error: BaseException) -> str:
+    """A TensorFlow op error's own words on one line, without the graph node it names
+    (``{{function_node __wrapped__ReduceDataset…}} corrupted record at 12 [Op:ReduceDataset]``
+    → ``corrupted record at 12``)."""
+    text = (getattr(error, "message", None) or str(error)).strip()
+    if not text:
+        return type(error).__name__
+    line = text.splitlines()[-1].split("}} ")[-1]
+    return line.split(" [Op:")[0].strip()

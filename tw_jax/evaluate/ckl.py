@@ -39,6 +39,7 @@ from tw_jax.preprocess.ckl.phases import MANIFEST
 from tw_jax.runtime import task_data
 from tw_jax.tasks import LazyVocabulary
 from tw_jax.tasks.ckl import PREVIOUS_SEPARATOR, eval_lengths, lama_set, probe_tasks
+from tw_jax.tasks.damaged import named_read_errors
 
 METRICS = ("em", "f1", "em_previous", "f1_previous")
 SSM = "ssm"  # the objective of the models that read CKL's probe tasks
@@ -66,7 +67,8 @@ def task_examples(task: str, limit: int | None = None) -> list[dict[str, Any]]:
                                 num_epochs=1)
     if limit is not None:
         dataset = dataset.take(limit)
-    return list(dataset.as_numpy_iterator())
+    with named_read_errors(task, "test"):
+        return list(dataset.as_numpy_iterator())
 
 
 def evaluate_task(

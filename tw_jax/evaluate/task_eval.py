@@ -43,6 +43,7 @@ from tw_jax.models.sharding import activate
 from tw_jax.runtime import distributed, task_data
 from tw_jax.runtime.run_model import build_run_model
 from tw_jax.runtime.task_data import ensure_tasks
+from tw_jax.tasks.damaged import named_read_errors
 
 # Where T5X's evaluation writes its metrics and inferences, under MODEL_DIR.
 INFERENCE_EVAL = "inference_eval"
@@ -119,28 +120,31 @@ def evaluate(
         vocabulary=task_data.vocabulary(name), qa_protocol=qa_protocol)
     out_dir = paths.join(model_dir, INFERENCE_EVAL)
     writer = jax.process_index() == 0
-    evaluator = seqio.Evaluator(
-        name, fns.feature_converter, eval_split=split, sequence_length=dict(task_feature_lengths),
-        num_examples=max_examples, logger_cls=(JSONLogger, TensorBoardLogger) if writer else (),
-        log_dir=out_dir if writer else None, async_compute_metrics=False,
-    )
-    if not evaluator.eval_tasks:
-        raise UsageError(f"{name} has no task with a {split!r} split and metrics to evaluate "
-                         "(--gin.tw_jax.evaluate.evaluate.split=... picks another split)")
-    empty = sorted(task for task, dataset in evaluator.cached_task_datasets.items()
-                   if next(iter(dataset.take(1)), None) is None)
-    if empty:  # seqio would fail deep inside ("not enough values to unpack")
-        raise UsageError(f"{', '.join(empty)}: no examples in the {split!r} split, so nothing to "
-                         f"evaluate; evaluate {name}'s other tasks by name, or another split "
-                         "(--gin.tw_jax.evaluate.evaluate.split=...)")
-    future, _ = evaluator.evaluate(compute_metrics=True, step=step, score_fn=fns.score_fn,
-                                   predict_fn=fns.predict_fn)
-    found = {task: metric_values(values) for task, values in future.result().items()}
-    if per_probe_path is not None and writer:
-        from tw_jax.evaluate.probe_records import write_per_probe
+    with named_read_errors(name, split):  # a damaged record: one line naming its file
+        evaluator = seqio.Evaluator(
+            name, fns.feature_converter, eval_split=split,
+            sequence_length=dict(task_feature_lengths), num_examples=max_examples,
+            logger_cls=(JSONLogger, TensorBoardLogger) if writer else (),
+            log_dir=out_dir if writer else None, async_compute_metrics=False,
+        )
+        if not evaluator.eval_tasks:
+            raise UsageError(f"{name} has no task with a {split!r} split and metrics to "
+                             "evaluate (--gin.tw_jax.evaluate.evaluate.split=... picks another "
+                             "split)")
+        empty = sorted(task for task, dataset in evaluator.cached_task_datasets.items()
+                       if next(iter(dataset.take(1)), None) is None)
+        if empty:  # seqio would fail deep inside ("not enough values to unpack")
+            raise UsageError(f"{', '.join(empty)}: no examples in the {split!r} split, so "
+                             f"nothing to evaluate; evaluate {name}'s other tasks by name, or "
+                             "another split (--gin.tw_jax.evaluate.evaluate.split=...)")
+        future, _ = evaluator.evaluate(compute_metrics=True, step=step, score_fn=fns.score_fn,
+                                       predict_fn=fns.predict_fn)
+        found = {task: metric_values(values) for task, values in future.result().items()}
+        if per_probe_path is not None and writer:
+            from tw_jax.evaluate.probe_records import write_per_probe
 
-        write_per_probe(paths.resolve(per_probe_path), evaluator, fns)
-    evaluator.close()
+            write_per_probe(paths.resolve(per_probe_path), evaluator, fns)
+        evaluator.close()
     summary = {"step": step, "split": split, "tasks": found}
     if writer:
         label = step if step is not None else "init"
@@ -182,7 +186,8 @@ def infer(
     )
     if max_examples is not None:
         dataset = dataset.take(max_examples)
-    examples = list(dataset.as_numpy_iterator())
+    with named_read_errors(mixture_or_task_name, split):
+        examples = list(dataset.as_numpy_iterator())
     output = paths.resolve(
         output_path or paths.join(model_dir, "infer", f"{mixture_or_task_name}.{split}.jsonl")
     )

@@ -16,6 +16,7 @@ from tw_jax.data.model_folder import is_model_folder
 from tw_jax.evaluate.groups import INITIAL, OPEN_BOOK
 from tw_jax.lifelong.options import LifelongError, LifelongOptions, default_initial_gin_files
 from tw_jax.runtime import gin_setup, task_data
+from tw_jax.tasks.damaged import named_read_errors
 from tw_jax.train.config import TrainConfig
 from tw_jax.train.gin_config import train_config
 
@@ -46,7 +47,8 @@ def training_examples(task: str, lengths: Mapping[str, int], epochs: float) -> f
     if isinstance(provider, (tw_jax.tasks.MixReviewMixture, tw_jax.tasks.ReplayMixture)):
         return provider.examples(epochs, lengths)
     stream = task_data.task_dataset(task, lengths, shuffle=False, num_epochs=1)
-    count = int(stream.reduce(0, lambda n, _: n + 1))
+    with named_read_errors(task):
+        count = int(stream.reduce(0, lambda n, _: n + 1))
     if count == 0:
         raise LifelongError(f"{task}: no training examples, so TRAIN_EPOCHS gives no steps")
     return epochs * count

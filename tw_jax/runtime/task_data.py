@@ -25,6 +25,7 @@ import tw_jax.tasks
 from tw_jax.errors import UsageError
 from tw_jax.models import model_for
 from tw_jax.tasks.cache import check_cached
+from tw_jax.tasks.damaged import named_read_errors, read_checked
 
 
 def task_name(name: str, config: Any) -> str:
@@ -101,7 +102,8 @@ def check_examples(
     is a one-line :class:`UsageError`. Reads at most ``needed`` examples."""
     dataset = task_dataset(name, lengths, split=split, shuffle=False, num_epochs=1,
                            shard_index=shard_index, num_shards=num_shards, use_cached=use_cached)
-    found = int(dataset.take(needed).reduce(0, lambda count, _: count + 1))
+    with named_read_errors(name, split, use_cached):
+        found = int(dataset.take(needed).reduce(0, lambda count, _: count + 1))
     shard = f" (host {shard_index}'s shard of {num_shards})" if num_shards > 1 else ""
     if found == 0:
         raise UsageError(f"the {split!r} split of {name}{shard} has no examples")
@@ -151,7 +153,8 @@ def batches(
     if start_batch:
         dataset = dataset.skip(start_batch)
     dataset = _deterministic(dataset.prefetch(2))
-    yield from dataset.as_numpy_iterator()
+    # a damaged record is one line naming its file, not a DataLossError from the iterator
+    yield from read_checked(dataset.as_numpy_iterator(), name, split, use_cached)
 
 
 def vocabulary(name: str) -> Any:
