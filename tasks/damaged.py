@@ -69,15 +69,15 @@ def _first_damage(path: str) -> tuple[int, int, str] | None:
 def locate(name: str, split: str, use_cached: bool, error: Exception) -> DamagedInputError:
     """The one-line error for ``error``, raised while reading ``split`` of ``name`` (a task or
     mixture): the damaged file and record when one of its files holds one."""
-    tasks = task_cache.tasks_of(name)
-    for task in tasks:
-        for path, remedy in _files(task, split, use_cached):
-            found = _first_damage(path)
-            if found:
-                number, offset, why = found
-                return DamagedInputError(path, f"record {number} (byte {offset})",
-                                         f"{why}: {remedy} (read for {task.name}, {split})")
-    listed = [path for task in tasks for path, _ in _files(task, split, use_cached)]
+    files = [(task.name, path, remedy) for task in task_cache.tasks_of(name)
+             for path, remedy in _files(task, split, use_cached)]
+    for task, path, remedy in files:
+        found = _first_damage(path)
+        if found:
+            number, offset, why = found
+            return DamagedInputError(path, f"record {number} (byte {offset})",
+                                     f"{why}: {remedy} (read for {task}, {split})")
+    listed = [path for _, path, _ in files]
     where = (f"{len(listed)} file(s): {', '.join(listed[:3])}{', …' if len(listed) > 3 else ''}"
              if listed else "none listed")
     return DamagedInputError(
